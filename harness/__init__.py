@@ -1,0 +1,47 @@
+"""retrieval-harness: benchmark the retrieval half of RAG systems.
+
+Public API (imported lazily so ``harness --help`` starts fast):
+``evaluate``, ``benchmark``, ``load_dataset``, ``Document``, ``Query``, ``GoldenDataset``, ``Run``,
+``Retriever``, ``Stage``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "evaluate": "harness.metrics.evaluate",
+    "Evaluation": "harness.metrics.evaluate",
+    "Metric": "harness.metrics.names",
+    "parse_metric": "harness.metrics.names",
+    "Document": "harness.model",
+    "Query": "harness.model",
+    "GoldenDataset": "harness.model",
+    "Qrels": "harness.model",
+    "Run": "harness.run",
+    "load_dataset": "harness.datasets",
+    "Retriever": "harness.protocol",
+    "Stage": "harness.protocol",
+    "benchmark": "harness.api",
+    "BenchmarkResults": "harness.api",
+    "HarnessError": "harness.errors",
+    "InputError": "harness.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

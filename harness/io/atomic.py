@@ -1,0 +1,55 @@
+"""Atomic writes: a temp file in the target folder, fsync, then ``os.replace``.
+
+A killed process leaves either the old file or the new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+
+def _atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> Path:
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    return _atomic(path, lambda fh: fh.write(data))
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def write_json(path: str | os.PathLike[str], obj: Any, *, indent: int | None = 1) -> Path:
+    """JSON with NaN refused (it is not JSON) and non-ASCII kept readable."""
+    return write_text(path, json.dumps(obj, indent=indent, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def write_npy(path: str | os.PathLike[str], array: np.ndarray) -> Path:
+    """``.npy`` without pickle: loading uses ``allow_pickle=False``."""
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return write_bytes(path, buf.getvalue())

@@ -1,0 +1,160 @@
+"""BEIR folders: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``.
+
+Only the split's queries are evaluated: those named in ``qrels/<split>.tsv`` plus keyword-judged
+queries (a ``keywords`` field) that are in the split (an optional ``split`` field, default: every
+split). Decisions on imperfect data, applied the same way everywhere:
+- duplicate document or query ids, empty query text: error (which copy is meant is unknowable);
+- judgments naming a query that is not in ``queries.jsonl``: dropped, counted, warned (no text to
+  search with);
+- judgments naming a document not in the corpus: kept (they still count as relevant, so recall is
+  honest about what the corpus lacks), counted, warned.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.errors import InputError
+from harness.io.lines import iter_lines
+from harness.io.trec import read_qrels
+from harness.model import Document, GoldenDataset, Query
+
+log = logging.getLogger("harness")
+
+_DOC_KEYS = {"_id", "id", "title", "text", "metadata"}
+_QUERY_KEYS = {"_id", "id", "text", "keywords", "metadata", "split"}
+
+
+def _json_line(path: Path, lineno: int, line: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
+    return obj
+
+
+def _validation_error(e: ValidationError, path: Path, lineno: int) -> InputError:
+    err = e.errors()[0]
+    field = ".".join(str(x) for x in err["loc"]) or None
+    field = {"id": "_id"}.get(field or "", field)
+    return InputError(err["msg"], path=path, line=lineno, field=field)
+
+
+def _id_of(obj: dict[str, Any], path: Path, lineno: int) -> str:
+    raw = obj.get("_id", obj.get("id"))
+    if raw is None:
+        raise InputError("missing", path=path, line=lineno, field="_id")
+    if not isinstance(raw, (str, int)) or isinstance(raw, bool):
+        raise InputError(f"must be a string, got {type(raw).__name__}", path=path, line=lineno, field="_id")
+    value = str(raw)
+    if not value.strip() or any(c.isspace() for c in value):
+        raise InputError(f"{value!r} is empty or contains whitespace (TREC files could not hold it)", path=path,
+                         line=lineno, field="_id")
+    return value
+
+
+def read_corpus(path: str | os.PathLike[str]) -> list[Document]:
+    p = Path(path)
+    docs: list[Document] = []
+    first_seen: dict[str, int] = {}
+    for lineno, line in iter_lines(p, "corpus file", skip_comments=False):
+        obj = _json_line(p, lineno, line)
+        doc_id = _id_of(obj, p, lineno)
+        if doc_id in first_seen:
+            raise InputError(f"duplicate document id {doc_id!r} (first at line {first_seen[doc_id]})", path=p,
+                             line=lineno, field="_id")
+        first_seen[doc_id] = lineno
+        extra = {k: v for k, v in obj.items() if k not in _DOC_KEYS}
+        metadata = dict(obj.get("metadata") or {}) | extra
+        try:
+            docs.append(Document(id=doc_id, text=obj.get("text", ""), title=obj.get("title") or "", metadata=metadata))
+        except ValidationError as e:
+            raise _validation_error(e, p, lineno) from None
+    return docs
+
+
+def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, str | None]]:
+    """Queries, and each query's ``split`` field (None when absent)."""
+    p = Path(path)
+    queries: list[Query] = []
+    splits: dict[str, str | None] = {}
+    first_seen: dict[str, int] = {}
+    for lineno, line in iter_lines(p, "queries file", skip_comments=False):
+        obj = _json_line(p, lineno, line)
+        qid = _id_of(obj, p, lineno)
+        if qid in first_seen:
+            raise InputError(f"duplicate query id {qid!r} (first at line {first_seen[qid]})", path=p, line=lineno,
+                             field="_id")
+        first_seen[qid] = lineno
+        text = obj.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("query text is missing or empty", path=p, line=lineno, field="text")
+        keywords = obj.get("keywords") or ()
+        if isinstance(keywords, str):
+            keywords = (keywords,)
+        extra = {k: v for k, v in obj.items() if k not in _QUERY_KEYS}
+        try:
+            queries.append(Query(id=qid, text=text, keywords=tuple(keywords),
+                                 metadata=dict(obj.get("metadata") or {}) | extra))
+        except ValidationError as e:
+            raise _validation_error(e, p, lineno) from None
+        splits[qid] = obj.get("split")
+    return queries, splits
+
+
+def available_splits(folder: str | os.PathLike[str]) -> list[str]:
+    qdir = Path(folder) / "qrels"
+    return sorted(f.stem for f in qdir.glob("*.tsv")) if qdir.is_dir() else []
+
+
+def load_beir(folder: str | os.PathLike[str], split: str = "test", *, name: str | None = None) -> GoldenDataset:
+    """Load a BEIR folder as a :class:`GoldenDataset` restricted to ``split``."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise InputError("dataset folder not found (expected a BEIR folder with corpus.jsonl, queries.jsonl, qrels/)",
+                         path=root)
+    for required in ("corpus.jsonl", "queries.jsonl"):
+        if not (root / required).is_file():
+            raise InputError(f"not a BEIR folder: {required} is missing", path=root)
+    qrels_path = root / "qrels" / f"{split}.tsv"
+    corpus = read_corpus(root / "corpus.jsonl")
+    queries, query_splits = read_queries(root / "queries.jsonl")
+    has_keywords = any(q.keywords for q in queries)
+    if qrels_path.is_file():
+        qrels = read_qrels(qrels_path)
+    elif has_keywords:
+        qrels = {}
+    else:
+        found = ", ".join(available_splits(root)) or "none"
+        raise InputError(f"split {split!r} has no judgments file qrels/{split}.tsv (splits found: {found})", path=root)
+
+    known_queries = {q.id for q in queries}
+    unknown_q = sorted(set(qrels) - known_queries)
+    if unknown_q:
+        log.warning("%s: %d judged queries are not in queries.jsonl and are skipped (e.g. %s)",
+                    qrels_path, len(unknown_q), ", ".join(unknown_q[:3]))
+        for q in unknown_q:
+            del qrels[q]
+    known_docs = {d.id for d in corpus}
+    unknown_d = {d for judged in qrels.values() for d in judged if d not in known_docs}
+    if unknown_d:
+        log.warning("%s: %d judged documents are not in corpus.jsonl (kept: they count as relevant but cannot be "
+                    "retrieved)", qrels_path, len(unknown_d))
+    keyword_in_split = {q.id for q in queries if q.keywords and query_splits.get(q.id) in (None, split)}
+    clash = sorted(q for q in keyword_in_split if q in qrels)
+    if clash:
+        raise InputError(f"query {clash[0]!r} has keywords and is also judged in qrels/{split}.tsv; use one or the other",
+                         path=root / "queries.jsonl", field="keywords")
+    selected = [q for q in queries if q.id in qrels or q.id in keyword_in_split]
+    dataset = GoldenDataset.build(name or root.name, corpus, selected, qrels, split=split, source=str(root))
+    if not dataset.queries:
+        raise InputError(f"split {split!r} has no queries to evaluate", path=root)
+    return dataset

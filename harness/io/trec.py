@@ -1,0 +1,149 @@
+"""TREC qrels and run files, and BEIR qrels tsv files.
+
+Formats (whitespace separated):
+- TREC qrels: ``qid iter docno grade`` (``iter`` ignored).
+- BEIR qrels: ``query-id<TAB>corpus-id<TAB>score`` with an optional header line.
+- TREC run: ``qid Q0 docno rank score tag`` (``Q0`` and ``rank`` ignored: trec_eval ranks by score);
+  text after the sixth column is tolerated, as trec_eval does.
+Lines starting with ``#`` are comments.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.io import atomic
+from harness.io.lines import iter_lines
+from harness.model import Qrels
+from harness.run import PAD, Run
+
+
+def _grade(token: str, path: Path, lineno: int) -> int:
+    try:
+        return int(token)
+    except ValueError:
+        pass
+    try:
+        value = float(token)
+    except ValueError:
+        value = math.nan
+    if value.is_integer():
+        return int(value)
+    raise InputError(f"relevance grade {token!r} is not an integer", path=path, line=lineno, field="grade")
+
+
+def read_qrels(path: str | os.PathLike[str]) -> Qrels:
+    """Read TREC (4 columns) or BEIR (3 columns, optional header) judgments.
+
+    A repeated (query, doc) pair with the same grade is tolerated; with a different grade it is an
+    error, because either choice would silently change the scores.
+    """
+    p = Path(path)
+    qrels: Qrels = {}
+    ncols: int | None = None
+    for lineno, line in iter_lines(p, "qrels file"):
+        parts = line.split()
+        if ncols is None:
+            if len(parts) == 3 and not _is_number(parts[2]):
+                ncols = 3  # BEIR header: query-id corpus-id score
+                continue
+            if len(parts) not in (3, 4):
+                raise InputError(
+                    f"expected 4 columns (qid iter docno grade) or 3 (query-id corpus-id score), found {len(parts)}",
+                    path=p, line=lineno,
+                )
+            ncols = len(parts)
+        if len(parts) != ncols:
+            raise InputError(f"expected {ncols} columns like the first line, found {len(parts)}", path=p, line=lineno)
+        if ncols == 4:
+            qid, _, doc, g = parts
+        else:
+            qid, doc, g = parts
+        grade = _grade(g, p, lineno)
+        judged = qrels.setdefault(qid, {})
+        if doc in judged and judged[doc] != grade:
+            raise InputError(
+                f"query {qid!r}, doc {doc!r} judged twice with different grades ({judged[doc]} and {grade})",
+                path=p, line=lineno, field="grade",
+            )
+        judged[doc] = grade
+    return qrels
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def write_qrels(path: str | os.PathLike[str], qrels: Qrels) -> Path:
+    """TREC format (4 columns), queries and docs in sorted order so the file diffs cleanly."""
+    lines = [f"{q} 0 {d} {g}" for q in sorted(qrels) for d, g in sorted(qrels[q].items())]
+    return atomic.write_text(path, "\n".join(lines) + ("\n" if lines else ""))
+
+
+def read_run(path: str | os.PathLike[str], *, name: str | None = None, doc_ids: Iterable[str] | None = None) -> Run:
+    """Read a TREC run file into a canonical ``Run`` (named after the file stem by default)."""
+    p = Path(path)
+    fixed = doc_ids is not None
+    vocab: dict[str, int] = {d: i for i, d in enumerate(doc_ids)} if fixed else {}
+    rows: dict[str, tuple[list[int], list[float]]] = {}
+    tags: set[str] = set()
+    for lineno, line in iter_lines(p, "run file"):
+        parts = line.split()
+        if len(parts) < 6:
+            raise InputError(
+                f"expected 6 columns (qid Q0 docno rank score tag), found {len(parts)}", path=p, line=lineno
+            )
+        qid, _, doc, _, s, tag = parts[:6]
+        try:
+            score = float(s)
+        except ValueError:
+            raise InputError(f"score {s!r} is not a number", path=p, line=lineno, field="score") from None
+        if not math.isfinite(score):
+            raise InputError(f"score is {s} (scores must be finite)", path=p, line=lineno, field="score")
+        i = vocab.get(doc)
+        if i is None:
+            if fixed:
+                raise InputError(f"doc id {doc!r} is not in the corpus", path=p, line=lineno, field="docno")
+            i = vocab[doc] = len(vocab)
+        r = rows.get(qid)
+        if r is None:
+            r = rows[qid] = ([], [])
+        r[0].append(i)
+        r[1].append(score)
+        tags.add(tag)
+    qids = list(rows)
+    depth = max((len(r[0]) for r in rows.values()), default=0)
+    idx = np.full((len(qids), depth), PAD, dtype=np.int64)
+    sc = np.full((len(qids), depth), -np.inf)
+    for k, q in enumerate(qids):
+        r_idx, r_sc = rows[q]
+        idx[k, : len(r_idx)] = r_idx
+        sc[k, : len(r_sc)] = r_sc
+    run_name = name if name is not None else p.stem
+    return Run(qids, list(vocab), idx, sc, name=run_name)
+
+
+def format_run(run: Run, tag: str | None = None) -> str:
+    """TREC run text; scores written with repr precision so a re-read run is bit-identical."""
+    tag = (tag or run.name or "run").replace(" ", "_")
+    out: list[str] = []
+    for i, q in enumerate(run.query_ids):
+        n = int(run.lengths[i])
+        docs = run.doc_ids[run.indices[i, :n]]
+        for r, (d, s) in enumerate(zip(docs, run.scores[i, :n].tolist()), start=1):
+            out.append(f"{q} Q0 {d} {r} {s!r} {tag}")
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def write_run(path: str | os.PathLike[str], run: Run, tag: str | None = None) -> Path:
+    return atomic.write_text(path, format_run(run, tag))

@@ -1,0 +1,294 @@
+"""Scoring runs against judgments: the dict path (pytrec_eval / ranx shapes) and the array path
+(the harness's own ``Run`` against :class:`CompiledQrels`). Both turn a run into ranked grade
+matrices and hand them to :func:`harness.metrics.core.compute`; nothing else computes a metric.
+
+Query accounting (DESIGN 5, trec_eval ``-c``): the evaluated queries are the judged ones; a judged
+query with no ranking scores 0 and stays in the mean; queries ranked but not judged are ignored;
+every such case is counted in :attr:`Evaluation.counts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.metrics import core
+from harness.metrics.names import Metric, parse_metrics
+from harness.run import Run
+
+#: Elements per padded block: bounds memory when a few rankings are much longer than the rest.
+_BLOCK_ELEMENTS = 1 << 22
+#: Judgments per query up to which grade lookup compares against each query's list directly.
+_DENSE_LOOKUP_MAX = 16
+
+
+@dataclass
+class Evaluation:
+    """Per-query values for every metric, over the judged queries, in qrels order."""
+
+    query_ids: list[str]
+    values: dict[str, np.ndarray]
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def means(self) -> dict[str, float]:
+        return {m: float(v.mean()) if v.size else 0.0 for m, v in self.values.items()}
+
+    def per_query(self) -> dict[str, dict[str, float]]:
+        cols = {m: v.tolist() for m, v in self.values.items()}
+        return {q: {m: cols[m][i] for m in cols} for i, q in enumerate(self.query_ids)}
+
+
+class CompiledQrels:
+    """Judgments as arrays, built once and shared by every run scored against them.
+
+    ``keys`` are sorted ``query_row * n_judged_docs + judged_doc_position`` with their ``grades``,
+    so finding the grade of every ranked document is a single ``searchsorted``.
+    """
+
+    def __init__(self, qrels: Mapping[str, Mapping[str, int]]) -> None:
+        if isinstance(qrels, CompiledQrels):  # pragma: no cover - convenience
+            self.__dict__.update(qrels.__dict__)
+            return
+        if not isinstance(qrels, Mapping):
+            raise InputError(f"qrels must be a mapping {{query_id: {{doc_id: grade}}}}, got {type(qrels).__name__}")
+        self.query_ids = [str(q) for q in qrels]
+        if not self.query_ids:
+            raise InputError("qrels hold no judged queries")
+        judged = [qrels[q] for q in qrels]
+        sizes = np.fromiter((len(j) for j in judged), dtype=np.int64, count=len(judged))
+        rows = np.repeat(np.arange(len(judged), dtype=np.int64), sizes)
+        try:
+            grades = np.fromiter(chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=int(sizes.sum()))
+        except (TypeError, ValueError, OverflowError):
+            raise InputError("every grade in qrels must be an integer") from None
+        doc_pos: dict[str, int] = {}
+        jpos = np.fromiter((doc_pos.setdefault(d, len(doc_pos)) for d in chain.from_iterable(judged)),
+                           dtype=np.int64, count=int(sizes.sum()))
+        self.doc_pos = doc_pos
+        self.n_docs = max(len(doc_pos), 1)
+        positive = grades > 0
+        self.num_rel = np.bincount(rows[grades >= 1], minlength=len(judged)).astype(np.int64)
+        # positive grades per query, sorted descending: the ideal ranking for nDCG
+        p_rows, p_grades = rows[positive], grades[positive].astype(np.float64)
+        order = np.lexsort((-p_grades, p_rows))
+        p_rows, p_grades = p_rows[order], p_grades[order]
+        n_pos = np.bincount(p_rows, minlength=len(judged))
+        starts = np.concatenate(([0], np.cumsum(n_pos)[:-1]))
+        self._ideal_rows, self._ideal_cols, self._ideal_vals = p_rows, np.arange(p_rows.size) - starts[p_rows], p_grades
+        self.max_positive = int(n_pos.max(initial=0))
+        keep = grades != 0
+        keys = rows[keep] * self.n_docs + jpos[keep]
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.grades = keys[order], grades[keep][order].astype(np.float64)
+        self._vocab_cache: tuple[int, np.ndarray] | None = None
+        self._names: list[str] | None = None
+        self._dense_cache: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self.query_ids)
+
+    def judged(self, row: int) -> dict[str, int]:
+        """The judgments of one query as a dict (rebuilt from the arrays; for the dict path)."""
+        lo, hi = np.searchsorted(self.keys, [row * self.n_docs, (row + 1) * self.n_docs])
+        names = self._doc_names()
+        return {names[k % self.n_docs]: int(g) for k, g in zip(self.keys[lo:hi].tolist(), self.grades[lo:hi].tolist())}
+
+    def _doc_names(self) -> list[str]:
+        if self._names is None:
+            self._names = list(self.doc_pos)
+        return self._names
+
+    def ideal(self, width: int) -> np.ndarray:
+        """``(n_queries, width)`` positive grades sorted descending, zero padded."""
+        out = np.zeros((len(self.query_ids), width))
+        if width:
+            sel = self._ideal_cols < width
+            out[self._ideal_rows[sel], self._ideal_cols[sel]] = self._ideal_vals[sel]
+        return out
+
+    def vocab_map(self, doc_ids: np.ndarray) -> np.ndarray:
+        """Position of each doc id among the judged docs (-1: judged for no query), plus a trailing -1
+        so that padding (index -1) maps to -1 without a mask. Cached per vocabulary."""
+        if self._vocab_cache is not None and self._vocab_cache[0] == id(doc_ids):
+            return self._vocab_cache[1]
+        get = self.doc_pos.get
+        mapping = np.fromiter(chain((get(d, -1) for d in doc_ids), (-1,)), dtype=np.int64, count=len(doc_ids) + 1)
+        self._vocab_cache = (id(doc_ids), mapping)
+        return mapping
+
+    def _dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per query, its judged doc positions and grades padded to the widest query (-2 pads)."""
+        if self._dense_cache is None:
+            rows = self.keys // self.n_docs
+            counts = np.bincount(rows, minlength=len(self.query_ids))
+            width = int(counts.max(initial=0))
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            cols = np.arange(self.keys.size) - starts[rows]
+            docs = np.full((len(self.query_ids), width), -2, dtype=np.int64)
+            grades = np.zeros((len(self.query_ids), width))
+            docs[rows, cols] = self.keys % self.n_docs
+            grades[rows, cols] = self.grades
+            self._dense_cache = (docs, grades)
+        return self._dense_cache
+
+    def lookup(self, query_rows: np.ndarray, judged_docs: np.ndarray) -> np.ndarray:
+        """Grades of (query row, judged doc position) pairs; 0 where not judged.
+
+        With few judgments per query a broadcast comparison against each query's judged list beats
+        a binary search; otherwise one ``searchsorted`` over the sorted keys.
+        """
+        docs, grades = self._dense()
+        if docs.shape[1] <= _DENSE_LOOKUP_MAX:
+            rows = query_rows[:, 0]
+            d, g = docs[rows], grades[rows]
+            out = np.zeros(judged_docs.shape)
+            for c in range(d.shape[1]):
+                np.copyto(out, g[:, c : c + 1], where=judged_docs == d[:, c : c + 1])
+            return out
+        out = np.zeros(judged_docs.shape)
+        ok = judged_docs >= 0
+        if not self.keys.size or not ok.any():
+            return out
+        probe = (query_rows * self.n_docs + judged_docs)[ok]
+        pos = np.minimum(np.searchsorted(self.keys, probe), self.keys.size - 1)
+        out[ok] = np.where(self.keys[pos] == probe, self.grades[pos], 0.0)
+        return out
+
+
+def _blocks(lengths: np.ndarray) -> Iterator[np.ndarray]:
+    """Row groups of similar length (sorted), each padded block at most ``_BLOCK_ELEMENTS``."""
+    order = np.argsort(lengths, kind="stable")
+    srt = np.maximum(lengths[order], 1)
+    start, n = 0, len(order)
+    while start < n:
+        cost = np.arange(1, n - start + 1) * srt[start:]
+        stop = start + max(1, int(np.searchsorted(cost, _BLOCK_ELEMENTS, side="right")))
+        yield order[start:stop]
+        start = stop
+
+
+def _score(metrics: Sequence[Metric], cq: CompiledQrels, lengths: np.ndarray, grade_block) -> dict[str, np.ndarray]:
+    ideal = cq.ideal(core.ideal_length(metrics, cq.max_positive))
+    values = {m.name: np.zeros(len(cq)) for m in metrics}
+    for rows in _blocks(lengths):
+        grades = grade_block(rows, int(lengths[rows].max(initial=0)))
+        for name, v in core.compute(grades, cq.num_rel[rows], ideal[rows], metrics).items():
+            values[name][rows] = v
+    return values
+
+
+def _counts(cq: CompiledQrels, lengths: np.ndarray, run_qids, duplicates: int) -> dict[str, int]:
+    judged = set(cq.query_ids)
+    return {
+        "queries": len(cq),
+        "missing_from_run": int((lengths == 0).sum()),
+        "not_in_qrels": sum(1 for q in run_qids if q not in judged),
+        "no_relevant": int((cq.num_rel == 0).sum()),
+        "duplicates_dropped": int(duplicates),
+    }
+
+
+def _metrics(metrics: Sequence[str | Metric] | str) -> list[Metric]:
+    ms = parse_metrics(metrics)
+    bad = [m.name for m in ms if m.needs_embeddings]
+    if bad:
+        raise InputError(f"{', '.join(bad)} needs document embeddings; `harness run` computes it, judgments alone "
+                         "cannot", field="metrics")
+    return ms
+
+
+def evaluate_dicts(
+    qrels: Mapping[str, Mapping[str, int]] | CompiledQrels,
+    run: Mapping[str, Mapping[str, float]],
+    metrics: Sequence[str | Metric] | str,
+) -> Evaluation:
+    """Score ``{qid: {doc_id: score}}`` against ``{qid: {doc_id: grade}}`` (no ``Run`` built)."""
+    ms = _metrics(metrics)
+    cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
+    empty: dict[str, float] = {}
+    rankings = [run.get(q, empty) or empty for q in cq.query_ids]
+    judged = [qrels[q] for q in cq.query_ids] if not isinstance(qrels, CompiledQrels) else None
+    lengths = np.fromiter((len(r) for r in rankings), dtype=np.int64, count=len(rankings))
+
+    def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
+        # per-query dict lookups: each judged dict is small and cache-hot, unlike one global table
+        scores = np.full((len(rows), width), -np.inf)
+        grades = np.zeros((len(rows), width))
+        for i, r in enumerate(rows.tolist()):
+            ranking = rankings[r]
+            n = len(ranking)
+            if n:
+                scores[i, :n] = np.fromiter(ranking.values(), dtype=np.float64, count=n)
+                get = judged[r].get if judged is not None else cq.judged(r).get
+                grades[i, :n] = [get(d, 0) for d in ranking]
+        valid = np.arange(width)[None, :] < lengths[rows][:, None]
+        bad = valid & ~np.isfinite(scores)
+        if bad.any():
+            i, j = map(int, np.argwhere(bad)[0])
+            doc = list(rankings[rows[i]])[j]
+            raise InputError(f"query {cq.query_ids[rows[i]]!r}, doc {doc!r}: score is {scores[i, j]} (scores must be "
+                             "finite)", field="score")
+        order = np.argsort(-scores, axis=1, kind="stable")
+        scores = np.take_along_axis(scores, order, axis=1)
+        grades = np.take_along_axis(grades, order, axis=1)
+        for i in np.flatnonzero(((scores[:, 1:] == scores[:, :-1]) & valid[:, 1:]).any(axis=1)).tolist():
+            # score ties go to the larger doc id (trec_eval); only tied rows pay for a string sort
+            r = rows[i]
+            ranked = sorted(rankings[r].items(), key=lambda kv: (float(kv[1]), kv[0]), reverse=True)
+            get = judged[r].get if judged is not None else cq.judged(r).get
+            grades[i, : len(ranked)] = [get(d, 0) for d, _ in ranked]
+        return grades
+
+    values = _score(ms, cq, lengths, grade_block)
+    return Evaluation(cq.query_ids, values, _counts(cq, lengths, run, 0))
+
+
+def evaluate_run(
+    qrels: Mapping[str, Mapping[str, int]] | CompiledQrels,
+    run: Run,
+    metrics: Sequence[str | Metric] | str,
+) -> Evaluation:
+    """Score a canonical :class:`Run` (the array path: no Python loop over documents)."""
+    ms = _metrics(metrics)
+    cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
+    qpos = {q: i for i, q in enumerate(run.query_ids)}
+    run_rows = np.fromiter((qpos.get(q, -1) for q in cq.query_ids), dtype=np.int64, count=len(cq))
+    present = run_rows >= 0
+    lengths = np.zeros(len(cq), dtype=np.int64)
+    lengths[present] = run.lengths[run_rows[present]]
+    judged_pos = cq.vocab_map(run.doc_ids)
+
+    def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
+        r = run_rows[rows]
+        idx = np.full((len(rows), width), -1, dtype=np.int64)
+        ok = r >= 0
+        idx[ok] = run.indices[r[ok], :width]
+        return cq.lookup(rows[:, None], judged_pos[idx])
+
+    values = _score(ms, cq, lengths, grade_block)
+    return Evaluation(cq.query_ids, values, _counts(cq, lengths, run.query_ids, run.duplicates_dropped))
+
+
+def evaluate(
+    qrels: Mapping[str, Mapping[str, int]] | CompiledQrels,
+    run: Mapping[str, Mapping[str, float]] | Run,
+    metrics: Sequence[str | Metric] | str,
+    per_query: bool = False,
+) -> dict[str, float] | dict[str, dict[str, float]]:
+    """Score a run: ``{metric: mean}``, or ``{qid: {metric: value}}`` with ``per_query=True``.
+
+    ``run`` is a :class:`Run` (array path) or ``{qid: {doc_id: score}}`` (the pytrec_eval / ranx
+    shape; ``{qid: [(doc_id, score), ...]}`` works too). Means are over every judged query, a query
+    missing from the run counting 0.
+    """
+    if not isinstance(run, Run):
+        if not isinstance(run, Mapping):
+            raise InputError(f"run must be a Run or a mapping {{query_id: {{doc_id: score}}}}, got {type(run).__name__}")
+        if not all(isinstance(r, Mapping) for r in run.values()):
+            run = Run.coerce(run)
+    result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)
+    return result.per_query() if per_query else result.means()
