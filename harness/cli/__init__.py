@@ -1,0 +1,83 @@
+"""``harness`` command line: one module per subcommand, dispatched here.
+
+Errors the user can fix print one line, ``error: ...``, and exit 2 (bad input) or 1 (a retriever
+failed, a regression was found); ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from harness import __version__
+from harness.errors import HarnessError
+
+#: Subcommand modules under ``harness.cli``; each defines ``register(subparsers)``.
+COMMANDS = ["run", "evaluate", "compare", "report", "check", "baseline", "train_reranker", "retrievers"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness",
+        description="Benchmark retrievers for RAG: trec_eval-exact metrics, significance, cost, regressions.",
+    )
+    parser.add_argument("--version", action="version", version=f"retrieval-harness {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"harness.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"harness.cli.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+class _OneLine(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
+        return f"harness: {level}{record.getMessage()}"
+
+
+def _setup_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger("harness")
+    root.handlers[:] = [handler]
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    root.propagate = False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = bool(args.debug or os.environ.get("HARNESS_DEBUG"))
+    _setup_logging(debug)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except HarnessError as e:
+        if debug:
+            raise
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug still gets one line unless --debug
+        if debug:
+            raise
+        print(f"error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

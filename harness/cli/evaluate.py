@@ -1,0 +1,99 @@
+"""``harness evaluate``: score TREC run files against qrels, trec_eval-exact."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+from harness.io.trec import read_qrels, read_run
+from harness.metrics.evaluate import CompiledQrels, Evaluation, evaluate_run
+from harness.metrics.names import DEFAULT_METRICS, parse_metrics
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("evaluate", help="score TREC run files against judgments",
+                       description="Score TREC run files against TREC qrels or a BEIR qrels tsv.")
+    p.add_argument("--qrels", required=True, help="TREC qrels (4 columns) or BEIR tsv (query-id corpus-id score)")
+    p.add_argument("--run", required=True, action="append", dest="runs", metavar="FILE",
+                   help="TREC run file (repeat for several)")
+    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
+    p.add_argument("--per-query", action="store_true", help="also report every query's values")
+    p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
+    p.set_defaults(func=run)
+
+
+def _run_names(paths: list[str]) -> list[str]:
+    """File stems, or file names (then full paths) where stems collide."""
+    stems = [Path(p).stem for p in paths]
+    names = [Path(p).name for p in paths]
+    return [s if stems.count(s) == 1 else (n if names.count(n) == 1 else str(p)) for p, s, n in zip(paths, stems, names)]
+
+
+def run(args: argparse.Namespace) -> int:
+    metrics = parse_metrics(args.metrics)
+    qrels = CompiledQrels(read_qrels(args.qrels))
+    results: dict[str, Evaluation] = {}
+    for name, path in zip(_run_names(args.runs), args.runs):
+        results[name] = evaluate_run(qrels, read_run(path, name=name), metrics)
+    out = render(results, args.format, args.per_query)
+    sys.stdout.write(out)
+    return 0
+
+
+def render(results: dict[str, Evaluation], fmt: str, per_query: bool) -> str:
+    if fmt == "json":
+        payload = {"runs": {}}
+        for name, ev in results.items():
+            entry = {"metrics": ev.means()}
+            if per_query:
+                entry["per_query"] = ev.per_query()
+            entry["counts"] = ev.counts
+            payload["runs"][name] = entry
+        return json.dumps(payload, indent=1) + "\n"
+    metric_names = list(next(iter(results.values())).values)
+    rows: list[list[str]] = []
+    for name, ev in results.items():
+        means = ev.means()
+        rows.append([name, "all", *(repr(means[m]) if fmt == "csv" else f"{means[m]:.4f}" for m in metric_names)])
+        if per_query:
+            for q, vals in ev.per_query().items():
+                rows.append([name, q, *(repr(vals[m]) if fmt == "csv" else f"{vals[m]:.4f}" for m in metric_names)])
+    header = ["run", "query", *metric_names]
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+        return buf.getvalue()
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(metric_names)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines) + "\n" + _counts_note(results)
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*header, title="harness evaluate")
+    for r in rows:
+        table.add_row(*r)
+    buf = io.StringIO()
+    Console(file=buf, width=200).print(table)
+    return buf.getvalue() + _counts_note(results)
+
+
+def _counts_note(results: dict[str, Evaluation]) -> str:
+    notes = []
+    for name, ev in results.items():
+        c = ev.counts
+        parts = [f"{c['queries']} judged queries"]
+        for key, label in [("missing_from_run", "missing from the run (scored 0)"),
+                           ("not_in_qrels", "ranked but not judged (ignored)"),
+                           ("no_relevant", "with no relevant document (scored 0)"),
+                           ("duplicates_dropped", "duplicate docs dropped")]:
+            if c.get(key):
+                parts.append(f"{c[key]} {label}")
+        notes.append(f"{name}: " + ", ".join(parts))
+    return "\n".join(notes) + "\n"

@@ -1,0 +1,65 @@
+"""``harness run``: every retriever of a config over a golden dataset, into a results folder."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from harness.config import RunConfig, default_config, load_config
+from harness.results import Results
+
+log = logging.getLogger("harness")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run the retrievers of a config and write a results folder",
+                       description="Run every retriever of a config over a golden dataset; without --config, "
+                                   "the default comparison on the embedded demo dataset.")
+    p.add_argument("--config", help="YAML config (default: built-in comparison on the demo dataset)")
+    p.add_argument("--out", help="results folder (default: results/<time>-<dataset>/)")
+    p.add_argument("--dataset", help="BEIR folder or 'demo' (overrides the config)")
+    p.add_argument("--split", help="qrels split to evaluate (overrides the config)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def default_out_dir(dataset_name: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    base = Path("results") / f"{stamp}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', dataset_name)}"
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out
+
+
+def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
+    if args.config:
+        return load_config(args.config), Path(args.config).expanduser().resolve().parent
+    return default_config(), Path.cwd()
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.api import run_config
+    from harness.report.terminal import print_results
+
+    config, config_dir = resolve_config(args)
+    if args.out:
+        from harness.results import check_writable
+
+        check_writable(Path(args.out))  # fail before hours of work, not after
+    results: Results = run_config(config, config_dir=config_dir, dataset=args.dataset, split=args.split,
+                                  show_progress=not args.no_progress and sys.stderr.isatty())
+    out = Path(args.out) if args.out else default_out_dir(results.manifest["dataset"]["name"])
+    results.save(out)
+    print_results(results)
+    log.info("results written to %s", out)
+    if results.failures:
+        for name, error in results.failures.items():
+            print(f"error: retriever {name!r} failed: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,47 @@
+"""The two contracts every component satisfies, structurally (no inheritance, no import from us).
+
+A *retriever* indexes a corpus and ranks documents for a batch of queries. A *stage* maps one or
+more input runs to a new run (fusion, cross-encoder rerank, MMR, cutoff), so pipelines compose
+like PyTerrier's transformers: ``bm25 -> hybrid(bm25, dense) -> rerank -> mmr``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from harness.model import Document, Query
+from harness.run import Run
+
+#: What ``search`` may return: our ``Run`` or ``{query_id: [(doc_id, score), ...]}``.
+SearchResult = Run | Mapping[str, Sequence[tuple[str, float]]]
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Anything with these two methods is a retriever.
+
+    ``index`` sees the whole corpus once (a service that indexes its own corpus may ignore it).
+    ``search`` is batched: it gets every query at once and returns, per query id, at most ``k``
+    ``(doc_id, score)`` pairs, higher score = better. Order within a list does not matter: the
+    harness sorts by score (ties by doc id, as trec_eval).
+    An optional ``name`` attribute is used when no name is given in the config.
+    """
+
+    def index(self, corpus: Sequence[Document]) -> None: ...
+
+    def search(self, queries: Sequence[Query], k: int) -> SearchResult: ...
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """Maps input runs to a new run.
+
+    ``index`` sees the corpus once (to look up document text or embeddings); ``transform`` gets
+    the runs of the stage's inputs (in the order the config names them), restricted to ``queries``,
+    and returns a run of depth at most ``k``.
+    """
+
+    def index(self, corpus: Sequence[Document]) -> None: ...
+
+    def transform(self, runs: Sequence[Run], queries: Sequence[Query], k: int) -> Run: ...
