@@ -31,16 +31,25 @@ def cache_dir_of(value: str | os.PathLike[str] | None) -> Path:
 
 def nodes_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> dict[str, Node]:
     return {
-        name: Node(name=name, make=(lambda s=spec: s.build(ctx)), inputs=spec.inputs(),
-                   spec=spec.model_dump(mode="json"),
-                   allow_unknown_docs=bool(getattr(spec, "allow_unknown_docs", False)))
+        name: Node(
+            name=name,
+            make=(lambda s=spec: s.build(ctx)),
+            inputs=spec.inputs(),
+            spec=spec.model_dump(mode="json"),
+            allow_unknown_docs=bool(getattr(spec, "allow_unknown_docs", False)),
+        )
         for name, spec in specs.items()
     }
 
 
-def run_config(config: RunConfig, *, config_dir: str | os.PathLike[str] | None = None,
-               dataset: str | GoldenDataset | None = None, split: str | None = None,
-               show_progress: bool = True) -> Results:
+def run_config(
+    config: RunConfig,
+    *,
+    config_dir: str | os.PathLike[str] | None = None,
+    dataset: str | GoldenDataset | None = None,
+    split: str | None = None,
+    show_progress: bool = True,
+) -> Results:
     """Run a validated config (``dataset``/``split`` override the config's, as the CLI flags do)."""
     base = Path(config_dir) if config_dir is not None else Path.cwd()
     ds_arg: Any = dataset if dataset is not None else config.dataset.path
@@ -48,17 +57,29 @@ def run_config(config: RunConfig, *, config_dir: str | os.PathLike[str] | None =
         ds_arg = str((base / Path(ds_arg).expanduser()) if not Path(ds_arg).expanduser().is_absolute() else ds_arg)
     ds = load_dataset(ds_arg, split or config.dataset.split, name=config.dataset.name)
     cache = cache_dir_of(config.cache_dir)
-    ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth,
-                       show_progress=show_progress)
+    ctx = BuildContext(
+        cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=show_progress
+    )
     specs = config.specs()
     resolved = config.model_dump(mode="json")
     resolved["dataset"] = {"path": str(ds.source) if ds.source else ds.name, "split": ds.split, "name": ds.name}
     resolved["cache_dir"] = str(cache)
     resolved["retrievers"] = {n: s.model_dump(mode="json") for n, s in specs.items()}
-    runner = Runner(ds, nodes_from_specs(specs, ctx), metrics=config.metrics, depth=config.depth,
-                    baseline=config.baseline, seed=config.seed, latency_queries=config.latency_queries,
-                    warmup_queries=config.warmup_queries, timeout_s=config.timeout_s,
-                    stats=config.stats.model_dump(), cache_dir=cache, config=resolved, show_progress=show_progress)
+    runner = Runner(
+        ds,
+        nodes_from_specs(specs, ctx),
+        metrics=config.metrics,
+        depth=config.depth,
+        baseline=config.baseline,
+        seed=config.seed,
+        latency_queries=config.latency_queries,
+        warmup_queries=config.warmup_queries,
+        timeout_s=config.timeout_s,
+        stats=config.stats.model_dump(),
+        cache_dir=cache,
+        config=resolved,
+        show_progress=show_progress,
+    )
     return runner.run()
 
 
@@ -96,13 +117,27 @@ def benchmark(
             spec = _validate_spec(name, item)
             nodes.update(nodes_from_specs({name: spec}, ctx))
         else:
-            nodes[name] = Node(name=name, make=(lambda o=item: o), spec={"object": type(item).__qualname__},
-                               inputs=[])
-    config = {"dataset": {"path": str(ds.source) if ds.source else ds.name, "split": ds.split},
-              "retrievers": {n: nd.spec for n, nd in nodes.items()}, "cache_dir": str(cache)}
-    runner = Runner(ds, nodes, metrics=list(metrics or DEFAULT_METRICS), depth=depth, baseline=baseline, seed=seed,
-                    latency_queries=latency_queries, warmup_queries=warmup_queries, timeout_s=timeout_s,
-                    stats=stats, cache_dir=cache, config=config, show_progress=show_progress)
+            nodes[name] = Node(name=name, make=(lambda o=item: o), spec={"object": type(item).__qualname__}, inputs=[])
+    config = {
+        "dataset": {"path": str(ds.source) if ds.source else ds.name, "split": ds.split},
+        "retrievers": {n: nd.spec for n, nd in nodes.items()},
+        "cache_dir": str(cache),
+    }
+    runner = Runner(
+        ds,
+        nodes,
+        metrics=list(metrics or DEFAULT_METRICS),
+        depth=depth,
+        baseline=baseline,
+        seed=seed,
+        latency_queries=latency_queries,
+        warmup_queries=warmup_queries,
+        timeout_s=timeout_s,
+        stats=stats,
+        cache_dir=cache,
+        config=config,
+        show_progress=show_progress,
+    )
     return runner.run()
 
 

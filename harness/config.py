@@ -115,8 +115,12 @@ class RunConfig(BaseModel):
         for name, spec in specs.items():
             for dep in spec.inputs():
                 if dep not in specs:
-                    raise _located(f"builds on {dep!r}, which is not a retriever in this config "
-                                   f"({', '.join(specs)})", ("retrievers", name), source, yaml_text)
+                    raise _located(
+                        f"builds on {dep!r}, which is not a retriever in this config ({', '.join(specs)})",
+                        ("retrievers", name),
+                        source,
+                        yaml_text,
+                    )
                 if dep == name:
                     raise _located("a retriever cannot build on itself", ("retrievers", name), source, yaml_text)
         _check_acyclic(specs, source, yaml_text)
@@ -130,7 +134,7 @@ def _check_acyclic(specs: Mapping[str, SpecBase], source: str | None, yaml_text:
         if state.get(n) == 2:
             return
         if state.get(n) == 1:
-            cycle = " -> ".join([*path[path.index(n):], n])
+            cycle = " -> ".join([*path[path.index(n) :], n])
             raise _located(f"retrievers build on each other in a cycle: {cycle}", ("retrievers", n), source, yaml_text)
         state[n] = 1
         for dep in specs[n].inputs():
@@ -222,12 +226,14 @@ def load_config(path: str | os.PathLike[str]) -> RunConfig:
 
 def default_config() -> RunConfig:
     """What bare ``harness run`` runs: the demo dataset, BM25, dense, their RRF hybrid."""
-    return parse_config({
-        "dataset": {"path": "demo", "split": "test"},
-        "baseline": "bm25",
-        "retrievers": {
-            "bm25": {"type": "bm25"},
-            "dense": {"type": "dense"},
-            "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
-        },
-    })
+    return parse_config(
+        {
+            "dataset": {"path": "demo", "split": "test"},
+            "baseline": "bm25",
+            "retrievers": {
+                "bm25": {"type": "bm25"},
+                "dense": {"type": "dense"},
+                "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
+            },
+        }
+    )

@@ -20,8 +20,9 @@ def demo_path() -> Path:
     return Path(__file__).resolve().parent.parent / "datasets" / "demo"
 
 
-def load_dataset(path: str | os.PathLike[str] | GoldenDataset = DEMO, split: str = "test",
-                 *, name: str | None = None) -> GoldenDataset:
+def load_dataset(
+    path: str | os.PathLike[str] | GoldenDataset = DEMO, split: str = "test", *, name: str | None = None
+) -> GoldenDataset:
     """``"demo"``, a BEIR folder, or an already built :class:`GoldenDataset` (returned as is)."""
     if isinstance(path, GoldenDataset):
         return path

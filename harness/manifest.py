@@ -16,8 +16,20 @@ from typing import Any
 
 from harness.model import GoldenDataset
 
-LIBRARIES = ["retrieval-harness", "numpy", "scipy", "pandas", "pydantic", "bm25s", "rank-bm25", "PyStemmer",
-             "faiss-cpu", "torch", "transformers", "sentence-transformers"]
+LIBRARIES = [
+    "retrieval-harness",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pydantic",
+    "bm25s",
+    "rank-bm25",
+    "PyStemmer",
+    "faiss-cpu",
+    "torch",
+    "transformers",
+    "sentence-transformers",
+]
 
 
 def library_versions() -> dict[str, str | None]:
@@ -34,10 +46,19 @@ def git_commit(start: Path | None = None) -> dict[str, Any]:
     """The commit of the harness checkout (and whether it had local changes), when it is one."""
     where = start or Path(__file__).resolve().parent.parent
     try:
-        sha = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5, check=True).stdout.strip() != ""
+        sha = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+            ).stdout.strip()
+            != ""
+        )
         return {"commit": sha, "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
@@ -53,7 +74,7 @@ def machine() -> dict[str, Any]:
         import psutil
 
         info["memory_gb"] = round(psutil.virtual_memory().total / 2**30, 1)
-    except Exception:  # noqa: BLE001 - informational only
+    except Exception:
         pass
     for var in ("OMP_NUM_THREADS", "OPENBLAS_CORETYPE", "HF_HUB_OFFLINE"):
         if var in os.environ:
@@ -61,8 +82,9 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def build_manifest(*, dataset: GoldenDataset, config: dict[str, Any], seed: int, retrievers: dict[str, Any],
-                   latency_queries: int) -> dict[str, Any]:
+def build_manifest(
+    *, dataset: GoldenDataset, config: dict[str, Any], seed: int, retrievers: dict[str, Any], latency_queries: int
+) -> dict[str, Any]:
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": sys.argv,

@@ -89,8 +89,11 @@ def spec_class(type_name: str) -> type[SpecBase]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
-        raise InputError(f"retriever type {type_name!r} needs {e.name or module_name!r}, which is not installed "
-                         f"(pip install it, or check the plugin that registers {type_name!r})", field="type") from None
+        raise InputError(
+            f"retriever type {type_name!r} needs {e.name or module_name!r}, which is not installed "
+            f"(pip install it, or check the plugin that registers {type_name!r})",
+            field="type",
+        ) from None
     try:
         cls = getattr(module, attr)
     except AttributeError:

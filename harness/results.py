@@ -122,5 +122,8 @@ def check_writable(out: Path) -> None:
         entries = [e.name for e in out.iterdir() if not e.name.startswith(".")]
         ours = {"results.json", "qrels.tsv", "runs"}
         if entries and not (out / "results.json").exists() and not set(entries) <= ours:
-            raise InputError("output folder is not empty and holds no results.json; choose a new folder (nothing "
-                             "there is overwritten)", path=out)
+            raise InputError(
+                "output folder is not empty and holds no results.json; choose a new folder (nothing "
+                "there is overwritten)",
+                path=out,
+            )

@@ -27,7 +27,7 @@ class Run:
     are; dicts and TREC files are converted once, at the edge.
     """
 
-    __slots__ = ("name", "query_ids", "doc_ids", "indices", "scores", "lengths", "duplicates_dropped", "_qpos", "_dpos")
+    __slots__ = ("_dpos", "_qpos", "doc_ids", "duplicates_dropped", "indices", "lengths", "name", "query_ids", "scores")
 
     def __init__(
         self,
@@ -71,7 +71,8 @@ class Run:
         if bad.any():
             i, j = map(int, np.argwhere(bad)[0])
             raise InputError(
-                f"score of doc {self.doc_ids[idx[i, j]]!r} for query {self.query_ids[i]!r} is {sc[i, j]} (scores must be finite)",
+                f"score of doc {self.doc_ids[idx[i, j]]!r} for query {self.query_ids[i]!r} is {sc[i, j]} "
+                "(scores must be finite)",
                 field="score",
             )
         self.duplicates_dropped = duplicates_dropped
@@ -154,7 +155,9 @@ class Run:
                 try:
                     s = float(score)
                 except (TypeError, ValueError):
-                    raise InputError(f"query {qid!r}, doc {doc!r}: score {score!r} is not a number", path=source) from None
+                    raise InputError(
+                        f"query {qid!r}, doc {doc!r}: score {score!r} is not a number", path=source
+                    ) from None
                 if not math.isfinite(s):
                     raise InputError(f"query {qid!r}, doc {doc!r}: score is {s} (scores must be finite)", path=source)
                 r_idx.append(i)
@@ -170,7 +173,9 @@ class Run:
         return cls(qids, vocab_list, idx, sc, name=name)
 
     @classmethod
-    def from_dict(cls, run: Mapping[str, Mapping[str, float]], *, name: str = "", doc_ids: Sequence[str] | None = None) -> Run:
+    def from_dict(
+        cls, run: Mapping[str, Mapping[str, float]], *, name: str = "", doc_ids: Sequence[str] | None = None
+    ) -> Run:
         """From the pytrec_eval / ranx shape ``{qid: {doc_id: score}}``."""
         return cls.from_lists({q: d.items() for q, d in run.items()}, name=name, doc_ids=doc_ids)
 
@@ -189,10 +194,14 @@ class Run:
         for qid, ranking in obj.items():
             if isinstance(ranking, Mapping):
                 rankings[str(qid)] = ranking.items()
-            elif isinstance(ranking, (list, tuple)) or hasattr(ranking, "__iter__") and not isinstance(ranking, (str, bytes)):
+            elif isinstance(ranking, (list, tuple)) or (
+                hasattr(ranking, "__iter__") and not isinstance(ranking, (str, bytes))
+            ):
                 rankings[str(qid)] = ranking
             else:
-                raise InputError(f"query {qid!r}: expected a list of (doc_id, score) pairs, got {type(ranking).__name__}")
+                raise InputError(
+                    f"query {qid!r}: expected a list of (doc_id, score) pairs, got {type(ranking).__name__}"
+                )
         return cls.from_lists(rankings, name=name, doc_ids=doc_ids)
 
     # ------------------------------------------------------------------ access
@@ -246,8 +255,15 @@ class Run:
     # ------------------------------------------------------------------ transforms
     def cut(self, k: int) -> Run:
         """The top ``k`` of every ranking."""
-        return Run(self.query_ids, self.doc_ids, self.indices[:, :k], self.scores[:, :k], name=self.name, canonical=True,
-                   duplicates_dropped=self.duplicates_dropped)
+        return Run(
+            self.query_ids,
+            self.doc_ids,
+            self.indices[:, :k],
+            self.scores[:, :k],
+            name=self.name,
+            canonical=True,
+            duplicates_dropped=self.duplicates_dropped,
+        )
 
     def subset(self, query_ids: Sequence[str]) -> Run:
         """Only the named queries (absent ones get an empty ranking), in the given order."""
@@ -260,8 +276,15 @@ class Run:
         return Run(list(query_ids), self.doc_ids, idx, sc, name=self.name, canonical=True)
 
     def with_name(self, name: str) -> Run:
-        return Run(self.query_ids, self.doc_ids, self.indices, self.scores, name=name, canonical=True,
-                   duplicates_dropped=self.duplicates_dropped)
+        return Run(
+            self.query_ids,
+            self.doc_ids,
+            self.indices,
+            self.scores,
+            name=name,
+            canonical=True,
+            duplicates_dropped=self.duplicates_dropped,
+        )
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={len(self)}, depth={self.depth})"

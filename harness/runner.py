@@ -66,7 +66,7 @@ def _call_with_timeout(fn: Callable[[], Any], timeout_s: float | None, what: str
     def target() -> None:
         try:
             box["value"] = fn()
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+        except BaseException as e:
             box["error"] = e
 
     t = threading.Thread(target=target, daemon=True, name=f"harness-{what}")
@@ -107,8 +107,9 @@ class Runner:
         self.config = dict(config or {})
         self.show_progress = show_progress
         if baseline is not None and baseline not in self.nodes:
-            raise InputError(f"baseline {baseline!r} is not one of the retrievers ({', '.join(self.nodes)})",
-                             field="baseline")
+            raise InputError(
+                f"baseline {baseline!r} is not one of the retrievers ({', '.join(self.nodes)})", field="baseline"
+            )
         self.order = _topological(self.nodes)
         self.doc_ids = np.asarray(dataset.doc_ids, dtype=object)
         rng = random.Random(seed)
@@ -131,11 +132,12 @@ class Runner:
                 outcomes[name] = self._execute(node, outcomes)
             except HarnessError as e:
                 outcomes[name] = Outcome(name, error=str(e))
-            except Exception as e:  # noqa: BLE001 - one retriever's crash must not lose the others
+            except Exception as e:
                 log.debug("retriever %s failed:\n%s", name, traceback.format_exc())
                 where = traceback.extract_tb(e.__traceback__)[-1]
                 outcomes[name] = Outcome(
-                    name, error=f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})")
+                    name, error=f"{type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno})"
+                )
             if outcomes[name].error:
                 log.error("retriever %s failed: %s", name, outcomes[name].error)
         return self._score(outcomes)
@@ -233,8 +235,9 @@ class Runner:
     def _embedding_metrics(self, run: Run, metrics: list[Metric], query_ids: list[str]) -> dict[str, np.ndarray]:
         from harness.metrics.diversity import embedding_metrics
 
-        return embedding_metrics(run, metrics, query_ids, self.dataset, cache_dir=self.cache_dir,
-                                 show_progress=self.show_progress)
+        return embedding_metrics(
+            run, metrics, query_ids, self.dataset, cache_dir=self.cache_dir, show_progress=self.show_progress
+        )
 
     def _statistics(self, values: dict[str, dict[str, np.ndarray]], query_ids: list[str], with_tests: bool = True):
         try:
@@ -248,11 +251,23 @@ class Runner:
 
         return build_manifest(
             dataset=self.dataset,
-            config={**self.config, "depth": self.depth, "baseline": self.baseline,
-                    "metrics": [m.name for m in self.metrics], "seed": self.seed},
+            config={
+                **self.config,
+                "depth": self.depth,
+                "baseline": self.baseline,
+                "metrics": [m.name for m in self.metrics],
+                "seed": self.seed,
+            },
             seed=self.seed,
-            retrievers={n: {"spec": self.nodes[n].spec, "params": outcomes[n].params, "inputs": self.nodes[n].inputs,
-                            "status": "failed" if outcomes[n].error else "ok"} for n in self.order},
+            retrievers={
+                n: {
+                    "spec": self.nodes[n].spec,
+                    "params": outcomes[n].params,
+                    "inputs": self.nodes[n].inputs,
+                    "status": "failed" if outcomes[n].error else "ok",
+                }
+                for n in self.order
+            },
             latency_queries=len(self.latency_sample),
         )
 
@@ -287,5 +302,5 @@ def _seed_everything(seed: int) -> None:
 
         if "torch" in sys.modules:
             sys.modules["torch"].manual_seed(seed)
-    except Exception:  # noqa: BLE001 - seeding is best effort
+    except Exception:
         pass

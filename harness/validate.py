@@ -20,14 +20,19 @@ def _same_vocab(a: np.ndarray, b: np.ndarray) -> bool:
     return a is b or (len(a) == len(b) and bool(np.array_equal(a, b)))
 
 
-def validate_output(result: Any, queries: Sequence[Query], k: int, doc_ids: np.ndarray, name: str,
-                    *, allow_unknown_docs: bool = False) -> Run:
+def validate_output(
+    result: Any, queries: Sequence[Query], k: int, doc_ids: np.ndarray, name: str, *, allow_unknown_docs: bool = False
+) -> Run:
     """A canonical ``Run`` over the corpus vocabulary, cut to ``k``, holding only asked queries."""
     if result is None:
-        raise RetrieverError(f"retriever {name!r}: search() returned None (expected {{query_id: [(doc_id, score), ...]}})")
+        raise RetrieverError(
+            f"retriever {name!r}: search() returned None (expected {{query_id: [(doc_id, score), ...]}})"
+        )
     if not isinstance(result, (Run, Mapping)):
-        raise RetrieverError(f"retriever {name!r}: search() returned {type(result).__name__}; expected a Run or "
-                             "a mapping {query_id: [(doc_id, score), ...]}")
+        raise RetrieverError(
+            f"retriever {name!r}: search() returned {type(result).__name__}; expected a Run or "
+            "a mapping {query_id: [(doc_id, score), ...]}"
+        )
     asked = {q.id for q in queries}
     try:
         if isinstance(result, Run):
@@ -45,8 +50,10 @@ def validate_output(result: Any, queries: Sequence[Query], k: int, doc_ids: np.n
         raise RetrieverError(f"retriever {name!r} returned an unusable ranking: {e}") from None
     extra = [q for q in run.query_ids if q not in asked]
     if extra:
-        raise RetrieverError(f"retriever {name!r} returned results for query {extra[0]!r}, which was not asked "
-                             f"({len(extra)} such queries)")
+        raise RetrieverError(
+            f"retriever {name!r} returned results for query {extra[0]!r}, which was not asked "
+            f"({len(extra)} such queries)"
+        )
     if run.depth > k:
         run = run.cut(k)
     return run.with_name(name)

@@ -25,7 +25,8 @@ class BM25Spec(SpecBase):
     k1: float = Field(0.9, ge=0)
     b: float = Field(0.4, ge=0, le=1)
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = Field(
-        "lucene", description="BM25 variant (bm25s backend; rank_bm25 is always Okapi)")
+        "lucene", description="BM25 variant (bm25s backend; rank_bm25 is always Okapi)"
+    )
     stemmer: str | None = Field("english", description="PyStemmer language, or null for none")
     stopwords: str | None = Field("en", description="stop word list (bm25s names: en, ...), or null")
     threads: int = Field(0, ge=0, description="bm25s retrieval threads (0: in-process)")
@@ -37,9 +38,17 @@ class BM25Spec(SpecBase):
 class BM25:
     """``Retriever`` over a corpus held in memory."""
 
-    def __init__(self, backend: str = "bm25s", k1: float = 0.9, b: float = 0.4, method: str = "lucene",
-                 stemmer: str | None = "english", stopwords: str | None = "en", threads: int = 0,
-                 show_progress: bool = True) -> None:
+    def __init__(
+        self,
+        backend: str = "bm25s",
+        k1: float = 0.9,
+        b: float = 0.4,
+        method: str = "lucene",
+        stemmer: str | None = "english",
+        stopwords: str | None = "en",
+        threads: int = 0,
+        show_progress: bool = True,
+    ) -> None:
         self.name = "bm25" if backend == "bm25s" else f"bm25_{backend}"
         self.backend, self.k1, self.b, self.method = backend, k1, b, method
         self.stemmer_name, self.stopwords, self.threads = stemmer, stopwords, threads
@@ -53,14 +62,26 @@ class BM25:
         self._engine: Any = None
 
     def params(self) -> dict[str, Any]:
-        return {"backend": self.backend, "k1": self.k1, "b": self.b, "method": self.method,
-                "stemmer": self.stemmer_name, "stopwords": self.stopwords}
+        return {
+            "backend": self.backend,
+            "k1": self.k1,
+            "b": self.b,
+            "method": self.method,
+            "stemmer": self.stemmer_name,
+            "stopwords": self.stopwords,
+        }
 
     def _tokenize(self, texts: list[str], progress: bool) -> list[list[str]]:
         import bm25s
 
-        return bm25s.tokenize(texts, lower=True, stopwords=self.stopwords or [], stemmer=self._stemmer,
-                              return_ids=False, show_progress=progress and self.show_progress)
+        return bm25s.tokenize(
+            texts,
+            lower=True,
+            stopwords=self.stopwords or [],
+            stemmer=self._stemmer,
+            return_ids=False,
+            show_progress=progress and self.show_progress,
+        )
 
     def index(self, corpus: Sequence[Document]) -> None:
         self._doc_ids = np.asarray([d.id for d in corpus], dtype=object)
@@ -84,8 +105,9 @@ class BM25:
         kk = min(k, n_docs)
         tokens = self._tokenize([q.text for q in queries], progress=False)
         if self.backend == "bm25s":
-            idx, scores = self._engine.retrieve(tokens, k=kk, n_threads=self.threads,
-                                                show_progress=self.show_progress and len(queries) > 1)
+            idx, scores = self._engine.retrieve(
+                tokens, k=kk, n_threads=self.threads, show_progress=self.show_progress and len(queries) > 1
+            )
             idx, scores = np.asarray(idx, dtype=np.int64), np.asarray(scores, dtype=np.float64)
         else:
             idx = np.empty((len(queries), kk), dtype=np.int64)

@@ -44,15 +44,31 @@ class DenseSpec(SpecBase):
 class Dense:
     """``Retriever`` with a FAISS index over document embeddings."""
 
-    def __init__(self, spec: DenseSpec | None = None, *, cache_dir: Any = None, show_progress: bool = True,
-                 seed: int = 0, **overrides: Any) -> None:
+    def __init__(
+        self,
+        spec: DenseSpec | None = None,
+        *,
+        cache_dir: Any = None,
+        show_progress: bool = True,
+        seed: int = 0,
+        **overrides: Any,
+    ) -> None:
         self.spec = (spec or DenseSpec()).model_copy(update=overrides)
         self.name = "dense"
         self.show_progress, self.seed = show_progress, seed
         s = self.spec
-        self.encoder = Encoder(s.model, max_length=s.max_length, batch_size=s.batch_size, normalize=s.normalize,
-                               device=s.device, threads=s.threads, cache_dir=cache_dir, show_progress=show_progress,
-                               doc_prefix=s.doc_prefix, query_prefix=s.query_prefix)
+        self.encoder = Encoder(
+            s.model,
+            max_length=s.max_length,
+            batch_size=s.batch_size,
+            normalize=s.normalize,
+            device=s.device,
+            threads=s.threads,
+            cache_dir=cache_dir,
+            show_progress=show_progress,
+            doc_prefix=s.doc_prefix,
+            query_prefix=s.query_prefix,
+        )
         self._doc_ids = np.empty(0, dtype=object)
         self._index: Any = None
         self._flat: Any = None
@@ -96,17 +112,24 @@ class Dense:
     def search(self, queries: Sequence[Query], k: int) -> Run:
         if self._index is None:
             raise RuntimeError("Dense.search called before index()")
-        q = np.ascontiguousarray(self.encoder.encode_queries(queries, use_cache=False, progress=len(queries) > 1),
-                                 dtype=np.float32)
+        q = np.ascontiguousarray(
+            self.encoder.encode_queries(queries, use_cache=False, progress=len(queries) > 1), dtype=np.float32
+        )
         kk = min(k, len(self._doc_ids))
         if kk == 0 or not len(queries):
-            return Run([x.id for x in queries], self._doc_ids, np.full((len(queries), 0), -1), np.zeros((len(queries), 0)),
-                       name=self.name)
+            return Run(
+                [x.id for x in queries],
+                self._doc_ids,
+                np.full((len(queries), 0), -1),
+                np.zeros((len(queries), 0)),
+                name=self.name,
+            )
         scores, idx = self._index.search(q, kk)
         if len(queries) > 1:
             self._last_queries = q
-        return Run([x.id for x in queries], self._doc_ids, idx.astype(np.int64), scores.astype(np.float64),
-                   name=self.name)
+        return Run(
+            [x.id for x in queries], self._doc_ids, idx.astype(np.int64), scores.astype(np.float64), name=self.name
+        )
 
     def efficiency_extra(self, k: int) -> dict[str, float]:
         """ANN recall@k against exact search, on the last batch of queries (approximate indexes only)."""

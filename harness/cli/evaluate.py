@@ -15,11 +15,15 @@ from harness.metrics.names import DEFAULT_METRICS, parse_metrics
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("evaluate", help="score TREC run files against judgments",
-                       description="Score TREC run files against TREC qrels or a BEIR qrels tsv.")
+    p = sub.add_parser(
+        "evaluate",
+        help="score TREC run files against judgments",
+        description="Score TREC run files against TREC qrels or a BEIR qrels tsv.",
+    )
     p.add_argument("--qrels", required=True, help="TREC qrels (4 columns) or BEIR tsv (query-id corpus-id score)")
-    p.add_argument("--run", required=True, action="append", dest="runs", metavar="FILE",
-                   help="TREC run file (repeat for several)")
+    p.add_argument(
+        "--run", required=True, action="append", dest="runs", metavar="FILE", help="TREC run file (repeat for several)"
+    )
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--per-query", action="store_true", help="also report every query's values")
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
@@ -30,7 +34,9 @@ def _run_names(paths: list[str]) -> list[str]:
     """File stems, or file names (then full paths) where stems collide."""
     stems = [Path(p).stem for p in paths]
     names = [Path(p).name for p in paths]
-    return [s if stems.count(s) == 1 else (n if names.count(n) == 1 else str(p)) for p, s, n in zip(paths, stems, names)]
+    return [
+        s if stems.count(s) == 1 else (n if names.count(n) == 1 else str(p)) for p, s, n in zip(paths, stems, names)
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,10 +95,12 @@ def _counts_note(results: dict[str, Evaluation]) -> str:
     for name, ev in results.items():
         c = ev.counts
         parts = [f"{c['queries']} judged queries"]
-        for key, label in [("missing_from_run", "missing from the run (scored 0)"),
-                           ("not_in_qrels", "ranked but not judged (ignored)"),
-                           ("no_relevant", "with no relevant document (scored 0)"),
-                           ("duplicates_dropped", "duplicate docs dropped")]:
+        for key, label in [
+            ("missing_from_run", "missing from the run (scored 0)"),
+            ("not_in_qrels", "ranked but not judged (ignored)"),
+            ("no_relevant", "with no relevant document (scored 0)"),
+            ("duplicates_dropped", "duplicate docs dropped"),
+        ]:
             if c.get(key):
                 parts.append(f"{c[key]} {label}")
         notes.append(f"{name}: " + ", ".join(parts))

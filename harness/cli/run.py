@@ -16,9 +16,12 @@ log = logging.getLogger("harness")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run the retrievers of a config and write a results folder",
-                       description="Run every retriever of a config over a golden dataset; without --config, "
-                                   "the default comparison on the embedded demo dataset.")
+    p = sub.add_parser(
+        "run",
+        help="run the retrievers of a config and write a results folder",
+        description="Run every retriever of a config over a golden dataset; without --config, "
+        "the default comparison on the embedded demo dataset.",
+    )
     p.add_argument("--config", help="YAML config (default: built-in comparison on the demo dataset)")
     p.add_argument("--out", help="results folder (default: results/<time>-<dataset>/)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' (overrides the config)")
@@ -52,8 +55,13 @@ def run(args: argparse.Namespace) -> int:
         from harness.results import check_writable
 
         check_writable(Path(args.out))  # fail before hours of work, not after
-    results: Results = run_config(config, config_dir=config_dir, dataset=args.dataset, split=args.split,
-                                  show_progress=not args.no_progress and sys.stderr.isatty())
+    results: Results = run_config(
+        config,
+        config_dir=config_dir,
+        dataset=args.dataset,
+        split=args.split,
+        show_progress=not args.no_progress and sys.stderr.isatty(),
+    )
     out = Path(args.out) if args.out else default_out_dir(results.manifest["dataset"]["name"])
     results.save(out)
     print_results(results)

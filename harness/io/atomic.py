@@ -5,6 +5,7 @@ A killed process leaves either the old file or the new one, never half of either
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -27,10 +28,8 @@ def _atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) ->
             os.fsync(fh.fileno())
         os.replace(tmp, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
     return target
 

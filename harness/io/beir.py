@@ -56,8 +56,12 @@ def _id_of(obj: dict[str, Any], path: Path, lineno: int) -> str:
         raise InputError(f"must be a string, got {type(raw).__name__}", path=path, line=lineno, field="_id")
     value = str(raw)
     if not value.strip() or any(c.isspace() for c in value):
-        raise InputError(f"{value!r} is empty or contains whitespace (TREC files could not hold it)", path=path,
-                         line=lineno, field="_id")
+        raise InputError(
+            f"{value!r} is empty or contains whitespace (TREC files could not hold it)",
+            path=path,
+            line=lineno,
+            field="_id",
+        )
     return value
 
 
@@ -69,8 +73,12 @@ def read_corpus(path: str | os.PathLike[str]) -> list[Document]:
         obj = _json_line(p, lineno, line)
         doc_id = _id_of(obj, p, lineno)
         if doc_id in first_seen:
-            raise InputError(f"duplicate document id {doc_id!r} (first at line {first_seen[doc_id]})", path=p,
-                             line=lineno, field="_id")
+            raise InputError(
+                f"duplicate document id {doc_id!r} (first at line {first_seen[doc_id]})",
+                path=p,
+                line=lineno,
+                field="_id",
+            )
         first_seen[doc_id] = lineno
         extra = {k: v for k, v in obj.items() if k not in _DOC_KEYS}
         metadata = dict(obj.get("metadata") or {}) | extra
@@ -91,8 +99,9 @@ def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, s
         obj = _json_line(p, lineno, line)
         qid = _id_of(obj, p, lineno)
         if qid in first_seen:
-            raise InputError(f"duplicate query id {qid!r} (first at line {first_seen[qid]})", path=p, line=lineno,
-                             field="_id")
+            raise InputError(
+                f"duplicate query id {qid!r} (first at line {first_seen[qid]})", path=p, line=lineno, field="_id"
+            )
         first_seen[qid] = lineno
         text = obj.get("text")
         if not isinstance(text, str) or not text.strip():
@@ -102,8 +111,9 @@ def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, s
             keywords = (keywords,)
         extra = {k: v for k, v in obj.items() if k not in _QUERY_KEYS}
         try:
-            queries.append(Query(id=qid, text=text, keywords=tuple(keywords),
-                                 metadata=dict(obj.get("metadata") or {}) | extra))
+            queries.append(
+                Query(id=qid, text=text, keywords=tuple(keywords), metadata=dict(obj.get("metadata") or {}) | extra)
+            )
         except ValidationError as e:
             raise _validation_error(e, p, lineno) from None
         splits[qid] = obj.get("split")
@@ -119,8 +129,9 @@ def load_beir(folder: str | os.PathLike[str], split: str = "test", *, name: str 
     """Load a BEIR folder as a :class:`GoldenDataset` restricted to ``split``."""
     root = Path(folder).expanduser()
     if not root.is_dir():
-        raise InputError("dataset folder not found (expected a BEIR folder with corpus.jsonl, queries.jsonl, qrels/)",
-                         path=root)
+        raise InputError(
+            "dataset folder not found (expected a BEIR folder with corpus.jsonl, queries.jsonl, qrels/)", path=root
+        )
     for required in ("corpus.jsonl", "queries.jsonl"):
         if not (root / required).is_file():
             raise InputError(f"not a BEIR folder: {required} is missing", path=root)
@@ -139,20 +150,30 @@ def load_beir(folder: str | os.PathLike[str], split: str = "test", *, name: str 
     known_queries = {q.id for q in queries}
     unknown_q = sorted(set(qrels) - known_queries)
     if unknown_q:
-        log.warning("%s: %d judged queries are not in queries.jsonl and are skipped (e.g. %s)",
-                    qrels_path, len(unknown_q), ", ".join(unknown_q[:3]))
+        log.warning(
+            "%s: %d judged queries are not in queries.jsonl and are skipped (e.g. %s)",
+            qrels_path,
+            len(unknown_q),
+            ", ".join(unknown_q[:3]),
+        )
         for q in unknown_q:
             del qrels[q]
     known_docs = {d.id for d in corpus}
     unknown_d = {d for judged in qrels.values() for d in judged if d not in known_docs}
     if unknown_d:
-        log.warning("%s: %d judged documents are not in corpus.jsonl (kept: they count as relevant but cannot be "
-                    "retrieved)", qrels_path, len(unknown_d))
+        log.warning(
+            "%s: %d judged documents are not in corpus.jsonl (kept: they count as relevant but cannot be retrieved)",
+            qrels_path,
+            len(unknown_d),
+        )
     keyword_in_split = {q.id for q in queries if q.keywords and query_splits.get(q.id) in (None, split)}
     clash = sorted(q for q in keyword_in_split if q in qrels)
     if clash:
-        raise InputError(f"query {clash[0]!r} has keywords and is also judged in qrels/{split}.tsv; use one or the other",
-                         path=root / "queries.jsonl", field="keywords")
+        raise InputError(
+            f"query {clash[0]!r} has keywords and is also judged in qrels/{split}.tsv; use one or the other",
+            path=root / "queries.jsonl",
+            field="keywords",
+        )
     selected = [q for q in queries if q.id in qrels or q.id in keyword_in_split]
     dataset = GoldenDataset.build(name or root.name, corpus, selected, qrels, split=split, source=str(root))
     if not dataset.queries:

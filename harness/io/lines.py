@@ -39,7 +39,9 @@ def iter_lines(path: str | os.PathLike[str], what: str, *, skip_comments: bool =
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise InputError(f"not valid UTF-8 (byte {e.start}: {raw[e.start:e.start + 1]!r})", path=p, line=lineno) from None
+                raise InputError(
+                    f"not valid UTF-8 (byte {e.start}: {raw[e.start : e.start + 1]!r})", path=p, line=lineno
+                ) from None
             line = line.rstrip("\r\n")
             if lineno == 1 and line.startswith("\ufeff"):
                 line = line[1:]
@@ -57,5 +59,9 @@ def _bounded_lines(fh, path: Path) -> Iterator[bytes]:
             return
         lineno += 1
         if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            raise InputError(f"line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB; is this the right file?", path=path, line=lineno)
+            raise InputError(
+                f"line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB; is this the right file?",
+                path=path,
+                line=lineno,
+            )
         yield raw

@@ -56,7 +56,8 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
             if len(parts) not in (3, 4):
                 raise InputError(
                     f"expected 4 columns (qid iter docno grade) or 3 (query-id corpus-id score), found {len(parts)}",
-                    path=p, line=lineno,
+                    path=p,
+                    line=lineno,
                 )
             ncols = len(parts)
         if len(parts) != ncols:
@@ -70,7 +71,9 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
         if doc in judged and judged[doc] != grade:
             raise InputError(
                 f"query {qid!r}, doc {doc!r} judged twice with different grades ({judged[doc]} and {grade})",
-                path=p, line=lineno, field="grade",
+                path=p,
+                line=lineno,
+                field="grade",
             )
         judged[doc] = grade
     return qrels

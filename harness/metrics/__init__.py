@@ -4,6 +4,13 @@ from harness.metrics.evaluate import Evaluation, evaluate, evaluate_dicts, evalu
 from harness.metrics.names import DEFAULT_METRICS, KINDS, Metric, parse_metric, parse_metrics
 
 __all__ = [
-    "DEFAULT_METRICS", "KINDS", "Evaluation", "Metric", "evaluate", "evaluate_dicts", "evaluate_run",
-    "parse_metric", "parse_metrics",
+    "DEFAULT_METRICS",
+    "KINDS",
+    "Evaluation",
+    "Metric",
+    "evaluate",
+    "evaluate_dicts",
+    "evaluate_run",
+    "parse_metric",
+    "parse_metrics",
 ]

@@ -62,12 +62,17 @@ class CompiledQrels:
         sizes = np.fromiter((len(j) for j in judged), dtype=np.int64, count=len(judged))
         rows = np.repeat(np.arange(len(judged), dtype=np.int64), sizes)
         try:
-            grades = np.fromiter(chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=int(sizes.sum()))
+            grades = np.fromiter(
+                chain.from_iterable(j.values() for j in judged), dtype=np.int64, count=int(sizes.sum())
+            )
         except (TypeError, ValueError, OverflowError):
             raise InputError("every grade in qrels must be an integer") from None
         doc_pos: dict[str, int] = {}
-        jpos = np.fromiter((doc_pos.setdefault(d, len(doc_pos)) for d in chain.from_iterable(judged)),
-                           dtype=np.int64, count=int(sizes.sum()))
+        jpos = np.fromiter(
+            (doc_pos.setdefault(d, len(doc_pos)) for d in chain.from_iterable(judged)),
+            dtype=np.int64,
+            count=int(sizes.sum()),
+        )
         self.doc_pos = doc_pos
         self.n_docs = max(len(doc_pos), 1)
         positive = grades > 0
@@ -196,8 +201,10 @@ def _metrics(metrics: Sequence[str | Metric] | str) -> list[Metric]:
     ms = parse_metrics(metrics)
     bad = [m.name for m in ms if m.needs_embeddings]
     if bad:
-        raise InputError(f"{', '.join(bad)} needs document embeddings; `harness run` computes it, judgments alone "
-                         "cannot", field="metrics")
+        raise InputError(
+            f"{', '.join(bad)} needs document embeddings; `harness run` computes it, judgments alone cannot",
+            field="metrics",
+        )
     return ms
 
 
@@ -230,8 +237,10 @@ def evaluate_dicts(
         if bad.any():
             i, j = map(int, np.argwhere(bad)[0])
             doc = list(rankings[rows[i]])[j]
-            raise InputError(f"query {cq.query_ids[rows[i]]!r}, doc {doc!r}: score is {scores[i, j]} (scores must be "
-                             "finite)", field="score")
+            raise InputError(
+                f"query {cq.query_ids[rows[i]]!r}, doc {doc!r}: score is {scores[i, j]} (scores must be finite)",
+                field="score",
+            )
         order = np.argsort(-scores, axis=1, kind="stable")
         scores = np.take_along_axis(scores, order, axis=1)
         grades = np.take_along_axis(grades, order, axis=1)
@@ -287,7 +296,9 @@ def evaluate(
     """
     if not isinstance(run, Run):
         if not isinstance(run, Mapping):
-            raise InputError(f"run must be a Run or a mapping {{query_id: {{doc_id: score}}}}, got {type(run).__name__}")
+            raise InputError(
+                f"run must be a Run or a mapping {{query_id: {{doc_id: score}}}}, got {type(run).__name__}"
+            )
         if not all(isinstance(r, Mapping) for r in run.values()):
             run = Run.coerce(run)
     result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)

@@ -28,13 +28,21 @@ KINDS: dict[str, tuple[bool, bool, str]] = {
 EMBEDDING_KINDS = frozenset({"ild"})
 
 ALIASES = {
-    "hitrate": "hit_rate", "hit": "hit_rate", "success": "hit_rate", "hits": "hit_rate",
-    "recip_rank": "mrr", "rr": "mrr",
+    "hitrate": "hit_rate",
+    "hit": "hit_rate",
+    "success": "hit_rate",
+    "hits": "hit_rate",
+    "recip_rank": "mrr",
+    "rr": "mrr",
     "p": "precision",
     "r": "recall",
-    "ndcg_cut": "ndcg", "ndcg_burges": "ndcg_exp",
-    "ap": "map", "map_cut": "map",
-    "rprec": "r_precision", "r-precision": "r_precision", "rprecision": "r_precision",
+    "ndcg_cut": "ndcg",
+    "ndcg_burges": "ndcg_exp",
+    "ap": "map",
+    "map_cut": "map",
+    "rprec": "r_precision",
+    "r-precision": "r_precision",
+    "rprecision": "r_precision",
 }
 
 

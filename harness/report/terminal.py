@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
-from harness.report.table import comparison_frame, _fmt
+from harness.report.table import _fmt, comparison_frame
 
 if TYPE_CHECKING:
     from harness.results import Results

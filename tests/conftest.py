@@ -1,0 +1,67 @@
+"""Shared test fixtures. Tests never download: models come from the packaged all-MiniLM-L6-v2 or
+are built by the tests; real data is read from ../shared/data (present in CI)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+TREC_EVAL_TESTS = SHARED_DATA / "trec_eval-tests" / "test"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Each test session gets its own embedding/score cache, unless HARNESS_TEST_CACHE_DIR names one."""
+    path = Path(os.environ.get("HARNESS_TEST_CACHE_DIR") or tmp_path_factory.mktemp("harness-cache"))
+    os.environ["HARNESS_CACHE_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def cache_dir(_isolated_cache: Path) -> Path:
+    return _isolated_cache
+
+
+def shared(name: str) -> Path:
+    """A folder of ../shared/data, or skip when this checkout has none (CI has it)."""
+    path = SHARED_DATA / name
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_dataset():
+    from harness.datasets import load_dataset
+
+    return load_dataset("demo")
+
+
+@pytest.fixture(scope="session")
+def tiny_dataset():
+    """Six documents, three queries: small enough to reason about by hand."""
+    from harness.model import Document, GoldenDataset, Query
+
+    corpus = [
+        Document(id="d1", title="Coffee", text="Espresso is brewed by forcing hot water through finely ground coffee."),
+        Document(id="d2", title="Tea", text="Green tea is steeped in water below boiling."),
+        Document(id="d3", title="Bikes", text="Clean and lubricate a bicycle chain every few hundred kilometres."),
+        Document(id="d4", title="Coffee grinders", text="Burr grinders give an even grind for espresso and filter."),
+        Document(id="d5", title="Plants", text="Water houseplants when the top soil is dry."),
+        Document(id="d6", title="Espresso", text="An espresso shot uses about eighteen grams of ground coffee."),
+    ]
+    queries = [
+        Query(id="q1", text="how is espresso brewed"),
+        Query(id="q2", text="bicycle chain lubrication"),
+        Query(id="q3", text="when to water plants"),
+    ]
+    qrels = {"q1": {"d1": 3, "d6": 2, "d4": 1, "d2": 0}, "q2": {"d3": 2}, "q3": {"d5": 1}}
+    return GoldenDataset.build("tiny", corpus, queries, qrels)
