@@ -28,8 +28,10 @@ import numpy as np
 from harness.metrics.names import Metric
 
 
-def _discount(n: int) -> np.ndarray:
-    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+def _log_ranks(n: int) -> np.ndarray:
+    """log2(rank + 1) for ranks 1..n; gains are divided by it (not multiplied by its inverse) so
+    every per-query value is bit-for-bit trec_eval's."""
+    return np.log2(np.arange(2, n + 2, dtype=np.float64))
 
 
 def _gain(grades: np.ndarray, exponential: bool) -> np.ndarray:
@@ -65,14 +67,14 @@ def compute(
     rel = grades >= 1.0
     cum = np.cumsum(rel, axis=1, dtype=np.float64)
     ranks = np.arange(1, depth + 1, dtype=np.float64)
-    disc = _discount(max(depth, ideal.shape[1]))
+    logs = _log_ranks(max(depth, ideal.shape[1]))
     cache: dict[str, np.ndarray] = {}
 
     def dcg_cum(exponential: bool) -> np.ndarray:
         key = f"dcg{exponential}"
         if key not in cache:
-            cache[key] = np.cumsum(_gain(grades, exponential) * disc[:depth], axis=1)
-            cache["i" + key] = np.cumsum(_gain(ideal, exponential) * disc[: ideal.shape[1]], axis=1)
+            cache[key] = np.cumsum(_gain(grades, exponential) / logs[:depth], axis=1)
+            cache["i" + key] = np.cumsum(_gain(ideal, exponential) / logs[: ideal.shape[1]], axis=1)
         return cache[key], cache["i" + key]
 
     def ap_cum() -> np.ndarray:

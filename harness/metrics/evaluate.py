@@ -9,6 +9,7 @@ every such case is counted in :attr:`Evaluation.counts`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -26,6 +27,12 @@ _BLOCK_ELEMENTS = 1 << 22
 _DENSE_LOOKUP_MAX = 16
 
 
+def mean(values: np.ndarray) -> float:
+    """Mean via an exactly rounded sum, so it does not depend on query order (a results folder
+    re-scored in another order reproduces its summary bit for bit)."""
+    return math.fsum(values.tolist()) / len(values) if len(values) else 0.0
+
+
 @dataclass
 class Evaluation:
     """Per-query values for every metric, over the judged queries, in qrels order."""
@@ -35,7 +42,7 @@ class Evaluation:
     counts: dict[str, int] = field(default_factory=dict)
 
     def means(self) -> dict[str, float]:
-        return {m: float(v.mean()) if v.size else 0.0 for m, v in self.values.items()}
+        return {m: mean(v) for m, v in self.values.items()}
 
     def per_query(self) -> dict[str, dict[str, float]]:
         cols = {m: v.tolist() for m, v in self.values.items()}

@@ -1,0 +1,90 @@
+"""`harness run` end to end through the console entry point."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.io.trec import read_qrels, read_run
+from harness.metrics.evaluate import evaluate_run
+
+pytestmark = pytest.mark.slow
+
+
+def harness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600)
+
+
+def write_config(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "bench.yaml"
+    p.write_text(body, encoding="utf-8")
+    return p
+
+
+def test_run_writes_a_self_contained_results_folder(tmp_path):
+    cfg = write_config(tmp_path, """
+dataset: demo
+metrics: [ndcg@10, mrr@10, recall@100, map]
+baseline: bm25
+latency_queries: 5
+retrievers:
+  bm25: {type: bm25}
+  bm25_rank: {type: bm25, backend: rank_bm25}
+""")
+    out = tmp_path / "out"
+    proc = harness("run", "--config", str(cfg), "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    res = json.loads((out / "results.json").read_text())
+    assert {"manifest", "summary", "per_query", "efficiency", "significance", "counts"} <= set(res)
+    man = res["manifest"]
+    assert man["dataset"]["fingerprint"].startswith("sha256:")
+    assert man["config"]["retrievers"]["bm25"]["k1"] == 0.9
+    assert man["versions"]["bm25s"] and man["git"] and man["machine"]["cpu_count"]
+    assert (out / "table.md").is_file()
+    # the folder re-scores on its own: saved runs + qrels.tsv reproduce the summary exactly
+    qrels = read_qrels(out / "qrels.tsv")
+    for name in ("bm25", "bm25_rank"):
+        run = read_run(out / "runs" / f"{name}.trec")
+        assert evaluate_run(qrels, run, res["summary"][name]).means() == res["summary"][name]
+
+
+def test_flags_override_the_config(tmp_path):
+    cfg = write_config(tmp_path, "dataset: {path: nowhere, split: nope}\nretrievers: {bm25: {type: bm25}}\n")
+    out = tmp_path / "o"
+    proc = harness("run", "--config", str(cfg), "--dataset", "demo", "--split", "test", "--out", str(out),
+                   "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "results.json").read_text())["manifest"]["dataset"]["name"] == "demo"
+
+
+def test_default_out_folder_is_under_results(tmp_path):
+    cfg = write_config(tmp_path, "dataset: demo\nlatency_queries: 2\nretrievers: {bm25: {type: bm25}}\n")
+    proc = harness("run", "--config", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    folders = list((tmp_path / "results").iterdir())
+    assert len(folders) == 1 and folders[0].name.endswith("-demo")
+    assert (folders[0] / "results.json").is_file()
+
+
+def test_refuses_to_write_into_a_foreign_folder(tmp_path):
+    cfg = write_config(tmp_path, "dataset: demo\nretrievers: {bm25: {type: bm25}}\n")
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious")
+    proc = harness("run", "--config", str(cfg), "--out", str(out))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error:") and "not empty" in proc.stderr
+    assert (out / "notes.txt").read_text() == "precious"
+
+
+def test_bad_config_is_one_line_exit_2(tmp_path):
+    cfg = write_config(tmp_path, "retrievers:\n  bm25: {type: bm25, k1: lots}\n")
+    proc = harness("run", "--config", str(cfg))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "bench.yaml:2: retrievers.bm25.k1" in proc.stderr

@@ -1,0 +1,68 @@
+"""Dense retriever with the real packaged all-MiniLM-L6-v2 and real FAISS indexes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from retrievers.dense import Dense, DenseSpec
+from retrievers.encoder import Encoder
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def flat(tiny_dataset, cache_dir):
+    d = Dense(cache_dir=cache_dir, show_progress=False)
+    d.index(tiny_dataset.corpus)
+    return d
+
+
+def test_finds_semantically_related_documents(flat, tiny_dataset):
+    run = flat.search(tiny_dataset.queries, k=3)
+    assert run.ranking("q1")[0][0] in {"d1", "d6"}
+    assert run.ranking("q2")[0][0] == "d3"
+    assert run.ranking("q3")[0][0] == "d5"
+
+
+def test_embeddings_are_normalised_so_inner_product_is_cosine(cache_dir):
+    enc = Encoder(cache_dir=cache_dir, show_progress=False)
+    emb = enc.encode(["a sentence", "another one"])
+    assert emb.dtype == np.float32 and emb.shape == (2, enc.dim)
+    assert np.allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("index", ["hnsw", "ivf"])
+def test_approximate_indexes_report_recall_against_exact(tiny_dataset, cache_dir, index):
+    d = Dense(DenseSpec(index=index, nlist=2, nprobe=2), cache_dir=cache_dir, show_progress=False)
+    d.index(tiny_dataset.corpus)
+    run = d.search(tiny_dataset.queries, k=3)
+    assert len(run) == 3
+    extra = d.efficiency_extra(3)
+    assert 0.0 <= extra["ann_recall@3"] <= 1.0
+
+
+def test_second_index_encodes_no_document(tiny_dataset, tmp_path):
+    first = Dense(cache_dir=tmp_path, show_progress=False)
+    first.index(tiny_dataset.corpus)
+    assert first.encoder.cache.misses == len(tiny_dataset.corpus)
+    second = Dense(cache_dir=tmp_path, show_progress=False)
+    second.index(tiny_dataset.corpus)
+    assert second.encoder.cache.misses == 0
+    assert second.encoder.cache.hits == len(tiny_dataset.corpus)
+
+
+def test_cache_key_includes_max_length(tmp_path):
+    a = Encoder(cache_dir=tmp_path, show_progress=False, max_length=128)
+    key_a = a.cache.dir
+    b = Encoder(cache_dir=tmp_path, show_progress=False, max_length=64)
+    assert b.cache.dir != key_a
+    assert a.identity["weights_sha256"] == b.identity["weights_sha256"]
+    Encoder(cache_dir=tmp_path, show_progress=False, max_length=128)  # restore the shared model's setting
+
+
+def test_unknown_model_gives_actionable_error():
+    from harness.errors import InputError
+
+    with pytest.raises(InputError, match="cannot load sentence-transformers model"):
+        Encoder("no-such-org/no-such-model-xyz", show_progress=False)
