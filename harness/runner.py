@@ -22,7 +22,7 @@ import numpy as np
 
 from harness.efficiency import Cost, measure, time_each
 from harness.errors import HarnessError, InputError, RetrieverError
-from harness.metrics.evaluate import CompiledQrels, evaluate_run
+from harness.metrics.evaluate import CompiledQrels, evaluate_run, mean
 from harness.metrics.names import Metric, parse_metrics
 from harness.model import GoldenDataset
 from harness.protocol import Retriever, Stage
@@ -217,7 +217,7 @@ class Runner:
             vals = {m.name: vals[m.name] for m in self.metrics}
             values[name] = vals
             runs[name] = out.run
-            res.summary[name] = {m: float(v.mean()) for m, v in vals.items()}
+            res.summary[name] = {m: mean(v) for m, v in vals.items()}
             cols = {m: v.tolist() for m, v in vals.items()}
             res.per_query[name] = {q: {m: cols[m][i] for m in cols} for i, q in enumerate(cq.query_ids)}
             res.counts[name] = ev.counts if ev else {}
