@@ -225,15 +225,35 @@ def load_config(path: str | os.PathLike[str]) -> RunConfig:
 
 
 def default_config() -> RunConfig:
-    """What bare ``harness run`` runs: the demo dataset, BM25, dense, their RRF hybrid."""
+    """What bare ``harness run`` (and ``make bench``) runs: the demo dataset; BM25 (the baseline),
+    dense, their RRF hybrid, MMR over dense, and a cross-encoder rerank of the hybrid when a
+    reranker is available offline (otherwise one log line says how to get one)."""
+    import importlib.util
+    import logging
+
+    metrics = list(DEFAULT_METRICS)
+    if importlib.util.find_spec("harness.metrics.diversity") is not None:
+        metrics.append("ild@10")
+    retrievers: dict[str, dict[str, Any]] = {
+        "bm25": {"type": "bm25"},
+        "dense": {"type": "dense"},
+        "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
+        "dense_mmr": {"type": "mmr", "of": "dense", "lambda": 0.7},
+    }
+    try:
+        from retrievers.rerank import default_reranker
+    except ImportError:
+        model = None
+    else:
+        model = default_reranker()
+    if model:
+        retrievers["hybrid_rerank"] = {"type": "rerank", "of": "hybrid", "top_n": 50, "model": model}
+    else:
+        logging.getLogger("harness").info(
+            "no cross-encoder reranker available offline, so no hybrid_rerank row; to add one: "
+            "`harness train-reranker --dataset PATH --split train` (saved where bare `harness run` finds it), "
+            "or set $HARNESS_RERANKER to a CrossEncoder folder or hub name"
+        )
     return parse_config(
-        {
-            "dataset": {"path": "demo", "split": "test"},
-            "baseline": "bm25",
-            "retrievers": {
-                "bm25": {"type": "bm25"},
-                "dense": {"type": "dense"},
-                "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
-            },
-        }
+        {"dataset": {"path": "demo", "split": "test"}, "metrics": metrics, "baseline": "bm25", "retrievers": retrievers}
     )

@@ -244,7 +244,8 @@ class Runner:
             from harness.stats import compare
         except ImportError:  # statistics module not installed in this build
             return {}, {}
-        return compare(values, self.baseline if with_tests else None, seed=self.seed, **self.stats)
+        baseline = self.baseline if with_tests else None
+        return compare(values, baseline, seed=self.seed, query_ids=query_ids, **self.stats)
 
     def _manifest(self, outcomes: Mapping[str, Outcome]) -> dict[str, Any]:
         from harness.manifest import build_manifest

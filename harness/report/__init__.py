@@ -1,19 +1,52 @@
-"""Rendering results: comparison tables (markdown, terminal) and the files of a results folder."""
+"""Rendering results: the comparison table in every format, plots, and the per-query drill-down.
+
+:func:`write_reports` writes everything that belongs in a results folder; ``harness run`` calls it
+through ``Results.save`` and ``harness report DIR`` calls it again to re-render a folder.
+"""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.io import atomic
-from harness.report.table import comparison_frame, to_markdown
+from harness.report.table import ComparisonTable, build_table, comparison_frame, to_markdown
 
 if TYPE_CHECKING:
     from harness.results import Results
 
-__all__ = ["comparison_frame", "to_markdown", "write_reports"]
+__all__ = ["TABLE_FILES", "ComparisonTable", "build_table", "comparison_frame", "to_markdown", "write_reports"]
+
+log = logging.getLogger("harness")
+
+TABLE_FILES = ("table.md", "table.csv", "table.html", "table.tex")
 
 
-def write_reports(results: Results, folder: Path) -> None:
-    """Every rendering of ``results`` that belongs in a results folder."""
-    atomic.write_text(folder / "table.md", to_markdown(results))
+def write_reports(results: Results, folder: Path, *, plots: bool = True) -> list[Path]:
+    """Tables (md, csv, html, tex) and plots of ``results`` into ``folder``; returns the files.
+
+    A plot that cannot be drawn is logged and skipped: the tables, which carry the numbers, are
+    always written.
+    """
+    from harness.report.csv_table import to_csv
+    from harness.report.html_table import to_html
+    from harness.report.latex_table import to_latex
+
+    folder = Path(folder)
+    table = build_table(results)
+    images: list[Path] = []
+    if plots:
+        try:
+            from harness.report.plots import write_plots
+
+            images = write_plots(results, folder)
+        except Exception as e:  # a broken matplotlib must not cost the run its tables
+            log.warning("plots not written: %s: %s", type(e).__name__, e)
+    written = [
+        atomic.write_text(folder / "table.md", to_markdown(table)),
+        atomic.write_text(folder / "table.csv", to_csv(table)),
+        atomic.write_text(folder / "table.html", to_html(table, [p.name for p in images])),
+        atomic.write_text(folder / "table.tex", to_latex(table)),
+    ]
+    return written + images

@@ -1,55 +1,265 @@
-"""The comparison table: rows = retrievers, columns = metrics and efficiency."""
+"""The comparison table, built once from :class:`~harness.results.Results` and rendered by every
+format (markdown here; terminal, HTML, LaTeX, CSV in their modules), as ranx's ``Report`` is.
+
+Rows are retrievers; columns are metric means (with their 95% bootstrap CI) and efficiency. The
+best value of each column is marked, and each mean carries a marker when it differs from the
+baseline's significantly (paired randomization test, Holm-corrected over the whole table):
+``▲`` better, ``▼`` worse. Failed retrievers stay in the table with their error.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 if TYPE_CHECKING:
     from harness.results import Results
 
-EFFICIENCY_COLUMNS = {
-    "index_seconds": "index s",
-    "latency_ms_p50": "p50 ms",
-    "latency_ms_p95": "p95 ms",
-    "qps": "qps",
+#: efficiency key -> (column label, True when higher is better)
+EFFICIENCY_COLUMNS: dict[str, tuple[str, bool]] = {
+    "index_seconds": ("index s", False),
+    "latency_ms_p50": ("p50 ms", False),
+    "latency_ms_p95": ("p95 ms", False),
+    "qps": ("qps", True),
 }
+BETTER, WORSE = "▲", "▼"
+#: decimals of a mean as printed; "best" is decided on the printed value, so ties are all marked
+DECIMALS = 4
+CI_DECIMALS = 3
 
 
-def comparison_frame(results: Results) -> pd.DataFrame:
-    """One row per retriever: metric means, then efficiency."""
-    rows = []
-    for name in results.summary:
-        row = dict(results.summary[name])
+@dataclass
+class Cell:
+    value: float | None
+    ci: tuple[float, float] | None = None
+    best: bool = False
+    #: +1 significantly better than the baseline, -1 significantly worse, 0 neither (or untested)
+    sig: int = 0
+    test: dict[str, Any] | None = None
+
+    @property
+    def marker(self) -> str:
+        return BETTER if self.sig > 0 else WORSE if self.sig < 0 else ""
+
+
+@dataclass
+class Row:
+    name: str
+    metrics: dict[str, Cell] = field(default_factory=dict)
+    efficiency: dict[str, Cell] = field(default_factory=dict)
+    error: str | None = None
+    baseline: bool = False
+    components: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ComparisonTable:
+    title: str
+    metrics: list[str]
+    efficiency: list[str]
+    rows: list[Row]
+    baseline: str | None
+    stats: dict[str, Any]
+    n_tests: int
+
+    @property
+    def ok_rows(self) -> list[Row]:
+        return [r for r in self.rows if r.error is None]
+
+    def legend(self) -> list[str]:
+        """What the marks mean, in words (every renderer prints these lines)."""
+        boot = self.stats.get("bootstrap", 1000)
+        lines = [f"Mean over queries; [low, high]: 95% bootstrap CI of the mean ({boot:,} resamples of the queries)."]
+        if self.baseline is None:
+            lines.append("No baseline: no significance tests (set `baseline:` in the config).")
+        elif self.n_tests:
+            alpha, perms = self.stats.get("alpha", 0.05), self.stats.get("permutations", 10000)
+            lines.append(
+                f"{BETTER} / {WORSE}: significantly better / worse than the baseline {self.baseline!r} "
+                f"(paired randomization test, {perms:,} sign flips, Holm-corrected over {self.n_tests} "
+                f"comparisons, p < {alpha:g})."
+            )
+        lines.append("Bold: best in its column.")
+        composed = [r for r in self.ok_rows if len(r.components) > 1]
+        if composed and self.efficiency:
+            parts = "; ".join(f"{r.name} = {' + '.join(r.components)}" for r in composed)
+            lines.append(f"Efficiency of a composed retriever adds up the components it runs ({parts}).")
+        return lines
+
+
+def _stats_config(results: Results) -> dict[str, Any]:
+    from harness.config import StatsConfig
+
+    stats = dict(StatsConfig().model_dump())
+    stats.update((results.manifest.get("config") or {}).get("stats") or {})
+    return stats
+
+
+def _mark_best(rows: list[Row], column: str, attr: str, higher: bool, fmt) -> None:
+    cells = [getattr(r, attr)[column] for r in rows if column in getattr(r, attr)]
+    shown = [(fmt(c.value), c) for c in cells if c.value is not None]
+    if len(shown) < 2:
+        return
+    key = [float(s.replace(",", "")) for s, _ in shown]
+    best = max(key) if higher else min(key)
+    for k, (_, c) in zip(key, shown):
+        c.best = k == best
+
+
+def build_table(results: Results) -> ComparisonTable:
+    """The table of ``results`` (see module doc)."""
+    metrics = results.metrics
+    baseline = results.baseline if results.baseline in results.summary else None
+    eff_keys = [
+        k for k in EFFICIENCY_COLUMNS if any(results.efficiency.get(r, {}).get(k) is not None for r in results.summary)
+    ]
+    rows: list[Row] = []
+    n_tests = 0
+    for name, means in results.summary.items():
+        row = Row(name=name, baseline=name == baseline)
+        tests = results.significance.get(name) or {}
+        for m in metrics:
+            ci = results.intervals.get(name, {}).get(m)
+            t = tests.get(m)
+            sig = 0
+            if t is not None:
+                n_tests += 1
+                if t.get("significant"):
+                    sig = 1 if t.get("delta", 0.0) > 0 else -1 if t.get("delta", 0.0) < 0 else 0
+            row.metrics[m] = Cell(means.get(m), tuple(ci) if ci else None, sig=sig, test=t)
         eff = results.efficiency.get(name, {})
-        for key, label in EFFICIENCY_COLUMNS.items():
-            row[label] = eff.get(key)
-        rows.append(pd.Series(row, name=name))
+        for k in eff_keys:
+            row.efficiency[k] = Cell(eff.get(k))
+        row.components = list(eff.get("components") or [])
+        rows.append(row)
     for name, error in results.failures.items():
-        rows.append(pd.Series({"error": error}, name=name))
-    return pd.DataFrame(rows)
+        rows.append(Row(name=name, error=error, baseline=name == results.baseline))
+    for m in metrics:
+        _mark_best(rows, m, "metrics", True, fmt_metric)
+    for k in eff_keys:
+        _mark_best(rows, k, "efficiency", EFFICIENCY_COLUMNS[k][1], fmt_number)
+    ds = results.manifest.get("dataset") or {}
+    name = ds.get("name") or "results"
+    parts = [p for p in (ds.get("split"), f"{ds['queries']} queries" if ds.get("queries") is not None else None) if p]
+    title = f"{name} ({', '.join(parts)})" if parts else name
+    return ComparisonTable(title, metrics, eff_keys, rows, baseline, _stats_config(results), n_tests)
 
 
-def _fmt(value: object, column: str) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+# ---------------------------------------------------------------------- formatting
+def fmt_metric(value: float | None) -> str:
+    return "–" if value is None else f"{value:.{DECIMALS}f}"
+
+
+def fmt_ci(ci: tuple[float, float] | None) -> str:
+    return "" if ci is None else f"[{ci[0]:.{CI_DECIMALS}f}, {ci[1]:.{CI_DECIMALS}f}]"
+
+
+def fmt_number(value: float | None) -> str:
+    """Efficiency figures: about three significant digits, thousands separated."""
+    if value is None:
         return "–"
-    if isinstance(value, float):
-        if column in EFFICIENCY_COLUMNS.values():
-            return f"{value:,.1f}" if value < 1000 else f"{value:,.0f}"
-        return f"{value:.4f}"
-    return str(value)
+    v = float(value)
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    if abs(v) >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3f}"
 
 
-def to_markdown(results: Results) -> str:
-    frame = comparison_frame(results)
-    cols = [c for c in frame.columns if c != "error"]
-    head = "| retriever | " + " | ".join(cols) + " |"
-    sep = "|---|" + "|".join("---:" for _ in cols) + "|"
-    lines = [head, sep]
-    for name, row in frame.iterrows():
-        if name in results.failures:
-            lines.append(f"| {name} | FAILED: {results.failures[name]} " + "|" * len(cols))
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    if p == 0:
+        return "0"
+    return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def fmt_delta(value: float | None) -> str:
+    return "–" if value is None else f"{value:+.{DECIMALS}f}"
+
+
+def header(table: ComparisonTable) -> list[str]:
+    return ["retriever", *table.metrics, *(EFFICIENCY_COLUMNS[k][0] for k in table.efficiency)]
+
+
+def row_label(row: Row) -> str:
+    return f"{row.name} (baseline)" if row.baseline else row.name
+
+
+def detail_rows(table: ComparisonTable) -> list[list[str]]:
+    """One line per (retriever, metric) compared with the baseline: the numbers behind a marker."""
+    out = []
+    for row in table.ok_rows:
+        for m, c in row.metrics.items():
+            t = c.test
+            if not t:
+                continue
+            out.append(
+                [
+                    row.name,
+                    m,
+                    fmt_metric(c.value),
+                    fmt_delta(t.get("delta")),
+                    fmt_ci((t["ci_low"], t["ci_high"])) if "ci_low" in t else "",
+                    fmt_p(t.get("p_value")),
+                    fmt_p(t.get("p_t")),
+                    fmt_p(t.get("p_holm")) + (f" {c.marker}" if c.marker else ""),
+                    f"{t.get('wins', 0)}/{t.get('ties', 0)}/{t.get('losses', 0)}",
+                ]
+            )
+    return out
+
+
+DETAIL_HEADER = ["retriever", "metric", "mean", "Δ vs baseline", "Δ 95% CI", "p (rand.)", "p (t)", "p (Holm)", "W/T/L"]
+
+
+# ---------------------------------------------------------------------- frame and markdown
+def comparison_frame(results: Results) -> pd.DataFrame:
+    """One row per retriever: metric means, then efficiency (numbers, not text; ``error`` for failures)."""
+    table = build_table(results)
+    records = []
+    for row in table.rows:
+        rec: dict[str, Any] = {m: c.value for m, c in row.metrics.items()}
+        rec.update({EFFICIENCY_COLUMNS[k][0]: c.value for k, c in row.efficiency.items()})
+        if row.error is not None:
+            rec["error"] = row.error
+        records.append(pd.Series(rec, name=row.name, dtype=object))
+    return pd.DataFrame(records)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(results: Results | ComparisonTable) -> str:
+    """``table.md``: the table (mean, marker, CI per metric), its legend, and the test details."""
+    table = results if isinstance(results, ComparisonTable) else build_table(results)
+    cols = header(table)
+    lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    for row in table.rows:
+        if row.error is not None:
+            lines.append(
+                f"| {_md_escape(row_label(row))} | **FAILED**: {_md_escape(row.error)} " + "| " * (len(cols) - 2) + "|"
+            )
             continue
-        lines.append(f"| {name} | " + " | ".join(_fmt(row[c], c) for c in cols) + " |")
+        cells = [_md_escape(row_label(row))]
+        for c in row.metrics.values():
+            text = fmt_metric(c.value)
+            text = f"**{text}**" if c.best else text
+            ci = fmt_ci(c.ci)
+            cells.append(f"{text}{c.marker}" + (f" {ci}" if ci else ""))
+        for c in row.efficiency.values():
+            text = fmt_number(c.value)
+            cells.append(f"**{text}**" if c.best else text)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += [""] + [f"{line}  " for line in table.legend()]
+    detail = detail_rows(table)
+    if detail:
+        lines += ["", f"#### Against the baseline ({table.baseline})", ""]
+        lines += ["| " + " | ".join(DETAIL_HEADER) + " |", "|---|---|" + "---:|" * (len(DETAIL_HEADER) - 2)]
+        lines += ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in detail]
     return "\n".join(lines) + "\n"

@@ -1,5 +1,7 @@
-"""Statistics over per-query scores: paired tests, Holm correction, bootstrap intervals."""
+"""Statistics over per-query scores: paired tests, Holm correction, bootstrap intervals, and
+:func:`compare`, which applies them to a whole comparison table."""
 
+from harness.stats.compare import compare
 from harness.stats.tests import bootstrap_ci, holm, randomization_test, randomization_tests, t_test, win_tie_loss
 
-__all__ = ["bootstrap_ci", "holm", "randomization_test", "randomization_tests", "t_test", "win_tie_loss"]
+__all__ = ["bootstrap_ci", "compare", "holm", "randomization_test", "randomization_tests", "t_test", "win_tie_loss"]

@@ -1,0 +1,137 @@
+"""``harness compare RUN_FILE... --qrels FILE``: the comparison table for TREC runs produced
+elsewhere: the same metrics core, the same statistics (:func:`harness.stats.compare`), the same
+table as ``harness run``; ``--out DIR`` writes a results folder that ``harness report`` reads."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+log = logging.getLogger("harness")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from harness.config import StatsConfig
+    from harness.metrics.names import DEFAULT_METRICS
+
+    d = StatsConfig()
+    p = sub.add_parser(
+        "compare",
+        help="comparison table (significance, CIs) for TREC run files produced elsewhere",
+        description="Score TREC run files against judgments and compare them with a baseline run: bootstrap CIs "
+        "of every mean, paired randomization and t-tests, Holm correction, wins/ties/losses.",
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN_FILE", help="TREC run files (named after the file stem)")
+    p.add_argument("--qrels", required=True, help="TREC qrels (4 columns) or BEIR tsv (query-id corpus-id score)")
+    p.add_argument("--baseline", metavar="NAME", help="the run the others are tested against (default: the first)")
+    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
+    p.add_argument("--out", metavar="DIR", help="also write a results folder (tables, plots, runs, results.json)")
+    p.add_argument("--dataset", help="BEIR folder or 'demo' the runs came from (recorded, for query text in reports)")
+    p.add_argument("--split", default="test", help="the dataset's split (with --dataset; default test)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--bootstrap", type=int, default=d.bootstrap, help=f"bootstrap resamples (default {d.bootstrap})")
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=d.permutations,
+        help=f"randomization-test sign flips (default {d.permutations})",
+    )
+    p.add_argument("--alpha", type=float, default=d.alpha, help=f"significance level after Holm (default {d.alpha})")
+    p.set_defaults(func=run)
+
+
+def _dataset_entry(args: argparse.Namespace, n_queries: int, n_judgments: int) -> dict:
+    entry: dict = {"name": Path(args.qrels).name, "split": None, "queries": n_queries, "judgments": n_judgments}
+    if args.dataset:
+        from harness.datasets import DEMO
+
+        source = None if args.dataset == DEMO else str(Path(args.dataset).expanduser().resolve())
+        entry.update(name=DEMO if source is None else Path(source).name, split=args.split, source=source)
+    return entry
+
+
+def build_results(args: argparse.Namespace):
+    """A :class:`~harness.results.Results` for the run files (no efficiency: nothing was timed here)."""
+    from pydantic import ValidationError
+
+    from harness.cli.evaluate import _run_names
+    from harness.config import StatsConfig
+    from harness.errors import InputError
+    from harness.io.trec import read_qrels, read_run
+    from harness.manifest import git_commit, library_versions
+    from harness.metrics.evaluate import CompiledQrels, evaluate_run
+    from harness.metrics.names import parse_metrics
+    from harness.results import Results
+    from harness.stats import compare
+
+    try:
+        stats = StatsConfig(bootstrap=args.bootstrap, permutations=args.permutations, alpha=args.alpha)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InputError(err["msg"], field=f"--{err['loc'][0]}") from None
+    metrics = parse_metrics(args.metrics)
+    bad = [m.name for m in metrics if m.needs_embeddings]
+    if bad:
+        raise InputError(f"{', '.join(bad)} needs document embeddings, which run files do not carry", field="--metrics")
+    qrels = read_qrels(args.qrels)
+    cq = CompiledQrels(qrels)
+    names = _run_names(args.runs)
+    if len(set(names)) != len(names):
+        raise InputError("the same run file is named twice", field="RUN_FILE")
+    baseline = args.baseline or names[0]
+    if baseline not in names:
+        by_path = dict(zip(args.runs, names))
+        if baseline not in by_path:
+            raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
+        baseline = by_path[baseline]
+    res = Results()
+    runs, values = {}, {}
+    for name, path in zip(names, args.runs):
+        run = read_run(path, name=name)
+        ev = evaluate_run(cq, run, metrics)
+        runs[name], values[name] = run, ev.values
+        res.summary[name] = ev.means()
+        res.per_query[name] = ev.per_query()
+        res.counts[name] = ev.counts
+    res.significance, res.intervals = compare(
+        values, baseline, seed=args.seed, query_ids=cq.query_ids, **stats.model_dump()
+    )
+    depth = max((r.depth for r in runs.values()), default=0)
+    res.manifest = {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": sys.argv,
+        "versions": library_versions(),
+        "git": git_commit(),
+        "seed": args.seed,
+        "dataset": _dataset_entry(args, len(cq), sum(len(j) for j in qrels.values())),
+        "config": {
+            "qrels": str(Path(args.qrels).resolve()),
+            "metrics": [m.name for m in metrics],
+            "baseline": baseline,
+            "depth": depth,
+            "seed": args.seed,
+            "stats": stats.model_dump(),
+        },
+        "retrievers": {
+            n: {"spec": {"type": "run_file", "path": str(Path(p).resolve())}, "inputs": [], "status": "ok"}
+            for n, p in zip(names, args.runs)
+        },
+    }
+    return res.attach(runs, qrels)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.report.terminal import print_results
+    from harness.results import check_writable
+
+    if args.out:
+        check_writable(Path(args.out))
+    results = build_results(args)
+    if args.out:
+        out = results.save(args.out)
+        log.info("results written to %s", out)
+    print_results(results)
+    return 0

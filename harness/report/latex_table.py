@@ -1,0 +1,69 @@
+"""``table.tex``: a booktabs table for a paper (as ranx's ``Report.to_latex``), means with their
+95% CI in small type, the best value of each column in bold, significance as superscript triangles.
+
+Needs ``\\usepackage{booktabs,amssymb,graphicx}``.
+"""
+
+from __future__ import annotations
+
+from harness.report.table import BETTER, ComparisonTable, fmt_ci, fmt_metric, fmt_number, header
+
+_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"$<$",
+    ">": r"$>$",
+}
+
+
+def tex_escape(text: str) -> str:
+    return "".join(_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _legend(table: ComparisonTable) -> str:
+    text = " ".join(table.legend())
+    text = tex_escape(text).replace(BETTER, r"$^\blacktriangle$").replace("▼", r"$^\blacktriangledown$")
+    return text.replace("[low, high]", "[low,~high]")
+
+
+def to_latex(table: ComparisonTable) -> str:
+    cols = header(table)
+    lines = [
+        "% needs \\usepackage{booktabs,amssymb,graphicx}",
+        "\\begin{table*}[ht]",
+        "\\centering",
+        f"\\caption{{{tex_escape(table.title)}. {_legend(table)}}}",
+        "\\resizebox{\\textwidth}{!}{%",
+        "\\begin{tabular}{l" + "r" * (len(cols) - 1) + "}",
+        "\\toprule",
+        " & ".join(f"\\textbf{{{tex_escape(c)}}}" for c in cols) + " \\\\",
+        "\\midrule",
+    ]
+    for row in table.rows:
+        name = tex_escape(row.name) + (" (baseline)" if row.baseline else "")
+        if row.error is not None:
+            lines.append(f"{name} & \\multicolumn{{{len(cols) - 1}}}{{l}}{{FAILED: {tex_escape(row.error)}}} \\\\")
+            continue
+        cells = [name]
+        for c in row.metrics.values():
+            text = fmt_metric(c.value)
+            text = f"\\textbf{{{text}}}" if c.best else text
+            if c.sig:
+                text += r"$^\blacktriangle$" if c.sig > 0 else r"$^\blacktriangledown$"
+            if c.ci:
+                text += f" {{\\scriptsize {fmt_ci(c.ci)}}}"
+            cells.append(text)
+        for c in row.efficiency.values():
+            text = fmt_number(c.value).replace(",", "{,}")
+            cells.append(f"\\textbf{{{text}}}" if c.best else text)
+        lines.append(" & ".join(cells) + " \\\\")
+    lines += ["\\bottomrule", "\\end{tabular}}", "\\label{tab:results}", "\\end{table*}"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,102 @@
+"""Every retriever against the baseline, on every metric: the statistics behind a comparison table.
+
+One call does the whole table, as ``ranx.compare`` does, so the multiple-testing correction sees
+the whole family of comparisons: Holm runs over (every non-baseline retriever x every metric), on
+the randomization-test p-values. All randomization tests share one sign matrix
+(:func:`~harness.stats.tests.randomization_tests`), and every bootstrap uses the same seed, so the
+same resampled query sets serve every retriever (common random numbers): the result is a
+deterministic function of the per-query values and the seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.stats.tests import bootstrap_ci, holm, randomization_tests, t_test, win_tie_loss
+
+#: significance[retriever][metric] keys, in the order tables print them.
+FIELDS = ("delta", "ci_low", "ci_high", "p_value", "p_t", "p_holm", "significant", "wins", "ties", "losses")
+
+
+def compare(
+    values: Mapping[str, Mapping[str, np.ndarray]],
+    baseline: str | None = None,
+    *,
+    seed: int = 0,
+    bootstrap: int = 1000,
+    permutations: int = 10000,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    query_ids: Sequence[str] | None = None,
+) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, list[float]]]]:
+    """Confidence intervals for every mean, and paired tests of every retriever against ``baseline``.
+
+    ``values[retriever][metric]`` holds per-query scores, aligned across retrievers (same queries,
+    same order). Returns ``(significance, intervals)``:
+
+    - ``intervals[retriever][metric] = [ci_low, ci_high]``: percentile bootstrap CI of the mean;
+    - ``significance[retriever][metric]`` for each retriever other than the baseline (empty when
+      ``baseline`` is None): ``delta`` (mean difference to the baseline), ``ci_low``/``ci_high``
+      (bootstrap CI of the mean paired difference), ``p_value`` (two-sided paired randomization
+      test), ``p_t`` (paired t-test), ``p_holm`` (Holm-adjusted ``p_value`` over the whole table),
+      ``significant`` (``p_holm < alpha``), ``wins``/``ties``/``losses`` (queries better, equal, worse).
+
+    With ``query_ids`` (the queries the arrays are aligned to) the queries are put in sorted id
+    order first, so the numbers do not depend on the order queries were listed in: re-scoring a
+    results folder (``harness compare`` on its ``runs/``) reproduces them exactly.
+
+    A NaN score (a metric undefined for a query) leaves that query out of that retriever's numbers
+    for that metric only.
+    """
+    arrays = {r: {m: np.asarray(v, dtype=np.float64) for m, v in ms.items()} for r, ms in values.items()}
+    sizes = {v.shape for ms in arrays.values() for v in ms.values()}
+    if len(sizes) > 1 or any(len(s) != 1 for s in sizes):
+        raise ValueError(f"per-query values must be 1-d arrays over the same queries, got shapes {sorted(sizes)}")
+    if query_ids is not None:
+        if sizes and len(query_ids) != next(iter(sizes))[0]:
+            raise ValueError(f"{len(query_ids)} query ids for {next(iter(sizes))[0]} per-query values")
+        order = np.argsort(np.asarray(list(query_ids), dtype=object), kind="stable")
+        arrays = {r: {m: v[order] for m, v in ms.items()} for r, ms in arrays.items()}
+    intervals = {
+        r: {m: list(bootstrap_ci(_finite(v), n=bootstrap, confidence=confidence, seed=seed)) for m, v in ms.items()}
+        for r, ms in arrays.items()
+    }
+    if baseline is None:
+        return {}, intervals
+    if baseline not in arrays:
+        raise ValueError(f"baseline {baseline!r} has no scores (retrievers: {', '.join(arrays)})")
+    base = arrays[baseline]
+    pairs = [(r, m) for r, ms in arrays.items() if r != baseline for m in ms if m in base]
+    if not pairs:
+        return {}, intervals
+    diffs = np.column_stack([arrays[r][m] - base[m] for r, m in pairs])
+    # a NaN pair contributes a zero difference: a sign flip of zero changes nothing, so this is the
+    # randomization test over the remaining queries
+    p_rand = randomization_tests(np.nan_to_num(diffs, nan=0.0), n=permutations, seed=seed)
+    p_holm = holm(p_rand)
+    significance: dict[str, dict[str, dict[str, Any]]] = {}
+    for j, (r, m) in enumerate(pairs):
+        ok = ~np.isnan(diffs[:, j])
+        a, b, d = arrays[r][m][ok], base[m][ok], diffs[ok, j]
+        lo, hi = bootstrap_ci(d, n=bootstrap, confidence=confidence, seed=seed)
+        wins, ties, losses = win_tie_loss(a, b)
+        significance.setdefault(r, {})[m] = {
+            "delta": float(d.mean()) if d.size else 0.0,
+            "ci_low": lo,
+            "ci_high": hi,
+            "p_value": float(p_rand[j]),
+            "p_t": t_test(a, b),
+            "p_holm": float(p_holm[j]),
+            "significant": bool(p_holm[j] < alpha),
+            "wins": wins,
+            "ties": ties,
+            "losses": losses,
+        }
+    return significance, intervals
+
+
+def _finite(v: np.ndarray) -> np.ndarray:
+    return v[~np.isnan(v)]

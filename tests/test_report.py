@@ -1,0 +1,286 @@
+"""The comparison table in every format, plots, and the per-query drill-down, on small hand-made results."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from harness.io.trec import read_qrels, read_run
+from harness.metrics.evaluate import CompiledQrels, evaluate_run
+from harness.report import TABLE_FILES, build_table, to_markdown, write_reports
+from harness.report.csv_table import to_csv
+from harness.report.drilldown import drilldown, first_relevant_rank, worst_queries
+from harness.report.html_table import to_html
+from harness.report.latex_table import to_latex
+from harness.report.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
+from harness.report.terminal import make_console, print_results
+from harness.results import Results
+from harness.run import Run
+from harness.stats import compare
+
+N_Q = 30
+QIDS = [f"q{i:02d}" for i in range(N_Q)]
+# every query has two relevant docs: r<q>a (grade 2) and r<q>b (grade 1), among distractors x0..x7
+QRELS = {q: {f"r{q}a": 2, f"r{q}b": 1, "x0": 0} for q in QIDS}
+
+
+def _run(first_rel_rank: dict[str, int], name: str) -> Run:
+    """Each query's relevant doc 'a' placed at the given rank (1-based) among eight distractors."""
+    rankings = {}
+    for q in QIDS:
+        docs = [f"x{i}" for i in range(8)]
+        docs.insert(first_rel_rank[q] - 1, f"r{q}a")
+        rankings[q] = [(d, float(len(docs) - i)) for i, d in enumerate(docs)]
+    return Run.from_lists(rankings, name=name)
+
+
+def make_results(with_failure: bool = True) -> Results:
+    """bm25 (baseline): relevant doc at rank 2; better: rank 1; worse: rank 6; lucky: same as bm25
+    except three queries at rank 1 (too few to be significant)."""
+    ranks = {
+        "bm25": dict.fromkeys(QIDS, 2),
+        "better": dict.fromkeys(QIDS, 1),
+        "worse": dict.fromkeys(QIDS, 6),
+        "lucky": {q: 1 if i < 3 else 2 for i, q in enumerate(QIDS)},
+    }
+    runs = {n: _run(r, n) for n, r in ranks.items()}
+    cq = CompiledQrels(QRELS)
+    metrics = ["ndcg@10", "mrr@10"]
+    res = Results()
+    values = {}
+    for name, run in runs.items():
+        ev = evaluate_run(cq, run, metrics)
+        values[name] = ev.values
+        res.summary[name] = ev.means()
+        res.per_query[name] = ev.per_query()
+        res.efficiency[name] = {
+            "index_seconds": {"bm25": 0.5, "better": 2.0, "worse": 0.1, "lucky": 1.0}[name],
+            "latency_ms_p50": {"bm25": 0.3, "better": 12.0, "worse": 1.0, "lucky": 5.0}[name],
+            "latency_ms_p95": 2.0,
+            "qps": {"bm25": 4000.0, "better": 50.0, "worse": 900.0, "lucky": 100.0}[name],
+        }
+    res.efficiency["lucky"]["components"] = ["bm25", "lucky"]
+    res.significance, res.intervals = compare(values, "bm25", seed=0, query_ids=cq.query_ids, permutations=2000)
+    if with_failure:
+        res.failures["broken"] = "RetrieverError: connection refused | at http.py:12"
+    res.manifest = {
+        "dataset": {"name": "tiny", "split": "test", "queries": N_Q},
+        "config": {"baseline": "bm25", "depth": 9, "metrics": metrics, "stats": {"permutations": 2000}},
+    }
+    return res.attach(runs, QRELS)
+
+
+@pytest.fixture(scope="module")
+def results() -> Results:
+    return make_results()
+
+
+def test_table_marks_significance_best_and_failures(results):
+    table = build_table(results)
+    rows = {r.name: r for r in table.rows}
+    assert rows["bm25"].baseline
+    assert rows["better"].metrics["ndcg@10"].sig == 1 and rows["better"].metrics["ndcg@10"].best
+    assert rows["worse"].metrics["ndcg@10"].sig == -1
+    assert rows["lucky"].metrics["ndcg@10"].sig == 0  # better on 3 of 30 queries: not significant
+    assert rows["bm25"].metrics["ndcg@10"].sig == 0
+    assert rows["broken"].error.startswith("RetrieverError")
+    assert rows["bm25"].efficiency["qps"].best and rows["worse"].efficiency["index_seconds"].best
+    assert table.n_tests == 6
+    assert all(r.metrics["ndcg@10"].ci for r in table.ok_rows)
+
+
+def test_markdown(results):
+    md = to_markdown(results)
+    assert "| better | **0.7602**▲ [0.760, 0.760] | **1.0000**▲ [1.000, 1.000] | 2.00 |" in md
+    assert "▼" in next(line for line in md.splitlines() if line.startswith("| worse |"))
+    assert "bm25 (baseline)" in md and "**FAILED**: RetrieverError: connection refused \\| at http.py:12" in md
+    assert "95% bootstrap CI" in md and "Holm-corrected over 6 comparisons" in md
+    assert "lucky = bm25 + lucky" in md  # composed efficiency explained
+    assert "#### Against the baseline (bm25)" in md and "| better | ndcg@10 |" in md
+
+
+def test_html_latex_csv(results):
+    table = build_table(results)
+    html = to_html(table, ["x.png"])
+    assert '<span class="best">1.0000</span><span class="up">▲</span>' in html
+    assert 'class="down">▼' in html and "FAILED: RetrieverError" in html and '<img src="x.png"' in html
+    assert "p Holm" in html  # test details in tooltips
+    tex = to_latex(table)
+    assert r"\textbf{1.0000}$^\blacktriangle$ {\scriptsize [1.000, 1.000]}" in tex
+    assert r"$^\blacktriangledown$" in tex and r"\multicolumn" in tex and "p $<$ 0.05" in tex
+    rows = {r["retriever"]: r for r in csv.DictReader(io.StringIO(to_csv(table)))}
+    assert rows["better"]["ndcg@10 sig"] == "1" and rows["worse"]["ndcg@10 sig"] == "-1"
+    assert rows["lucky"]["ndcg@10 sig"] == "0" and rows["bm25"]["ndcg@10 sig"] == ""
+    assert float(rows["bm25"]["ndcg@10"]) == results.summary["bm25"]["ndcg@10"]  # full precision
+    assert float(rows["lucky"]["ndcg@10 ci_low"]) == results.intervals["lucky"]["ndcg@10"][0]
+    assert rows["broken"]["status"] == "failed" and rows["broken"]["error"].startswith("RetrieverError")
+    assert results.table("latex") == tex and results.table("csv") == to_csv(table)
+
+
+def test_terminal_prints_every_ci(results):
+    buf = io.StringIO()
+    print_results(results, Console(file=buf, width=200, color_system=None))
+    out = buf.getvalue()
+    for name in results.summary:
+        for m in results.metrics:
+            lo, hi = results.intervals[name][m]
+            assert f"[{lo:.3f}, {hi:.3f}]" in out
+    assert "▲" in out and "▼" in out and "FAILED: RetrieverError" in out and "Against the baseline" in out
+    assert "95% bootstrap confidence intervals" not in out  # wide enough: CIs sit under the means
+    narrow = io.StringIO()
+    print_results(results, Console(file=narrow, width=60, color_system=None))
+    assert "95% bootstrap confidence intervals of the means" in narrow.getvalue()
+
+
+def test_console_is_wide_when_not_a_terminal(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert make_console(io.StringIO()).width == 200
+    monkeypatch.setenv("COLUMNS", "250")
+    assert make_console(io.StringIO()).width == 250
+
+
+def test_write_reports_writes_tables_and_plots(tmp_path, results):
+    written = write_reports(results, tmp_path)
+    names = {p.name for p in written}
+    assert set(TABLE_FILES) | {CURVES_FILE, SCATTER_FILE} <= names
+    for name in names:
+        assert (tmp_path / name).stat().st_size > 0
+    assert (tmp_path / CURVES_FILE).read_bytes()[:4] == b"\x89PNG"
+    assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temp files
+
+
+def test_no_latency_no_scatter(tmp_path):
+    res = make_results(with_failure=False)
+    res.efficiency = {}
+    names = {p.name for p in write_reports(res, tmp_path)}
+    assert CURVES_FILE in names and SCATTER_FILE not in names
+    assert "p50 ms" not in (tmp_path / "table.md").read_text()
+
+
+def test_metric_at_k_is_the_metrics_core(results):
+    curves = metric_at_k(results.runs, QRELS, 9)
+    for name in results.summary:
+        assert curves[name]["ndcg"][8] == pytest.approx(
+            evaluate_run(QRELS, results.runs[name], ["ndcg@9"]).means()["ndcg@9"], abs=0
+        )
+        assert curves[name]["recall"].shape == (9,)
+    assert curves["worse"]["recall"][4] == 0 and curves["worse"]["recall"][5] == 0.5
+
+
+def test_worst_queries_and_first_relevant_rank(results):
+    assert first_relevant_rank(results.runs["worse"], QRELS, "q00") == 6
+    assert first_relevant_rank(results.runs["worse"], QRELS, "nope") is None
+    losses = worst_queries(results, "worse", "ndcg@10", 3, "bm25")
+    assert [x.query_id for x in losses] == ["q00", "q01", "q02"]  # equal losses: by query id
+    assert all(x.delta < 0 for x in losses)
+    assert worst_queries(results, "better", "ndcg@10", 3, "bm25") == []  # never loses
+    lowest = worst_queries(results, "lucky", "mrr@10", 2, None)
+    assert [x.value for x in lowest] == [0.5, 0.5]
+
+
+def test_drilldown_without_dataset_says_so(results):
+    found, metric, baseline, notes = drilldown(results, n=2, retriever="worse")
+    assert metric == "ndcg@10" and baseline == "bm25" and list(found) == ["worse"]
+    assert found["worse"][0].first_relevant == {"bm25": 2, "better": 1, "worse": 6, "lucky": 1}
+    assert any("query text unavailable" in n for n in notes)
+
+
+def test_drilldown_rejects_unknown_names(results):
+    from harness.errors import InputError
+
+    with pytest.raises(InputError, match="metric"):
+        drilldown(results, n=2, metric="recall@5")
+    with pytest.raises(InputError, match="retriever"):
+        drilldown(results, n=2, retriever="nope")
+
+
+# ---------------------------------------------------------------------- end to end (slow)
+PYTREC = {
+    "ndcg": "ndcg_cut.{k}",
+    "recall": "recall.{k}",
+    "precision": "P.{k}",
+    "map": "map_cut.{k}",
+    "hit_rate": "success.{k}",
+}
+
+
+def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
+    """Every saved run in ``runs/`` scored by pytrec_eval against ``qrels.tsv``: the summary the
+    folder should hold. Judgment metrics only (ild needs embeddings); means over every judged query
+    (a query missing from a run scores 0), as exactly rounded sums like the harness's."""
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    from harness.metrics.names import parse_metric
+
+    res = json.loads((folder / "results.json").read_text())
+    qrels = read_qrels(folder / "qrels.tsv")
+    out: dict[str, dict[str, float]] = {}
+    for name in res["summary"]:
+        run = read_run(folder / "runs" / f"{name}.trec")
+        ranked = {q: run.ranking(q) for q in run.query_ids}
+        out[name] = {}
+        for metric in res["summary"][name]:
+            m = parse_metric(metric)
+            if m.needs_embeddings:
+                continue
+            if m.kind == "mrr":  # recip_rank has no cutoff: cut the (canonically ordered) run at k
+                measure, k = "recip_rank", m.k
+                key = "recip_rank"
+            else:
+                measure, k = PYTREC[m.kind].format(k=m.k), None
+                key = measure.replace(".", "_")
+            run_dict = {q: dict(r[:k] if k else r) for q, r in ranked.items()}
+            scored = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(run_dict)
+            out[name][metric] = math.fsum(scored.get(q, {}).get(key, 0.0) for q in qrels) / len(qrels)
+    return out
+
+
+def harness(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_run_writes_every_format_and_rescores_exactly(tmp_path):
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text(
+        "dataset: demo\nbaseline: bm25\nlatency_queries: 5\n"
+        "retrievers:\n  bm25: {type: bm25}\n  bm25_k12: {type: bm25, k1: 1.2, b: 0.75}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    proc = harness("run", "--config", str(cfg), "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    for name in (*TABLE_FILES, CURVES_FILE, SCATTER_FILE):
+        assert (out / name).stat().st_size > 0, name
+    res = json.loads((out / "results.json").read_text())
+    # the terminal table: every mean with its CI, wide enough when captured (not a TTY)
+    for metrics in res["intervals"].values():
+        for lo, hi in metrics.values():
+            assert f"[{lo:.3f}, {hi:.3f}]" in proc.stdout
+    assert set(res["significance"]) == {"bm25_k12"}
+    assert rescore_with_pytrec_eval(out) == {n: {m: v for m, v in s.items()} for n, s in res["summary"].items()}
+    # `harness compare` on the saved runs reproduces the run's statistics exactly
+    again = tmp_path / "again"
+    proc = harness(
+        "compare", str(out / "runs" / "bm25.trec"), str(out / "runs" / "bm25_k12.trec"),
+        "--qrels", str(out / "qrels.tsv"), "--metrics", ",".join(res["manifest"]["config"]["metrics"]),
+        "--out", str(again),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    res2 = json.loads((again / "results.json").read_text())
+    assert res2["summary"] == res["summary"]
+    assert res2["significance"] == res["significance"] and res2["intervals"] == res["intervals"]
+    # `harness report` re-renders the folder and drills down with the demo's query text
+    proc = harness("report", str(out), "--worst", "3", "--retriever", "bm25_k12")
+    assert proc.returncode == 0, proc.stderr
+    assert "worst queries on ndcg@10" in proc.stdout and "1st rel. bm25" in proc.stdout
+    assert "query text unavailable" not in proc.stdout
+    assert np.isfinite(res["summary"]["bm25"]["ndcg@10"])
