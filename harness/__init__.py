@@ -27,6 +27,7 @@ _EXPORTS = {
     "Stage": "harness.protocol",
     "benchmark": "harness.api",
     "BenchmarkResults": "harness.api",
+    "Results": "harness.results",
     "HarnessError": "harness.errors",
     "InputError": "harness.errors",
 }

@@ -18,9 +18,13 @@ from harness.datasets import load_dataset
 from harness.errors import InputError
 from harness.metrics.names import DEFAULT_METRICS
 from harness.model import GoldenDataset
+from harness.protocol import Retriever, Stage
 from harness.registry import BuildContext, SpecBase, spec_class
 from harness.results import Results
 from harness.runner import Node, Runner
+
+#: What :func:`benchmark` returns (the same object ``harness run`` saves).
+BenchmarkResults = Results
 
 
 def cache_dir_of(value: str | os.PathLike[str] | None) -> Path:
@@ -101,8 +105,12 @@ def benchmark(
 ) -> Results:
     """Benchmark retrievers from Python, with the engine ``harness run`` uses.
 
-    ``retrievers`` maps a name to a protocol object (anything with ``index`` and ``search``), or to
-    a config spec such as ``{"type": "bm25"}`` / ``{"type": "hybrid", "of": ["bm25", "mine"]}``.
+    ``dataset`` is ``"demo"``, a BEIR folder or a :class:`GoldenDataset`. ``retrievers`` maps a name
+    to a protocol object (anything with ``index`` and ``search``), a plain ``search(queries, k)``
+    function, or a config spec such as ``{"type": "bm25"}`` / ``{"type": "hybrid", "of": ["bm25",
+    "mine"]}`` (a spec may build on an object by its name; relative paths in specs are relative to
+    the working directory). The :class:`Results` render with ``.table()``, convert with
+    ``.to_dataframe()`` and ``.save(DIR)`` writes the folder ``harness run --out DIR`` writes.
     """
     if not retrievers:
         raise InputError("benchmark() needs at least one retriever", field="retrievers")
@@ -117,7 +125,7 @@ def benchmark(
             spec = _validate_spec(name, item)
             nodes.update(nodes_from_specs({name: spec}, ctx))
         else:
-            nodes[name] = Node(name=name, make=(lambda o=item: o), spec={"object": type(item).__qualname__}, inputs=[])
+            nodes[name] = _object_node(name, item)
     config = {
         "dataset": {"path": str(ds.source) if ds.source else ds.name, "split": ds.split},
         "retrievers": {n: nd.spec for n, nd in nodes.items()},
@@ -139,6 +147,29 @@ def benchmark(
         show_progress=show_progress,
     )
     return runner.run()
+
+
+def _object_node(name: str, item: Any) -> Node:
+    """A retriever object (or a plain ``search(queries, k)`` function) as a runner node."""
+    if isinstance(item, type):
+        raise InputError(
+            f"retriever {name!r} is the class {item.__qualname__}; pass an instance ({item.__qualname__}(...))",
+            field=f"retrievers.{name}",
+        )
+    kind = type(item)
+    spec: dict[str, Any] = {"object": f"{kind.__module__}:{kind.__qualname__}"}
+    if not isinstance(item, (Retriever, Stage)) and callable(item):
+        from retrievers.custom import FunctionRetriever
+
+        item = FunctionRetriever(item)
+        spec = item.params()
+    return Node(
+        name=name,
+        make=(lambda o=item: o),
+        spec=spec,
+        inputs=[],
+        allow_unknown_docs=bool(getattr(item, "allow_unknown_docs", False)),
+    )
 
 
 def _validate_spec(name: str, item: Mapping[str, Any]) -> SpecBase:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -22,6 +22,9 @@ from harness.io import atomic
 from harness.io.trec import write_qrels, write_run
 from harness.model import Qrels
 from harness.run import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 
@@ -68,6 +71,44 @@ class Results(BaseModel):
     def attach(self, runs: dict[str, Run], qrels: Qrels) -> Results:
         self._runs, self._qrels = runs, qrels
         return self
+
+    def table(self, fmt: str = "markdown") -> str:
+        """The comparison table as text: ``markdown`` (as ``table.md``), ``csv``, ``html`` or ``latex``."""
+        import importlib
+
+        from harness import report
+
+        if fmt == "markdown":
+            return report.to_markdown(self)
+        renderers = {"csv": "csv_table:to_csv", "html": "html_table:to_html", "latex": "latex_table:to_latex"}
+        if fmt not in renderers:
+            raise InputError(f"unknown table format {fmt!r}; choose markdown, {', '.join(renderers)}", field="fmt")
+        module, _, fn = renderers[fmt].partition(":")
+        return getattr(importlib.import_module(f"harness.report.{module}"), fn)(report.build_table(self))
+
+    def to_dataframe(self, per_query: bool = False) -> pd.DataFrame:
+        """Scores as a pandas DataFrame.
+
+        Summary (default): one row per retriever (index ``retriever``), one column per metric (the
+        means). ``per_query=True``: tidy long format, one row per (retriever, query, metric) with
+        columns ``retriever``, ``query_id``, ``metric``, ``value`` (every judged query, including
+        those a retriever scored 0 on); pivot it for a wide view, e.g.
+        ``df.pivot_table(index="query_id", columns=["retriever", "metric"], values="value")``.
+        Failed retrievers are absent (see ``failures``).
+        """
+        import pandas as pd
+
+        if not per_query:
+            frame = pd.DataFrame.from_dict(self.summary, orient="index", columns=self.metrics or None)
+            frame.index.name = "retriever"
+            return frame
+        rows = [
+            (name, qid, metric, value)
+            for name, queries in self.per_query.items()
+            for qid, values in queries.items()
+            for metric, value in values.items()
+        ]
+        return pd.DataFrame(rows, columns=["retriever", "query_id", "metric", "value"])
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write the results folder (see module doc); returns its path."""

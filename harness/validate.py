@@ -6,7 +6,7 @@ so problems are errors that name the retriever and the query.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,10 +42,13 @@ def validate_output(
                 used = {run.doc_ids[j] for j in np.unique(run.indices[run.indices >= 0])}
                 unknown = sorted(used - corpus)
                 if unknown:
-                    raise InputError(f"unknown doc id {unknown[0]!r} (not in the corpus; {len(unknown)} such ids)")
+                    qid = next(q for q, ranking in run.items() if any(d == unknown[0] for d, _ in ranking))
+                    raise InputError(
+                        f"query {qid!r}: unknown doc id {unknown[0]!r} (not in the corpus; {len(unknown)} such ids)"
+                    )
                 run = Run.from_lists(dict(run.items()), doc_ids=doc_ids)
         else:
-            run = Run.coerce({str(q): v for q, v in result.items()}, doc_ids=None if allow_unknown_docs else doc_ids)
+            run = Run.coerce(_rankings(result), doc_ids=None if allow_unknown_docs else doc_ids)
     except InputError as e:
         raise RetrieverError(f"retriever {name!r} returned an unusable ranking: {e}") from None
     extra = [q for q in run.query_ids if q not in asked]
@@ -57,3 +60,27 @@ def validate_output(
     if run.depth > k:
         run = run.cut(k)
     return run.with_name(name)
+
+
+def _rankings(result: Mapping[Any, Any]) -> dict[str, Any]:
+    """``{qid: ranking}`` with every ranking materialised (a generator is read once) and every item
+    checked to be a ``(doc_id, score)`` pair, so a wrong shape is reported as such, naming the query,
+    instead of surfacing later as an odd doc id (a bare string ``"d1"`` unpacks to ``("d", "1")``)."""
+    out: dict[str, Any] = {}
+    for qid, ranking in result.items():
+        q = str(qid)
+        if isinstance(ranking, Mapping):
+            out[q] = ranking
+            continue
+        if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Iterable):
+            raise InputError(
+                f"query {q!r}: expected a list of (doc_id, score) pairs, got {type(ranking).__name__} {ranking!r:.80}"
+            )
+        items = list(ranking)
+        for pos, item in enumerate(items):
+            pair = isinstance(item, (Sequence, np.ndarray)) and not isinstance(item, (str, bytes)) and len(item) == 2
+            if not pair:
+                hint = " (doc ids alone carry no score: return (doc_id, score) pairs)" if isinstance(item, str) else ""
+                raise InputError(f"query {q!r}, item {pos}: expected a (doc_id, score) pair, got {item!r:.80}{hint}")
+        out[q] = items
+    return out

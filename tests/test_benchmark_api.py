@@ -1,0 +1,203 @@
+"""``harness.benchmark``: the engine of ``harness run`` from a script, with the same numbers and the
+same results folder; ``Results.table()`` and ``Results.to_dataframe()``."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness import BenchmarkResults, Results, benchmark
+from harness.cli import main as cli_main
+from harness.datasets import demo_path
+from harness.errors import InputError
+
+TEAM_CODE = '''
+class Overlap:
+    """Query words found in the document, a team's retriever that imports nothing from the harness."""
+
+    def __init__(self, boost=1.0):
+        self.boost = boost
+
+    def index(self, corpus):
+        self.docs = [(d.id, set(f"{d.title} {d.text}".lower().split())) for d in corpus]
+
+    def search(self, queries, k):
+        out = {}
+        for q in queries:
+            words = set(q.text.lower().split())
+            scored = [(doc_id, self.boost * len(words & terms)) for doc_id, terms in self.docs]
+            out[q.id] = sorted([p for p in scored if p[1] > 0], key=lambda p: (-p[1], p[0]))[:k]
+        return out
+'''
+METRICS = ["ndcg@10", "mrr@10", "recall@20"]
+FAST = {"latency_queries": 3, "warmup_queries": 1, "show_progress": False}
+
+
+@pytest.fixture
+def team(tmp_path: Path):
+    """The team's module in a folder of its own, and an instance of its class."""
+    name = f"overlap_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{name}.py").write_text(TEAM_CODE)
+    namespace: dict = {}
+    exec(TEAM_CODE, namespace)
+    return name, tmp_path, namespace["Overlap"]
+
+
+def test_same_numbers_and_folder_as_harness_run(team, tmp_path: Path) -> None:
+    name, folder, overlap = team
+    config = folder / "compare.yaml"
+    config.write_text(
+        textwrap.dedent(f"""
+        dataset: demo
+        metrics: [{", ".join(METRICS)}]
+        depth: 20
+        baseline: bm25
+        latency_queries: 3
+        warmup_queries: 1
+        stats: {{bootstrap: 200, permutations: 500}}
+        retrievers:
+          bm25: {{type: bm25}}
+          mine: {{type: python, class: "{name}:Overlap", params: {{boost: 2.0}}}}
+        """)
+    )
+    cli_out = tmp_path / "cli"
+    assert cli_main(["run", "--config", str(config), "--out", str(cli_out), "--no-progress"]) == 0
+
+    results = benchmark(
+        "demo",
+        {"bm25": {"type": "bm25"}, "mine": overlap(boost=2.0)},
+        metrics=METRICS,
+        depth=20,
+        baseline="bm25",
+        stats={"bootstrap": 200, "permutations": 500},
+        latency_queries=3,
+        warmup_queries=1,
+        show_progress=False,
+    )
+    assert isinstance(results, Results) and BenchmarkResults is Results
+    api_out = results.save(tmp_path / "api")
+
+    cli = json.loads((cli_out / "results.json").read_text())
+    api = json.loads((api_out / "results.json").read_text())
+    for key in ("summary", "per_query", "counts", "significance", "intervals", "failures"):
+        assert cli[key] == api[key], key
+    assert api["manifest"]["dataset"]["fingerprint"] == cli["manifest"]["dataset"]["fingerprint"]
+
+    def listing(root: Path) -> set[str]:
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+    assert listing(api_out) == listing(cli_out)
+    for run in ("runs/bm25.trec", "runs/mine.trec", "qrels.tsv"):
+        assert (api_out / run).read_text() == (cli_out / run).read_text()
+    assert Results.load(api_out).summary == results.summary
+
+
+def test_dataset_as_demo_path_or_object(demo_dataset) -> None:
+    retrievers = {"bm25": {"type": "bm25"}}
+    by_name = benchmark("demo", retrievers, metrics=METRICS, **FAST)
+    by_path = benchmark(demo_path(), retrievers, metrics=METRICS, **FAST)
+    by_object = benchmark(demo_dataset, retrievers, metrics=METRICS, **FAST)
+    assert by_name.per_query == by_path.per_query == by_object.per_query
+
+
+def test_table_and_dataframes(tiny_dataset) -> None:
+    namespace: dict = {}
+    exec(TEAM_CODE, namespace)
+    results = benchmark(
+        tiny_dataset,
+        {"bm25": {"type": "bm25"}, "mine": namespace["Overlap"]()},
+        metrics=METRICS,
+        baseline="bm25",
+        stats={"bootstrap": 100, "permutations": 100},
+        **FAST,
+    )
+    table = results.table()
+    assert "| retriever |" in table and "bm25" in table and "mine" in table
+    assert results.table("markdown") == table
+    assert "mine" in results.table("csv")
+    with pytest.raises(InputError, match="unknown table format 'pdf'"):
+        results.table("pdf")
+
+    summary = results.to_dataframe()
+    assert summary.index.name == "retriever" and list(summary.index) == ["bm25", "mine"]
+    assert list(summary.columns) == METRICS
+    assert summary.loc["mine", "ndcg@10"] == results.summary["mine"]["ndcg@10"]
+
+    long = results.to_dataframe(per_query=True)
+    assert list(long.columns) == ["retriever", "query_id", "metric", "value"]
+    assert len(long) == 2 * len(tiny_dataset.queries) * len(METRICS)
+    means = long.groupby(["retriever", "metric"])["value"].mean().unstack()
+    pd.testing.assert_frame_equal(means[METRICS], summary, check_names=False, check_exact=False, rtol=1e-12)
+    wide = long.pivot_table(index="query_id", columns=["retriever", "metric"], values="value")
+    assert wide.loc["q1", ("mine", "ndcg@10")] == results.per_query["mine"]["q1"]["ndcg@10"]
+
+
+def test_empty_results_dataframes() -> None:
+    assert Results().to_dataframe().empty
+    assert list(Results().to_dataframe(per_query=True).columns) == ["retriever", "query_id", "metric", "value"]
+
+
+def test_composed_spec_over_an_object(tiny_dataset) -> None:
+    """A spec may build on an object by its name (the runner shares the object's run)."""
+    pytest.importorskip("retrievers.hybrid")
+    namespace: dict = {}
+    exec(TEAM_CODE, namespace)
+    results = benchmark(
+        tiny_dataset,
+        {"bm25": {"type": "bm25"}, "mine": namespace["Overlap"](), "both": {"type": "hybrid", "of": ["bm25", "mine"]}},
+        metrics=METRICS,
+        **FAST,
+    )
+    assert results.failures == {}
+    assert results.manifest["retrievers"]["both"]["inputs"] == ["bm25", "mine"]
+
+
+@pytest.mark.slow
+def test_stage_spec_over_an_object_mmr(tiny_dataset) -> None:
+    """MMR (a stage, packaged embedding model) re-orders the team's run."""
+    namespace: dict = {}
+    exec(TEAM_CODE, namespace)
+    results = benchmark(
+        tiny_dataset,
+        {"mine": namespace["Overlap"](), "diverse": {"type": "mmr", "of": "mine", "lambda": 0.5}},
+        metrics=METRICS,
+        **FAST,
+    )
+    assert results.failures == {}, results.failures
+    assert results.manifest["retrievers"]["diverse"]["inputs"] == ["mine"]
+    assert {d for d, _ in results.runs["diverse"].ranking("q1")} == {d for d, _ in results.runs["mine"].ranking("q1")}
+    assert results.efficiency["diverse"]["components"] == ["mine", "diverse"]
+
+
+@pytest.mark.parametrize(
+    "retrievers, kw, message",
+    [
+        ({}, {}, "at least one retriever"),
+        ({"x": {"k1": 1}}, {}, "needs a 'type'"),
+        ({"x": {"type": "no_such_type"}}, {}, "unknown retriever type 'no_such_type'"),
+        ({"x": {"type": "bm25", "k1": -1}}, {}, "retrievers.x.k1"),
+        ({"x": {"type": "bm25"}}, {"baseline": "y"}, "baseline 'y' is not one of the retrievers"),
+        ({"x": {"type": "mmr", "of": "nobody"}}, {}, "builds on 'nobody'"),
+    ],
+)
+def test_errors(tiny_dataset, retrievers, kw, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        benchmark(tiny_dataset, retrievers, metrics=METRICS, **FAST, **kw)
+
+
+def test_class_instead_of_instance(tiny_dataset) -> None:
+    namespace: dict = {}
+    exec(TEAM_CODE, namespace)
+    with pytest.raises(InputError, match=r"is the class Overlap; pass an instance \(Overlap\(...\)\)"):
+        benchmark(tiny_dataset, {"mine": namespace["Overlap"]}, metrics=METRICS, **FAST)
+
+
+def test_object_without_methods_fails_only_itself(tiny_dataset) -> None:
+    results = benchmark(tiny_dataset, {"bm25": {"type": "bm25"}, "odd": object()}, metrics=METRICS, **FAST)
+    assert "bm25" in results.summary
+    assert "no index(corpus) and search(queries, k)" in results.failures["odd"]
