@@ -35,5 +35,18 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples
 
+# run the nightly config, then check it against the committed baseline (docs/nightly.md); a failed
+# retriever does not stop the run step: `harness check` reports it and exits 1
+nightly: NIGHTLY_CONFIG ?= configs/nightly.yaml
+nightly: NIGHTLY_BASELINE ?= results/baselines/demo/nightly.json
+nightly: NIGHTLY_OUT ?= results/nightly
+nightly: $(VENV)/.installed
+	@# a crashed run must not leave last night's results to be checked: clear the old results folder
+	if [ -f $(NIGHTLY_OUT)/results.json ]; then rm -rf $(NIGHTLY_OUT); fi
+	-$(BIN)/harness run --config $(NIGHTLY_CONFIG) --out $(NIGHTLY_OUT) --no-progress
+	$(BIN)/harness check --baseline $(NIGHTLY_BASELINE) --current $(NIGHTLY_OUT) \
+	  $(if $(wildcard $(NIGHTLY_BASELINE:.json=.tolerances.yaml)),--tolerances $(NIGHTLY_BASELINE:.json=.tolerances.yaml)) \
+	  --summary $(NIGHTLY_OUT)/check.md --junit $(NIGHTLY_OUT)/check.xml
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

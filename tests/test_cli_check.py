@@ -1,0 +1,173 @@
+"""``harness check`` on files: exit codes 0/1/2, one-line errors, summary and JUnit files."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.io import atomic
+from tests.conftest import shared
+from tests.test_check import base_scores, make_results
+
+
+def write(path: Path, res) -> Path:
+    atomic.write_json(path, res.model_dump(mode="json"))
+    return path
+
+
+@pytest.fixture
+def files(tmp_path):
+    b = base_scores()
+    base = write(tmp_path / "base.json", make_results({"bm25": b, "dense": base_scores(seed=2)}))
+    worse = {"ndcg@10": b["ndcg@10"] - 0.05, "recall@100": b["recall@100"]}
+    degraded = write(tmp_path / "degraded.json", make_results({"bm25": worse, "dense": base_scores(seed=2)}))
+    return tmp_path, base, degraded
+
+
+def test_same_results_exit_0(files, capsys):
+    _, base, _ = files
+    assert main(["check", "--baseline", str(base), "--current", str(base)]) == 0
+    out = capsys.readouterr().out
+    assert "PASS: 0 regressions (4 checks: 4 ok)" in out and "ndcg@10" in out
+
+
+def test_regression_exit_1_with_summary_and_junit(files, capsys):
+    tmp, base, degraded = files
+    summary, junit = tmp / "out" / "check.md", tmp / "out" / "check.xml"
+    code = main(
+        ["check", "--baseline", str(base), "--current", str(degraded), "--summary", str(summary), "--junit", str(junit)]
+    )
+    assert code == 1
+    assert "FAIL: 1 regression" in capsys.readouterr().out
+    md = summary.read_text()
+    assert md.startswith("## ❌ harness check: FAIL: 1 regression")
+    table = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    assert table[1].startswith("| **REGRESSION** | bm25 | ndcg@10 |")  # first row after the header
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "1" and len(suite.findall("testcase")) == 5
+    assert not [p for p in (tmp / "out").iterdir() if p.name.endswith(".tmp")]
+
+
+def test_tolerance_flag_and_file(files, tmp_path):
+    _, base, degraded = files
+    assert main(["check", "--baseline", str(base), "--current", str(degraded), "--tolerance", "0.06"]) == 0
+    tol = tmp_path / "tol.yaml"
+    tol.write_text("default: 0.001\nmetrics: {ndcg@10: 0.1}\n")
+    assert main(["check", "--baseline", str(base), "--current", str(degraded), "--tolerances", str(tol)]) == 0
+    # --tolerance replaces the file's default only; the per-metric entry still holds
+    args = ["check", "--baseline", str(base), "--current", str(degraded), "--tolerances", str(tol)]
+    assert main([*args, "--tolerance", "0.2"]) == 0
+    assert main(["check", "--baseline", str(base), "--current", str(degraded), "--metrics", "recall@100"]) == 0
+    assert main(["check", "--baseline", str(base), "--current", str(degraded), "--retrievers", "dense"]) == 0
+    assert main(["check", "--baseline", str(base), "--current", str(degraded), "--alpha", "1e-9"]) == 0
+
+
+def one_line_error(capsys) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("error: ") and "Traceback" not in err[0]
+    return err[0]
+
+
+@pytest.mark.parametrize(
+    "content, expect",
+    [
+        (b'{"summary": {"bm25": {"ndcg@10": 0.3}}, "per_query": {', "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b"\xff\xfe\x00", "not valid UTF-8"),
+        (b'{"runs": []}', "not a results.json"),
+        (b'{"summary": {"bm25": {"ndcg@10": "high"}}}', "summary.bm25.ndcg@10"),
+        (b'{"summary": {}}', "holds no scores"),
+    ],
+)
+def test_corrupt_baseline_exit_2_one_line(files, capsys, content, expect):
+    tmp, base, _ = files
+    bad = tmp / "bad.json"
+    bad.write_bytes(content)
+    summary = tmp / "err.md"
+    assert main(["check", "--baseline", str(bad), "--current", str(base), "--summary", str(summary)]) == 2
+    line = one_line_error(capsys)
+    assert expect in line
+    assert "ERROR" in summary.read_text()
+
+
+def test_missing_files_and_folders_exit_2(files, capsys, tmp_path):
+    _, base, _ = files
+    assert main(["check", "--baseline", str(tmp_path / "nope.json"), "--current", str(base)]) == 2
+    assert "baseline" in one_line_error(capsys)
+    (tmp_path / "empty").mkdir()
+    junit = tmp_path / "err.xml"
+    assert main(["check", "--baseline", str(base), "--current", str(tmp_path / "empty"), "--junit", str(junit)]) == 2
+    assert "current" in one_line_error(capsys)
+    assert ET.parse(junit).getroot().find("testsuite/testcase/error") is not None
+
+
+def test_results_folder_accepted(files, tmp_path):
+    _, base, _ = files
+    folder = tmp_path / "run1"
+    folder.mkdir()
+    (folder / "results.json").write_bytes(base.read_bytes())
+    assert main(["check", "--baseline", str(base), "--current", str(folder)]) == 0
+
+
+def test_dataset_change_exit_1_unless_allowed(files, capsys, tmp_path):
+    _, base, _ = files
+    data = json.loads(base.read_text())
+    data["manifest"]["dataset"]["fingerprint"] = "sha256:" + "c" * 64
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(data))
+    assert main(["check", "--baseline", str(base), "--current", str(other)]) == 1
+    assert "dataset changed" in capsys.readouterr().out
+    assert main(["check", "--baseline", str(base), "--current", str(other), "--allow-dataset-change"]) == 0
+    assert "allowed (--allow-dataset-change)" in capsys.readouterr().out
+
+
+def test_no_common_queries_exit_2(files, capsys, tmp_path):
+    _, base, _ = files
+    other = write(tmp_path / "o.json", make_results({"bm25": base_scores(5)}, qids=list("abcde")))
+    assert main(["check", "--baseline", str(base), "--current", str(other), "--allow-dataset-change"]) == 2
+    assert "no query in common" in one_line_error(capsys)
+
+
+# ---------------------------------------------------------------------- end to end, real BM25 runs
+def _config(path: Path, data: Path, spec: str) -> Path:
+    path.write_text(
+        f"dataset: {{path: {data}, split: test}}\nmetrics: [ndcg@10, recall@100]\nlatency_queries: 5\n"
+        f"warmup_queries: 0\nretrievers:\n  bm25: {spec}\n"
+    )
+    return path
+
+
+@pytest.mark.slow
+def test_end_to_end_nfcorpus_bm25(tmp_path, capsys):
+    """Default BM25 vs a degraded one (k1 0.05, b 1.0) and a tiny change (k1 0.95) on NFCorpus."""
+    data = shared("nfcorpus")
+    runs = {}
+    for name, spec in [
+        ("base", "{type: bm25}"),
+        ("degraded", "{type: bm25, k1: 0.05, b: 1.0}"),
+        ("tiny", "{type: bm25, k1: 0.95}"),
+    ]:
+        cfg = _config(tmp_path / f"{name}.yaml", data, spec)
+        assert main(["run", "--config", str(cfg), "--out", str(tmp_path / name), "--no-progress"]) == 0
+        runs[name] = tmp_path / name
+    capsys.readouterr()
+    baseline = tmp_path / "baselines" / "nfcorpus" / "bm25.json"
+    assert main(["baseline", "save", str(runs["base"]), "--to", str(baseline)]) == 0
+
+    assert main(["check", "--baseline", str(baseline), "--current", str(runs["base"])]) == 0
+    summary = tmp_path / "check.md"
+    args = ["check", "--baseline", str(baseline), "--current", str(runs["degraded"]), "--summary", str(summary)]
+    assert main(args) == 1
+    first = next(ln for ln in summary.read_text().splitlines() if ln.startswith("| **"))
+    assert first.startswith("| **REGRESSION** | bm25 | ndcg@10 |")
+    cells = [c.strip() for c in first.split("|")]
+    assert float(cells[4]) == pytest.approx(0.333, abs=0.002) and float(cells[5]) == pytest.approx(0.314, abs=0.002)
+    assert float(cells[7]) < 0.001  # paired randomization p (10,000 sign flips)
+    # a real but tiny change (k1 0.9 -> 0.95) stays within tolerance, both ways
+    assert main(["check", "--baseline", str(baseline), "--current", str(runs["tiny"])]) == 0
+    assert main(["check", "--baseline", str(runs["tiny"]), "--current", str(runs["base"])]) == 0
