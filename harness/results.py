@@ -155,14 +155,22 @@ def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "run"
 
 
+#: Names a results folder is made of: a folder holding only these (say, after results.json was
+#: deleted) is still ours to write into.
+_OURS = ("results.json", "qrels.tsv", "runs", "table.", "check.", "metric_at_k.png", "quality_latency.png")
+
+
+def _written_by_us(name: str) -> bool:
+    return any(name == o or (o.endswith(".") and name.startswith(o)) for o in _OURS)
+
+
 def check_writable(out: Path) -> None:
     """Refuse to write results into a folder holding other things: nothing the user wrote is lost."""
     if out.exists() and not out.is_dir():
         raise InputError("output path exists and is not a folder", path=out)
     if out.is_dir():
         entries = [e.name for e in out.iterdir() if not e.name.startswith(".")]
-        ours = {"results.json", "qrels.tsv", "runs"}
-        if entries and not (out / "results.json").exists() and not set(entries) <= ours:
+        if entries and not (out / "results.json").exists() and not all(_written_by_us(n) for n in entries):
             raise InputError(
                 "output folder is not empty and holds no results.json; choose a new folder (nothing "
                 "there is overwritten)",

@@ -141,8 +141,8 @@ def load_beir(folder: str | os.PathLike[str], split: str = "test", *, name: str 
     has_keywords = any(q.keywords for q in queries)
     if qrels_path.is_file():
         qrels = read_qrels(qrels_path)
-    elif has_keywords:
-        qrels = {}
+    elif has_keywords and not available_splits(root):
+        qrels = {}  # a golden set judged only by keywords
     else:
         found = ", ".join(available_splits(root)) or "none"
         raise InputError(f"split {split!r} has no judgments file qrels/{split}.tsv (splits found: {found})", path=root)

@@ -50,7 +50,7 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     for lineno, line in iter_lines(p, "qrels file"):
         parts = line.split()
         if ncols is None:
-            if len(parts) == 3 and not _is_number(parts[2]):
+            if len(parts) == 3 and _is_header(parts):
                 ncols = 3  # BEIR header: query-id corpus-id score
                 continue
             if len(parts) not in (3, 4):
@@ -76,7 +76,36 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
                 field="grade",
             )
         judged[doc] = grade
+    if not qrels:
+        raise InputError(
+            "no judgments found (expected lines `qid iter docno grade` or `query-id corpus-id score`)", path=p
+        )
     return qrels
+
+
+_HEADER_WORDS = {
+    "query-id",
+    "query_id",
+    "qid",
+    "query",
+    "corpus-id",
+    "corpus_id",
+    "doc-id",
+    "doc_id",
+    "docid",
+    "docno",
+    "score",
+    "relevance",
+    "label",
+    "grade",
+    "rel",
+}
+
+
+def _is_header(parts: list[str]) -> bool:
+    """A BEIR header names its columns (``query-id corpus-id score``); a data line with a bad grade
+    must not be mistaken for one."""
+    return not _is_number(parts[2]) and any(p.lower() in _HEADER_WORDS for p in parts)
 
 
 def _is_number(token: str) -> bool:
