@@ -48,6 +48,15 @@ def _validation_error(e: ValidationError, path: Path, lineno: int) -> InputError
     return InputError(err["msg"], path=path, line=lineno, field=field)
 
 
+def _metadata(obj: dict[str, Any], path: Path, lineno: int) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, dict):
+        raise InputError(f"must be a JSON object, got {type(meta).__name__}", path=path, line=lineno, field="metadata")
+    return dict(meta)
+
+
 def _id_of(obj: dict[str, Any], path: Path, lineno: int) -> str:
     raw = obj.get("_id", obj.get("id"))
     if raw is None:
@@ -81,7 +90,7 @@ def read_corpus(path: str | os.PathLike[str]) -> list[Document]:
             )
         first_seen[doc_id] = lineno
         extra = {k: v for k, v in obj.items() if k not in _DOC_KEYS}
-        metadata = dict(obj.get("metadata") or {}) | extra
+        metadata = _metadata(obj, p, lineno) | extra
         try:
             docs.append(Document(id=doc_id, text=obj.get("text", ""), title=obj.get("title") or "", metadata=metadata))
         except ValidationError as e:
@@ -109,10 +118,12 @@ def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, s
         keywords = obj.get("keywords") or ()
         if isinstance(keywords, str):
             keywords = (keywords,)
+        if not isinstance(keywords, (list, tuple)) or not all(isinstance(k, str) for k in keywords):
+            raise InputError("must be a list of strings", path=p, line=lineno, field="keywords")
         extra = {k: v for k, v in obj.items() if k not in _QUERY_KEYS}
         try:
             queries.append(
-                Query(id=qid, text=text, keywords=tuple(keywords), metadata=dict(obj.get("metadata") or {}) | extra)
+                Query(id=qid, text=text, keywords=tuple(keywords), metadata=_metadata(obj, p, lineno) | extra)
             )
         except ValidationError as e:
             raise _validation_error(e, p, lineno) from None
