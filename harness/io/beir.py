@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,23 +75,26 @@ def _id_of(obj: dict[str, Any], path: Path, lineno: int) -> str:
     return value
 
 
+def _records(path: Path, what: str, known_keys: set[str]) -> Iterator[tuple[int, dict[str, Any], str, dict[str, Any]]]:
+    """``(line, object, id, metadata)`` per JSONL record; ids must be unique. Keys we do not know
+    are kept in the metadata rather than lost."""
+    first_seen: dict[str, int] = {}
+    for lineno, line in iter_lines(path, f"{what}s file", skip_comments=False):
+        obj = _json_line(path, lineno, line)
+        rid = _id_of(obj, path, lineno)
+        if rid in first_seen:
+            raise InputError(
+                f"duplicate {what} id {rid!r} (first at line {first_seen[rid]})", path=path, line=lineno, field="_id"
+            )
+        first_seen[rid] = lineno
+        extra = {k: v for k, v in obj.items() if k not in known_keys}
+        yield lineno, obj, rid, _metadata(obj, path, lineno) | extra
+
+
 def read_corpus(path: str | os.PathLike[str]) -> list[Document]:
     p = Path(path)
     docs: list[Document] = []
-    first_seen: dict[str, int] = {}
-    for lineno, line in iter_lines(p, "corpus file", skip_comments=False):
-        obj = _json_line(p, lineno, line)
-        doc_id = _id_of(obj, p, lineno)
-        if doc_id in first_seen:
-            raise InputError(
-                f"duplicate document id {doc_id!r} (first at line {first_seen[doc_id]})",
-                path=p,
-                line=lineno,
-                field="_id",
-            )
-        first_seen[doc_id] = lineno
-        extra = {k: v for k, v in obj.items() if k not in _DOC_KEYS}
-        metadata = _metadata(obj, p, lineno) | extra
+    for lineno, obj, doc_id, metadata in _records(p, "document", _DOC_KEYS):
         try:
             docs.append(Document(id=doc_id, text=obj.get("text", ""), title=obj.get("title") or "", metadata=metadata))
         except ValidationError as e:
@@ -103,15 +107,7 @@ def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, s
     p = Path(path)
     queries: list[Query] = []
     splits: dict[str, str | None] = {}
-    first_seen: dict[str, int] = {}
-    for lineno, line in iter_lines(p, "queries file", skip_comments=False):
-        obj = _json_line(p, lineno, line)
-        qid = _id_of(obj, p, lineno)
-        if qid in first_seen:
-            raise InputError(
-                f"duplicate query id {qid!r} (first at line {first_seen[qid]})", path=p, line=lineno, field="_id"
-            )
-        first_seen[qid] = lineno
+    for lineno, obj, qid, metadata in _records(p, "query", _QUERY_KEYS):
         text = obj.get("text")
         if not isinstance(text, str) or not text.strip():
             raise InputError("query text is missing or empty", path=p, line=lineno, field="text")
@@ -120,11 +116,8 @@ def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, s
             keywords = (keywords,)
         if not isinstance(keywords, (list, tuple)) or not all(isinstance(k, str) for k in keywords):
             raise InputError("must be a list of strings", path=p, line=lineno, field="keywords")
-        extra = {k: v for k, v in obj.items() if k not in _QUERY_KEYS}
         try:
-            queries.append(
-                Query(id=qid, text=text, keywords=tuple(keywords), metadata=_metadata(obj, p, lineno) | extra)
-            )
+            queries.append(Query(id=qid, text=text, keywords=tuple(keywords), metadata=metadata))
         except ValidationError as e:
             raise _validation_error(e, p, lineno) from None
         splits[qid] = obj.get("split")
