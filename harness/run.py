@@ -1,8 +1,10 @@
 """``Run``: ranked lists per query, stored as padded numpy arrays in canonical order.
 
 Canonical order is trec_eval's: score descending, ties by doc id descending; it is applied once,
-here, so every metric and every writer sees the same ranking. A duplicate doc id in one ranking
-keeps its first occurrence (input order) and is counted in ``duplicates_dropped``.
+here, so every metric and every writer sees the same ranking. Scores are compared as float32, as
+trec_eval stores them (two scores equal in float32 are a tie); the stored scores stay float64.
+A duplicate doc id in one ranking keeps its first occurrence (input order) and is counted in
+``duplicates_dropped``.
 """
 
 from __future__ import annotations
@@ -101,17 +103,18 @@ class Run:
             self.duplicates_dropped += int((idx[i] >= 0).sum() - keep.sum())
             idx[i] = np.where(keep, idx[i], PAD)
             sc[i] = np.where(keep, sc[i], -np.inf)
-        # score descending; padding (-inf) sorts last because it is the lowest value
-        order = np.argsort(-sc, axis=1, kind="stable")
-        idx = np.take_along_axis(idx, order, axis=1)
-        sc = np.take_along_axis(sc, order, axis=1)
-        tie_rows = np.flatnonzero(((sc[:, 1:] == sc[:, :-1]) & (idx[:, 1:] >= 0)).any(axis=1))
+        # score descending (as trec_eval sees it: rounded to float32); padding (NaN key) sorts last
+        key = rank_key(sc, idx >= 0)
+        sort_rows_descending(key, idx, sc)
+        tie_rows = np.flatnonzero((key[:, 1:] == key[:, :-1]).any(axis=1))
         if tie_rows.size:
             # ties: doc id descending (trec_eval compares docnos with strcmp)
-            rank = _lexicographic_rank(self.doc_ids)
-            sub_idx, sub_sc = idx[tie_rows], sc[tie_rows]
-            docrank = np.where(sub_idx >= 0, rank[np.maximum(sub_idx, 0)], -1)
-            order = np.lexsort((-docrank, -sub_sc), axis=1)
+            sub_idx, sub_sc, sub_key = idx[tie_rows], sc[tie_rows], key[tie_rows]
+            # rank only the ids in tied rows, not the whole (possibly huge) vocabulary
+            used = np.unique(sub_idx[sub_idx >= 0])
+            rank = _lexicographic_rank(self.doc_ids[used])
+            docrank = np.where(sub_idx >= 0, rank[np.searchsorted(used, np.maximum(sub_idx, 0))], -1)
+            order = np.lexsort((-docrank, -sub_key), axis=1)
             idx[tie_rows] = np.take_along_axis(sub_idx, order, axis=1)
             sc[tie_rows] = np.take_along_axis(sub_sc, order, axis=1)
         return idx, sc
@@ -228,7 +231,7 @@ class Run:
     def doc_pos(self) -> dict[str, int]:
         """Doc id -> position in ``doc_ids`` (built once, on demand)."""
         if self._dpos is None:
-            self._dpos = {d: i for i, d in enumerate(self.doc_ids)}
+            self._dpos = {d: i for i, d in enumerate(self.doc_ids.tolist())}
         return self._dpos
 
     def ranking(self, qid: str) -> list[tuple[str, float]]:
@@ -288,6 +291,30 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run(name={self.name!r}, queries={len(self)}, depth={self.depth})"
+
+
+def rank_key(scores: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """The value a ranking is sorted by: the score rounded to float32, because trec_eval stores scores
+    as C ``float`` (scores equal in float32 tie and go by doc id there too); NaN for padding, which
+    every numpy sort puts last. The stored scores stay float64."""
+    with np.errstate(over="ignore"):
+        key = np.asarray(scores, dtype=np.float64).astype(np.float32)
+    key[~valid] = np.nan
+    return key
+
+
+def sort_rows_descending(key: np.ndarray, *arrays: np.ndarray) -> None:
+    """Reorder each row of ``key`` (and of ``arrays`` alongside, in place) so ``key`` descends with
+    NaN padding last, stably. Rows already in order, which is what retrievers return, are not
+    touched, so the common case costs one comparison pass instead of a sort."""
+    if key.shape[1] < 2:
+        return
+    nxt = key[:, 1:]
+    rows = np.flatnonzero(~((nxt <= key[:, :-1]) | np.isnan(nxt)).all(axis=1))
+    if rows.size:
+        order = np.argsort(-key[rows], axis=1, kind="stable")
+        for a in (key, *arrays):
+            a[rows] = np.take_along_axis(a[rows], order, axis=1)
 
 
 def _lexicographic_rank(doc_ids: np.ndarray) -> np.ndarray:

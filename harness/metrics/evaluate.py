@@ -19,7 +19,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics import core
 from harness.metrics.names import Metric, parse_metrics
-from harness.run import Run
+from harness.run import Run, rank_key, sort_rows_descending
 
 #: Elements per padded block: bounds memory when a few rankings are much longer than the rest.
 _BLOCK_ELEMENTS = 1 << 22
@@ -52,8 +52,9 @@ class Evaluation:
 class CompiledQrels:
     """Judgments as arrays, built once and shared by every run scored against them.
 
-    ``keys`` are sorted ``query_row * n_judged_docs + judged_doc_position`` with their ``grades``,
-    so finding the grade of every ranked document is a single ``searchsorted``.
+    Per-query counts and ideal gains are computed up front (all the dict path needs); for the array
+    path the judgments are translated once per run vocabulary (:meth:`for_vocab`), after which
+    finding the grade of every ranked document is vectorised.
     """
 
     def __init__(self, qrels: Mapping[str, Mapping[str, int]]) -> None:
@@ -74,14 +75,6 @@ class CompiledQrels:
             )
         except (TypeError, ValueError, OverflowError):
             raise InputError("every grade in qrels must be an integer") from None
-        doc_pos: dict[str, int] = {}
-        jpos = np.fromiter(
-            (doc_pos.setdefault(d, len(doc_pos)) for d in chain.from_iterable(judged)),
-            dtype=np.int64,
-            count=int(sizes.sum()),
-        )
-        self.doc_pos = doc_pos
-        self.n_docs = max(len(doc_pos), 1)
         positive = grades > 0
         self.num_rel = np.bincount(rows[grades >= 1], minlength=len(judged)).astype(np.int64)
         # positive grades per query, sorted descending: the ideal ranking for nDCG
@@ -92,27 +85,15 @@ class CompiledQrels:
         starts = np.concatenate(([0], np.cumsum(n_pos)[:-1]))
         self._ideal_rows, self._ideal_cols, self._ideal_vals = p_rows, np.arange(p_rows.size) - starts[p_rows], p_grades
         self.max_positive = int(n_pos.max(initial=0))
-        keep = grades != 0
-        keys = rows[keep] * self.n_docs + jpos[keep]
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.grades = keys[order], grades[keep][order].astype(np.float64)
-        self._vocab_cache: tuple[int, np.ndarray] | None = None
-        self._names: list[str] | None = None
-        self._dense_cache: tuple[np.ndarray, np.ndarray] | None = None
+        self._judged, self._rows, self._grades_flat = judged, rows, grades
+        self._by_vocab: dict[int, tuple[object, _VocabJudgments]] = {}
 
     def __len__(self) -> int:
         return len(self.query_ids)
 
-    def judged(self, row: int) -> dict[str, int]:
-        """The judgments of one query as a dict (rebuilt from the arrays; for the dict path)."""
-        lo, hi = np.searchsorted(self.keys, [row * self.n_docs, (row + 1) * self.n_docs])
-        names = self._doc_names()
-        return {names[k % self.n_docs]: int(g) for k, g in zip(self.keys[lo:hi].tolist(), self.grades[lo:hi].tolist())}
-
-    def _doc_names(self) -> list[str]:
-        if self._names is None:
-            self._names = list(self.doc_pos)
-        return self._names
+    def judged(self, row: int) -> Mapping[str, int]:
+        """The judgments of one query, as given."""
+        return self._judged[row]
 
     def ideal(self, width: int) -> np.ndarray:
         """``(n_queries, width)`` positive grades sorted descending, zero padded."""
@@ -122,52 +103,89 @@ class CompiledQrels:
             out[self._ideal_rows[sel], self._ideal_cols[sel]] = self._ideal_vals[sel]
         return out
 
-    def vocab_map(self, doc_ids: np.ndarray) -> np.ndarray:
-        """Position of each doc id among the judged docs (-1: judged for no query), plus a trailing -1
-        so that padding (index -1) maps to -1 without a mask. Cached per vocabulary."""
-        if self._vocab_cache is not None and self._vocab_cache[0] == id(doc_ids):
-            return self._vocab_cache[1]
-        get = self.doc_pos.get
-        mapping = np.fromiter(chain((get(d, -1) for d in doc_ids), (-1,)), dtype=np.int64, count=len(doc_ids) + 1)
-        self._vocab_cache = (id(doc_ids), mapping)
-        return mapping
+    def for_vocab(self, doc_ids: np.ndarray, doc_pos: Mapping[str, int] | None = None) -> _VocabJudgments:
+        """The judgments in the positions of a run's vocabulary (a hash lookup per judgment), cached
+        per vocabulary, so the runs of one benchmark (which share the corpus vocabulary) pay once."""
+        hit = self._by_vocab.get(id(doc_ids))
+        if hit is not None and hit[0] is doc_ids:
+            return hit[1]
+        if doc_pos is not None:
+            if len(doc_pos) != len(doc_ids):
+                raise InputError("a run's doc_ids vocabulary holds the same id twice", field="doc_ids")
+            get = doc_pos.get
+            pos = np.fromiter(
+                (get(d, -1) for d in chain.from_iterable(self._judged)), dtype=np.int64, count=self._rows.size
+            )
+        else:
+            pos = _positions(doc_ids, list(chain.from_iterable(self._judged)))
+        keep = (pos >= 0) & (self._grades_flat != 0)
+        vj = _VocabJudgments(
+            len(self.query_ids),
+            max(len(doc_ids), 1),
+            self._rows[keep],
+            pos[keep],
+            self._grades_flat[keep].astype(np.float64),
+        )
+        if len(self._by_vocab) >= 8:
+            self._by_vocab.clear()
+        self._by_vocab[id(doc_ids)] = (doc_ids, vj)
+        return vj
 
-    def _dense(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per query, its judged doc positions and grades padded to the widest query (-2 pads)."""
-        if self._dense_cache is None:
-            rows = self.keys // self.n_docs
-            counts = np.bincount(rows, minlength=len(self.query_ids))
-            width = int(counts.max(initial=0))
+
+def _positions(vocab: np.ndarray, names: list[str]) -> np.ndarray:
+    """Position of each name in ``vocab`` (-1 when absent), through one C hash table (pandas
+    factorize): about twice as fast as a Python dict over a large vocabulary."""
+    import pandas as pd
+
+    n = len(vocab)
+    codes, _ = pd.factorize(np.concatenate([np.asarray(vocab, dtype=object), np.asarray(names, dtype=object)]))
+    if n and not np.array_equal(codes[:n], np.arange(n)):
+        raise InputError("a run's doc_ids vocabulary holds the same id twice", field="doc_ids")
+    pos = codes[n:].astype(np.int64)
+    pos[pos >= n] = -1
+    return pos
+
+
+class _VocabJudgments:
+    """Judged (query row, doc position, grade) triples for one vocabulary, ready for lookup.
+
+    ``keys`` are sorted ``query_row * n_docs + doc_position``; ``docs``/``grades`` hold the same
+    triples per query, padded (-2) to the most judged query.
+    """
+
+    def __init__(self, n_queries: int, n_docs: int, rows: np.ndarray, pos: np.ndarray, grades: np.ndarray) -> None:
+        self.n_docs = n_docs
+        keys = rows * n_docs + pos
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.key_grades = keys[order], grades[order]
+        rows = rows[order]
+        counts = np.bincount(rows, minlength=n_queries)
+        self.width = int(counts.max(initial=0))
+        self.docs = self.grades = None
+        if self.width <= _DENSE_LOOKUP_MAX:
             starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            cols = np.arange(self.keys.size) - starts[rows]
-            docs = np.full((len(self.query_ids), width), -2, dtype=np.int64)
-            grades = np.zeros((len(self.query_ids), width))
-            docs[rows, cols] = self.keys % self.n_docs
-            grades[rows, cols] = self.grades
-            self._dense_cache = (docs, grades)
-        return self._dense_cache
+            cols = np.arange(rows.size) - starts[rows]
+            self.docs = np.full((n_queries, self.width), -2, dtype=np.int64)
+            self.grades = np.zeros((n_queries, self.width))
+            self.docs[rows, cols] = pos[order]
+            self.grades[rows, cols] = self.key_grades
 
-    def lookup(self, query_rows: np.ndarray, judged_docs: np.ndarray) -> np.ndarray:
-        """Grades of (query row, judged doc position) pairs; 0 where not judged.
-
-        With few judgments per query a broadcast comparison against each query's judged list beats
-        a binary search; otherwise one ``searchsorted`` over the sorted keys.
-        """
-        docs, grades = self._dense()
-        if docs.shape[1] <= _DENSE_LOOKUP_MAX:
-            rows = query_rows[:, 0]
-            d, g = docs[rows], grades[rows]
-            out = np.zeros(judged_docs.shape)
-            for c in range(d.shape[1]):
-                np.copyto(out, g[:, c : c + 1], where=judged_docs == d[:, c : c + 1])
+    def lookup(self, query_rows: np.ndarray, doc_positions: np.ndarray) -> np.ndarray:
+        """Grades of ranked documents (``doc_positions`` row-aligned with ``query_rows``, -1 padding);
+        0 where not judged. Few judgments per query: compare against each query's list; many: one
+        binary search over the sorted keys."""
+        out = np.zeros(doc_positions.shape)
+        if self.docs is not None:
+            d, g = self.docs[query_rows], self.grades[query_rows]
+            for c in range(self.width):
+                np.copyto(out, g[:, c : c + 1], where=doc_positions == d[:, c : c + 1])
             return out
-        out = np.zeros(judged_docs.shape)
-        ok = judged_docs >= 0
+        ok = doc_positions >= 0
         if not self.keys.size or not ok.any():
             return out
-        probe = (query_rows * self.n_docs + judged_docs)[ok]
-        pos = np.minimum(np.searchsorted(self.keys, probe), self.keys.size - 1)
-        out[ok] = np.where(self.keys[pos] == probe, self.grades[pos], 0.0)
+        probe = (query_rows[:, None] * self.n_docs + doc_positions)[ok]
+        at = np.minimum(np.searchsorted(self.keys, probe), self.keys.size - 1)
+        out[ok] = np.where(self.keys[at] == probe, self.key_grades[at], 0.0)
         return out
 
 
@@ -225,7 +243,6 @@ def evaluate_dicts(
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
     empty: dict[str, float] = {}
     rankings = [run.get(q, empty) or empty for q in cq.query_ids]
-    judged = [qrels[q] for q in cq.query_ids] if not isinstance(qrels, CompiledQrels) else None
     lengths = np.fromiter((len(r) for r in rankings), dtype=np.int64, count=len(rankings))
 
     def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
@@ -237,7 +254,7 @@ def evaluate_dicts(
             n = len(ranking)
             if n:
                 scores[i, :n] = np.fromiter(ranking.values(), dtype=np.float64, count=n)
-                get = judged[r].get if judged is not None else cq.judged(r).get
+                get = cq.judged(r).get
                 grades[i, :n] = [get(d, 0) for d in ranking]
         valid = np.arange(width)[None, :] < lengths[rows][:, None]
         bad = valid & ~np.isfinite(scores)
@@ -248,14 +265,14 @@ def evaluate_dicts(
                 f"query {cq.query_ids[rows[i]]!r}, doc {doc!r}: score is {scores[i, j]} (scores must be finite)",
                 field="score",
             )
-        order = np.argsort(-scores, axis=1, kind="stable")
-        scores = np.take_along_axis(scores, order, axis=1)
-        grades = np.take_along_axis(grades, order, axis=1)
-        for i in np.flatnonzero(((scores[:, 1:] == scores[:, :-1]) & valid[:, 1:]).any(axis=1)).tolist():
+        key = rank_key(scores, valid)  # trec_eval ranks by the float32 score
+        sort_rows_descending(key, grades)
+        for i in np.flatnonzero((key[:, 1:] == key[:, :-1]).any(axis=1)).tolist():
             # score ties go to the larger doc id (trec_eval); only tied rows pay for a string sort
             r = rows[i]
-            ranked = sorted(rankings[r].items(), key=lambda kv: (float(kv[1]), kv[0]), reverse=True)
-            get = judged[r].get if judged is not None else cq.judged(r).get
+            with np.errstate(over="ignore"):  # beyond float32's range: inf, as in trec_eval
+                ranked = sorted(rankings[r].items(), key=lambda kv: (float(np.float32(kv[1])), kv[0]), reverse=True)
+            get = cq.judged(r).get
             grades[i, : len(ranked)] = [get(d, 0) for d, _ in ranked]
         return grades
 
@@ -276,14 +293,14 @@ def evaluate_run(
     present = run_rows >= 0
     lengths = np.zeros(len(cq), dtype=np.int64)
     lengths[present] = run.lengths[run_rows[present]]
-    judged_pos = cq.vocab_map(run.doc_ids)
+    vj = cq.for_vocab(run.doc_ids, run._dpos)  # a dict the run already built, else a C hash
 
     def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
         r = run_rows[rows]
         idx = np.full((len(rows), width), -1, dtype=np.int64)
         ok = r >= 0
         idx[ok] = run.indices[r[ok], :width]
-        return cq.lookup(rows[:, None], judged_pos[idx])
+        return vj.lookup(rows, idx)
 
     values = _score(ms, cq, lengths, grade_block)
     return Evaluation(cq.query_ids, values, _counts(cq, lengths, run.query_ids, run.duplicates_dropped))
