@@ -241,13 +241,16 @@ def default_config() -> RunConfig:
         "dense_mmr": {"type": "mmr", "of": "dense", "lambda": 0.7},
     }
     try:
-        from retrievers.rerank import default_reranker
+        from retrievers.rerank import default_reranker, recommended_interpolate
     except ImportError:
         model = None
     else:
         model = default_reranker()
     if model:
         retrievers["hybrid_rerank"] = {"type": "rerank", "of": "hybrid", "top_n": 50, "model": model}
+        alpha = recommended_interpolate(model)
+        if alpha is not None and alpha < 1:
+            retrievers["hybrid_rerank"]["interpolate"] = alpha
     else:
         logging.getLogger("harness").info(
             "no cross-encoder reranker available offline, so no hybrid_rerank row; to add one: "

@@ -21,6 +21,7 @@ else ``<cache_dir>/models/reranker``, where ``harness train-reranker`` saves by 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 from collections.abc import Sequence
@@ -71,6 +72,16 @@ def default_reranker(cache_dir: str | os.PathLike[str] | None = None) -> str | N
         return env
     home = reranker_home(cache_dir)
     return str(home) if is_model_dir(home) else None
+
+
+def recommended_interpolate(model: str) -> float | None:
+    """The blend weight ``harness train-reranker`` chose on held-out queries (``training.json``)."""
+    info = Path(model).expanduser() / "training.json"
+    try:
+        value = json.loads(info.read_text(encoding="utf-8")).get("recommended_interpolate")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and 0 <= value <= 1 else None
 
 
 def _looks_like_path(name: str) -> bool:
