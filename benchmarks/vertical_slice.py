@@ -25,8 +25,12 @@ def harness_run(config: str, out: Path, env: dict[str, str]) -> tuple[float, dic
     cfg = out.parent / f"{out.name}.yaml"
     cfg.write_text(config, encoding="utf-8")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "harness", "run", "--config", str(cfg), "--out", str(out),
-                           "--no-progress"], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--config", str(cfg), "--out", str(out), "--no-progress"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.exit(f"harness run failed:\n{proc.stderr}")
@@ -44,8 +48,9 @@ def main() -> None:
         tmp_path = Path(tmp)
         # 1) SciFact quality and BM25 speed, one run
         cache = os.environ.get("HARNESS_CACHE_DIR", str(Path("~/.cache/retrieval-harness").expanduser()))
-        _, res = harness_run(f"""
-dataset: {{path: {data / 'scifact'}, split: test}}
+        _, res = harness_run(
+            f"""
+dataset: {{path: {data / "scifact"}, split: test}}
 metrics: [ndcg@10, recall@100]
 cache_dir: {cache}
 baseline: bm25
@@ -53,12 +58,17 @@ retrievers:
   bm25: {{type: bm25}}
   bm25_rank: {{type: bm25, backend: rank_bm25}}
   dense: {{type: dense}}
-""", tmp_path / "scifact", env)
+""",
+            tmp_path / "scifact",
+            env,
+        )
         s, e = res["summary"], res["efficiency"]
         print("SciFact test, nDCG@10 (published: BM25 0.665 BEIR / 0.679 Pyserini; all-MiniLM-L6-v2 0.645 MTEB)")
         for name in ("bm25", "bm25_rank", "dense"):
-            print(f"  {name:10s} nDCG@10 {s[name]['ndcg@10']:.4f}  recall@100 {s[name]['recall@100']:.4f}  "
-                  f"qps {e[name]['qps']:9.1f}  p50 {e[name]['latency_ms_p50']:.2f} ms")
+            print(
+                f"  {name:10s} nDCG@10 {s[name]['ndcg@10']:.4f}  recall@100 {s[name]['recall@100']:.4f}  "
+                f"qps {e[name]['qps']:9.1f}  p50 {e[name]['latency_ms_p50']:.2f} ms"
+            )
         ratio = e["bm25"]["qps"] / e["bm25_rank"]["qps"]
         print(f"  bm25 (bm25s) qps / rank_bm25 qps = {ratio:.1f}x  (target >= 30x)")
 
@@ -67,9 +77,9 @@ retrievers:
         # 2) Cranfield, fresh cache: second identical run
         cache_env = {k: v for k, v in env.items() if k != "HARNESS_CACHE_DIR"}
         config = f"""
-dataset: {{path: {data / 'cranfield'}, split: test}}
+dataset: {{path: {data / "cranfield"}, split: test}}
 metrics: [ndcg@10]
-cache_dir: {tmp_path / 'fresh-cache'}
+cache_dir: {tmp_path / "fresh-cache"}
 retrievers:
   bm25: {{type: bm25}}
   dense: {{type: dense}}
@@ -78,8 +88,10 @@ retrievers:
         second, r2 = harness_run(config, tmp_path / "cran2", cache_env)
         print("Cranfield, fresh cache_dir, two identical runs (wall time of the whole `harness run` process)")
         print(f"  first {first:.1f} s, second {second:.1f} s: ratio {second / first:.1%} (target <= 25%)")
-        print(f"  dense nDCG@10 first {r1['summary']['dense']['ndcg@10']:.4f} second "
-              f"{r2['summary']['dense']['ndcg@10']:.4f} (identical: {r1['summary'] == r2['summary']})")
+        print(
+            f"  dense nDCG@10 first {r1['summary']['dense']['ndcg@10']:.4f} second "
+            f"{r2['summary']['dense']['ndcg@10']:.4f} (identical: {r1['summary'] == r2['summary']})"
+        )
 
 
 if __name__ == "__main__":

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.slow
 
 
 def harness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 def write_config(tmp_path: Path, body: str) -> Path:
@@ -27,7 +28,9 @@ def write_config(tmp_path: Path, body: str) -> Path:
 
 
 def test_run_writes_a_self_contained_results_folder(tmp_path):
-    cfg = write_config(tmp_path, """
+    cfg = write_config(
+        tmp_path,
+        """
 dataset: demo
 metrics: [ndcg@10, mrr@10, recall@100, map]
 baseline: bm25
@@ -35,7 +38,8 @@ latency_queries: 5
 retrievers:
   bm25: {type: bm25}
   bm25_rank: {type: bm25, backend: rank_bm25}
-""")
+""",
+    )
     out = tmp_path / "out"
     proc = harness("run", "--config", str(cfg), "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
@@ -57,8 +61,9 @@ retrievers:
 def test_flags_override_the_config(tmp_path):
     cfg = write_config(tmp_path, "dataset: {path: nowhere, split: nope}\nretrievers: {bm25: {type: bm25}}\n")
     out = tmp_path / "o"
-    proc = harness("run", "--config", str(cfg), "--dataset", "demo", "--split", "test", "--out", str(out),
-                   "--no-progress")
+    proc = harness(
+        "run", "--config", str(cfg), "--dataset", "demo", "--split", "test", "--out", str(out), "--no-progress"
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads((out / "results.json").read_text())["manifest"]["dataset"]["name"] == "demo"
 

@@ -18,14 +18,19 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_valid_config_resolves_defaults(tmp_path):
-    cfg = load_config(write(tmp_path, """
+    cfg = load_config(
+        write(
+            tmp_path,
+            """
         dataset: {path: some/beir, split: dev}
         metrics: [nDCG@10, P@5, recall_100]
         baseline: bm25
         retrievers:
           bm25: {type: bm25, k1: 1.2}
           bm25_rank: {type: bm25, backend: rank_bm25}
-    """))
+    """,
+        )
+    )
     assert cfg.dataset.path == "some/beir" and cfg.dataset.split == "dev"
     assert cfg.metrics == ["ndcg@10", "precision@5", "recall@100"]
     specs = cfg.specs()

@@ -42,8 +42,15 @@ class ReturnsGarbage:
 
 
 def test_results_have_every_section(tiny_dataset):
-    res = benchmark(tiny_dataset, {"bm25": {"type": "bm25"}, "overlap": KeywordOverlap()}, metrics=["ndcg@10", "mrr"],
-                    baseline="bm25", latency_queries=3, warmup_queries=1, show_progress=False)
+    res = benchmark(
+        tiny_dataset,
+        {"bm25": {"type": "bm25"}, "overlap": KeywordOverlap()},
+        metrics=["ndcg@10", "mrr"],
+        baseline="bm25",
+        latency_queries=3,
+        warmup_queries=1,
+        show_progress=False,
+    )
     assert set(res.summary) == {"bm25", "overlap"}
     assert set(res.summary["bm25"]) == {"ndcg@10", "mrr"}
     assert set(res.per_query["overlap"]) == {"q1", "q2", "q3"}
@@ -59,8 +66,14 @@ def test_results_have_every_section(tiny_dataset):
 
 
 def test_failing_retriever_is_isolated(tiny_dataset):
-    res = benchmark(tiny_dataset, {"bm25": {"type": "bm25"}, "boom": Crashes(), "junk": ReturnsGarbage()},
-                    metrics=["ndcg@10"], latency_queries=2, warmup_queries=0, show_progress=False)
+    res = benchmark(
+        tiny_dataset,
+        {"bm25": {"type": "bm25"}, "boom": Crashes(), "junk": ReturnsGarbage()},
+        metrics=["ndcg@10"],
+        latency_queries=2,
+        warmup_queries=0,
+        show_progress=False,
+    )
     assert "bm25" in res.summary
     assert "model server on fire" in res.failures["boom"]
     assert "unknown doc id 'not-a-doc'" in res.failures["junk"]
@@ -74,8 +87,15 @@ def test_timeout_marks_retriever_failed(tiny_dataset):
         def search(self, queries, k):
             time.sleep(5)
 
-    res = benchmark(tiny_dataset, {"bm25": {"type": "bm25"}, "slow": Hangs()}, metrics=["ndcg@10"], timeout_s=0.5,
-                    latency_queries=1, warmup_queries=0, show_progress=False)
+    res = benchmark(
+        tiny_dataset,
+        {"bm25": {"type": "bm25"}, "slow": Hangs()},
+        metrics=["ndcg@10"],
+        timeout_s=0.5,
+        latency_queries=1,
+        warmup_queries=0,
+        show_progress=False,
+    )
     assert "did not finish within 0.5 s" in res.failures["slow"]
     assert "bm25" in res.summary
 
@@ -88,8 +108,7 @@ def test_queries_are_batched_and_latency_is_single_query(tiny_dataset):
             seen.append(len(queries))
             return super().search(queries, k)
 
-    benchmark(tiny_dataset, {"spy": Spy()}, metrics=["mrr"], latency_queries=2, warmup_queries=1,
-              show_progress=False)
+    benchmark(tiny_dataset, {"spy": Spy()}, metrics=["mrr"], latency_queries=2, warmup_queries=1, show_progress=False)
     assert seen == [1, 3, 1, 1]  # warm-up, batched run, two timed single-query calls
 
 
