@@ -9,11 +9,13 @@ nodes built on it fail too; the others still produce results.
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,25 @@ class Outcome:
     cost: Cost | None = None
     error: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+
+
+#: qps of a retriever is the best of up to this many batched searches while their total stays
+#: under the budget (stages are not repeated: a repeat would read their own cache)
+_QPS_REPEATS = 5
+_QPS_BUDGET_S = 1.0
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No garbage-collection pause inside a timed region (as timeit does)."""
+    was = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class TimeoutExceeded(RetrieverError):
@@ -169,8 +190,20 @@ class Runner:
         def timed_phase() -> tuple[Run, Any, np.ndarray]:
             for q in queries[: self.warmup_queries]:
                 call([q])
-            with measure() as m_search:
+            with _gc_paused(), measure() as m_search:
                 run = call(queries)
+            if not is_stage:
+                # a fast retriever's batch takes milliseconds, where one scheduler hiccup halves its
+                # qps: repeat it (timeit's way) within a small budget and keep the best time
+                spent = m_search.seconds
+                for _ in range(_QPS_REPEATS - 1):
+                    if spent >= _QPS_BUDGET_S:
+                        break
+                    with _gc_paused(), measure() as again:
+                        call(queries)
+                    spent += again.seconds
+                    m_search.seconds = min(m_search.seconds, again.seconds)
+                    m_search.peak_rss_mb = max(m_search.peak_rss_mb, again.peak_rss_mb)
             lat = time_each(lambda i: call([self.latency_sample[i]]), len(self.latency_sample))
             return run, m_search, lat
 

@@ -109,7 +109,9 @@ def test_queries_are_batched_and_latency_is_single_query(tiny_dataset):
             return super().search(queries, k)
 
     benchmark(tiny_dataset, {"spy": Spy()}, metrics=["mrr"], latency_queries=2, warmup_queries=1, show_progress=False)
-    assert seen == [1, 3, 1, 1]  # warm-up, batched run, two timed single-query calls
+    # warm-up, the batched run (repeated for a stable qps while cheap), two timed single-query calls
+    assert seen[:2] == [1, 3] and seen[-2:] == [1, 1]
+    assert set(seen[2:-2]) <= {3} and len(seen) <= 2 + 4 + 2
 
 
 def test_query_objects_reach_the_retriever(tiny_dataset):
