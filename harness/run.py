@@ -166,14 +166,26 @@ class Run:
                 r_idx.append(i)
                 r_sc.append(s)
             rows.append((r_idx, r_sc))
+        return cls.from_rows(qids, list(doc_ids) if fixed else list(vocab), rows, name=name)
+
+    @classmethod
+    def from_rows(
+        cls,
+        query_ids: Sequence[str],
+        doc_ids: Sequence[str],
+        rows: Sequence[tuple[Sequence[int], Sequence[float]]],
+        *,
+        name: str = "",
+    ) -> Run:
+        """From per-query lists of (doc positions, scores), padded here into the array form; the
+        parsers build these lists line by line and hand them over once."""
         depth = max((len(r[0]) for r in rows), default=0)
-        idx = np.full((len(qids), depth), PAD, dtype=np.int64)
-        sc = np.full((len(qids), depth), -np.inf)
+        idx = np.full((len(rows), depth), PAD, dtype=np.int64)
+        sc = np.full((len(rows), depth), -np.inf)
         for i, (r_idx, r_sc) in enumerate(rows):
             idx[i, : len(r_idx)] = r_idx
             sc[i, : len(r_sc)] = r_sc
-        vocab_list = list(doc_ids) if fixed else list(vocab)
-        return cls(qids, vocab_list, idx, sc, name=name)
+        return cls(query_ids, doc_ids, idx, sc, name=name)
 
     @classmethod
     def from_dict(

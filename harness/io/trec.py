@@ -15,13 +15,11 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-import numpy as np
-
 from harness.errors import InputError
 from harness.io import atomic
 from harness.io.lines import iter_lines
 from harness.model import Qrels
-from harness.run import PAD, Run
+from harness.run import Run
 
 
 def _grade(token: str, path: Path, lineno: int) -> int:
@@ -153,16 +151,7 @@ def read_run(path: str | os.PathLike[str], *, name: str | None = None, doc_ids: 
         r[0].append(i)
         r[1].append(score)
         tags.add(tag)
-    qids = list(rows)
-    depth = max((len(r[0]) for r in rows.values()), default=0)
-    idx = np.full((len(qids), depth), PAD, dtype=np.int64)
-    sc = np.full((len(qids), depth), -np.inf)
-    for k, q in enumerate(qids):
-        r_idx, r_sc = rows[q]
-        idx[k, : len(r_idx)] = r_idx
-        sc[k, : len(r_sc)] = r_sc
-    run_name = name if name is not None else p.stem
-    return Run(qids, list(vocab), idx, sc, name=run_name)
+    return Run.from_rows(list(rows), list(vocab), list(rows.values()), name=name if name is not None else p.stem)
 
 
 def format_run(run: Run, tag: str | None = None) -> str:
