@@ -65,3 +65,33 @@ def tiny_dataset():
     ]
     qrels = {"q1": {"d1": 3, "d6": 2, "d4": 1, "d2": 0}, "q2": {"d3": 2}, "q3": {"d5": 1}}
     return GoldenDataset.build("tiny", corpus, queries, qrels)
+
+
+def build_tiny_bert(path: Path, *, head: bool, seed: int = 0) -> Path:
+    """A 2-layer, 32-wide BERT with the packaged model's tokenizer, saved to ``path``: with a
+    one-logit head it is a tiny cross-encoder (head weights scaled up, so small text differences
+    give distinct scores); without one, a base checkpoint for train-reranker to put a head on."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel
+
+    from retrievers.encoder import packaged_model_path
+
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        **({"num_labels": 1} if head else {}),
+    )
+    if head:
+        model = BertForSequenceClassification(config)
+        with torch.no_grad():
+            model.classifier.weight.mul_(50.0)
+    else:
+        model = BertModel(config)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -16,36 +16,12 @@ from harness.model import Document, Query
 from harness.run import Run
 from retrievers import rerank
 from retrievers.rerank import Rerank, default_reranker, pair_key, resolve_reranker
-
-
-def build_tiny_cross_encoder(path: Path, seed: int = 0) -> Path:
-    """A 2-layer, 32-wide BERT with a one-logit head and the packaged model's tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    from retrievers.encoder import packaged_model_path
-
-    torch.manual_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=1,
-    )
-    model = BertForSequenceClassification(config)
-    with torch.no_grad():  # larger head weights, so tiny text differences give distinct scores
-        model.classifier.weight.mul_(50.0)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+from tests.conftest import build_tiny_bert
 
 
 @pytest.fixture(scope="module")
 def tiny_ce(tmp_path_factory) -> Path:
-    return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce"))
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-ce"), head=True)
 
 
 CORPUS = [Document(id=f"d{i}", text=f"document number {i} about topic {i % 3} and words {i * 7}") for i in range(10)]

@@ -11,32 +11,12 @@ from harness.cli import main
 from harness.run import Run
 from retrievers import rerank
 from retrievers.reranker_training import TrainConfig, mine_examples, split_queries
-
-
-def build_tiny_base(path: Path) -> Path:
-    """A 2-layer, 32-wide BERT checkpoint (no head: train-reranker adds one) + the packaged tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertModel
-
-    from retrievers.encoder import packaged_model_path
-
-    torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(str(packaged_model_path()))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-    )
-    BertModel(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+from tests.conftest import build_tiny_bert
 
 
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory) -> Path:
-    return build_tiny_base(tmp_path_factory.mktemp("tiny-base"))
+    return build_tiny_bert(tmp_path_factory.mktemp("tiny-base"), head=False)
 
 
 def test_split_is_seeded_disjoint_and_capped(demo_dataset):
