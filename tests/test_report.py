@@ -23,6 +23,8 @@ from harness.report.html_table import to_html
 from harness.report.latex_table import to_latex
 from harness.report.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
 from harness.report.terminal import make_console, print_results
+from harness.api import BenchmarkResults
+from harness.engine import score
 from harness.results import Results
 from harness.run import Run
 from harness.stats import compare
@@ -53,30 +55,34 @@ def make_results(with_failure: bool = True) -> Results:
         "lucky": {q: 1 if i < 3 else 2 for i, q in enumerate(QIDS)},
     }
     runs = {n: _run(r, n) for n, r in ranks.items()}
-    cq = CompiledQrels(QRELS)
     metrics = ["ndcg@10", "mrr@10"]
-    res = Results()
-    values = {}
-    for name, run in runs.items():
-        ev = evaluate_run(cq, run, metrics)
-        values[name] = ev.values
-        res.summary[name] = ev.means()
-        res.per_query[name] = ev.per_query()
-        res.efficiency[name] = {
+    efficiency = {
+        name: {
             "index_seconds": {"bm25": 0.5, "better": 2.0, "worse": 0.1, "lucky": 1.0}[name],
             "latency_ms_p50": {"bm25": 0.3, "better": 12.0, "worse": 1.0, "lucky": 5.0}[name],
             "latency_ms_p95": 2.0,
             "qps": {"bm25": 4000.0, "better": 50.0, "worse": 900.0, "lucky": 100.0}[name],
         }
-    res.efficiency["lucky"]["components"] = ["bm25", "lucky"]
-    res.significance, res.intervals = compare(values, "bm25", seed=0, query_ids=cq.query_ids, permutations=2000)
-    if with_failure:
-        res.failures["broken"] = "RetrieverError: connection refused | at http.py:12"
-    res.manifest = {
+        for name in runs
+    }
+    efficiency["lucky"]["components"] = ["bm25", "lucky"]
+    failures = {"broken": "RetrieverError: connection refused | at http.py:12"} if with_failure else {}
+    manifest = {
         "dataset": {"name": "tiny", "split": "test", "queries": N_Q},
         "config": {"baseline": "bm25", "depth": 9, "metrics": metrics, "stats": {"permutations": 2000}},
     }
-    return res.attach(runs, QRELS)
+    return score(
+        runs,
+        QRELS,
+        metrics,
+        baseline="bm25",
+        seed=0,
+        stats={"permutations": 2000},
+        efficiency=efficiency,
+        failures=failures,
+        manifest=manifest,
+        results_cls=BenchmarkResults,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +230,7 @@ def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
     qrels = read_qrels(folder / "qrels.tsv")
     out: dict[str, dict[str, float]] = {}
     for name in res["summary"]:
-        run = read_run(folder / "runs" / f"{name}.trec")
+        run = read_run(folder / json.loads((folder / "results.json").read_text())["run_files"][name]["file"])
         ranked = {q: run.ranking(q) for q in run.query_ids}
         out[name] = {}
         for metric in res["summary"][name]:
@@ -270,7 +276,7 @@ def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     # `harness compare` on the saved runs reproduces the run's statistics exactly
     again = tmp_path / "again"
     proc = harness(
-        "compare", str(out / "runs" / "bm25.trec"), str(out / "runs" / "bm25_k12.trec"),
+        "compare", *(str(out / res["run_files"][n]["file"]) for n in ("bm25", "bm25_k12")),
         "--qrels", str(out / "qrels.tsv"), "--metrics", ",".join(res["manifest"]["config"]["metrics"]),
         "--out", str(again),
     )  # fmt: skip

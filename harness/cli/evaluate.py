@@ -32,9 +32,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _stored_name(path: str) -> str | None:
+    """The retriever name of a run file stored in a results folder (its record beside it)."""
+    record = Path(path).with_suffix(".json")
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("name"), str) and data.get("file", "").endswith(Path(path).name):
+        return data["name"]
+    return None
+
+
 def _run_names(paths: list[str]) -> list[str]:
-    """File stems, or file names (then full paths) where stems collide."""
-    stems = [Path(p).stem for p in paths]
+    """Retriever names of runs stored by the harness, else file stems, or file names (then full
+    paths) where stems collide."""
+    stems = [_stored_name(p) or Path(p).stem for p in paths]
     names = [Path(p).name for p in paths]
     return [
         s if stems.count(s) == 1 else (n if names.count(n) == 1 else str(p)) for p, s, n in zip(paths, stems, names)

@@ -67,7 +67,7 @@ def check_out_dir(out: Path) -> None:
         raise InputError("output path exists and is not a folder", path=out)
     if out.is_dir() and not owned(out):
         raise InputError(
-            "output folder holds files the harness did not write (no results.json with the harness's "
+            "output folder is not empty and holds files the harness did not write (no results.json with the harness's "
             "schema marker); choose a new or empty folder (nothing there is touched)",
             path=out,
         )
