@@ -323,11 +323,11 @@ def run_graph(
         for outcome in execute(graph, ds, settings, reuse=reuse):
             outcomes[outcome.name] = outcome
             if store is not None:
-                _stored(
-                    lambda o=outcome: store.save(
-                        o, config_hash=hashes[o.name], spec=graph[o.name].spec, inputs=graph[o.name].inputs
+                node = graph[outcome.name]
+                if not (outcome.reused and store.holds(outcome.name, hashes[outcome.name])):
+                    _stored(
+                        lambda o=outcome, n=node: store.save(o, config_hash=hashes[o.name], spec=n.spec, inputs=n.inputs)
                     )
-                )
                 partial = summarise(complete=False)
                 _stored(lambda p=partial: store.write_results(p, ds.qrels))
         results = summarise(complete=True)

@@ -114,10 +114,10 @@ class RunStore:
 
     # ------------------------------------------------------------------ open / close
     def __enter__(self) -> RunStore:
-        check_out_dir(self.out)
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self._lock()
         try:
+            check_out_dir(self.out)
             has_results = (self.out / RESULTS).is_file()
             if has_results and not self.resume:
                 self.staged = True
@@ -136,6 +136,9 @@ class RunStore:
             _chmod_dir(self.dir)
             (self.dir / RUNS).mkdir(exist_ok=True)
             _chmod_dir(self.dir / RUNS)
+            if not (self.dir / RESULTS).exists():
+                # the marker first: a folder killed before its first run finished is still ours
+                atomic.write_json(self.dir / RESULTS, Results(complete=False).to_json())
         except BaseException:
             self._unlock()
             raise
@@ -197,6 +200,10 @@ class RunStore:
             )
         atomic.write_json(self.dir / RUNS / f"{stem}.json", _jsonable(record))
 
+    def holds(self, name: str, config_hash: str | None) -> bool:
+        """This folder (not a staging one's source) already stores ``name``'s run for this config."""
+        return config_hash is not None and _read_stored(self.dir, name, config_hash, load=False) is not None
+
     def stored(self, hashes: Mapping[str, str | None]) -> dict[str, Outcome]:
         """Finished runs on disk whose config hash matches (``--resume``), read back exactly."""
         found: dict[str, Outcome] = {}
@@ -246,7 +253,7 @@ class RunStore:
         return self.out
 
 
-def _read_stored(folder: Path, name: str, config_hash: str) -> Outcome | None:
+def _read_stored(folder: Path, name: str, config_hash: str, *, load: bool = True) -> Outcome | None:
     meta = folder / RUNS / f"{run_stem(name)}.json"
     try:
         rec = json.loads(meta.read_text(encoding="utf-8"))
@@ -262,6 +269,8 @@ def _read_stored(folder: Path, name: str, config_hash: str) -> Outcome | None:
     if hashlib.sha256(data).hexdigest() != rec.get("sha256"):
         log.warning("%s: the stored run of %r does not match its record; running it again", run_path, name)
         return None
+    if not load:
+        return Outcome(name)
     run = read_run(run_path, name=name)
     cost = Cost.from_json(rec["cost"]) if rec.get("cost") else None
     return Outcome(name, run=run, cost=cost, params=dict(rec.get("params") or {}), seconds=float(rec.get("seconds", 0)))
