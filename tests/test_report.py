@@ -134,11 +134,81 @@ def test_terminal_prints_every_ci(results):
         for m in results.metrics:
             lo, hi = results.intervals[name][m]
             assert f"[{lo:.3f}, {hi:.3f}]" in out
-    assert "▲" in out and "▼" in out and "FAILED: RetrieverError" in out and "Against the baseline" in out
+    assert "▲" in out and "▼" in out and "Against the baseline" in out
+    assert "FAILED broken: RetrieverError: connection refused" in out  # the reason, under the table
+    assert "Bold: best" not in out  # no colour: bold does not show, so the legend does not claim it
     assert "95% bootstrap confidence intervals" not in out  # wide enough: CIs sit under the means
     narrow = io.StringIO()
     print_results(results, Console(file=narrow, width=60, color_system=None))
     assert "95% bootstrap confidence intervals of the means" in narrow.getvalue()
+
+
+def cost_results(**rates) -> Results:
+    """``make_results`` with split costs: encode/build seconds and a cache hit rate per retriever."""
+    res = make_results(with_failure=False)
+    for name, eff in res.efficiency.items():
+        eff["encode_seconds"] = {"bm25": 0.0, "better": 1192.0, "worse": 0.84, "lucky": 30.0}[name]
+        eff["build_seconds"] = {"bm25": 0.5, "better": 3.0, "worse": 0.2, "lucky": 1.0}[name]
+        eff["cache_hit_rate"] = rates.get(name)
+    return res
+
+
+def test_cost_columns_say_cold_or_warm_and_warm_is_never_best():
+    res = cost_results(better=0.0, worse=0.97, lucky=0.5)
+    table = build_table(res)
+    assert table.efficiency == [
+        "encode_seconds",
+        "build_seconds",
+        "cache_hit_rate",
+        "latency_ms_p50",
+        "latency_ms_p95",
+        "qps",
+    ]
+    rows = {r.name: r for r in table.rows}
+    assert rows["worse"].efficiency["encode_seconds"].state == "warm"
+    assert rows["lucky"].efficiency["encode_seconds"].state == "cold"  # exactly half: not over the rule
+    assert rows["bm25"].efficiency["build_seconds"].state == "cold"  # no cache involved: computed
+    assert rows["bm25"].efficiency["latency_ms_p50"].state is None  # latency is not marked
+    # worse's 0.84 s encode and 0.2 s build came from the cache: the best cold figures win
+    assert not rows["worse"].efficiency["encode_seconds"].best and rows["bm25"].efficiency["encode_seconds"].best
+    assert not rows["worse"].efficiency["build_seconds"].best and rows["bm25"].efficiency["build_seconds"].best
+    assert not any(r.efficiency["cache_hit_rate"].best for r in table.rows)
+    md = to_markdown(table)
+    assert "| encode s | build s | cache hit | p50 ms |" in md and "index s" not in md
+    assert "| 0.840 warm | 0.200 warm | 97% |" in md and "| **0.000 cold** | **0.500 cold** | – |" in md
+    assert "over 50% read from the cache" in md and "Bold: best in its column (warm figures excluded)." in md
+    rows_csv = {r["retriever"]: r for r in csv.DictReader(io.StringIO(to_csv(table)))}
+    assert rows_csv["worse"]["cache hit"] == "0.97" and rows_csv["worse"]["cache state"] == "warm"
+    assert rows_csv["bm25"]["cache hit"] == "" and rows_csv["bm25"]["cache state"] == "cold"
+    assert "0.840 warm" in to_html(table) and "0.840 warm" in to_latex(table)
+    out = io.StringIO()
+    print_results(table, Console(file=out, width=200, color_system=None))
+    assert "0.840 warm" in out.getvalue() and "cache hit" in out.getvalue()
+
+
+def test_old_results_keep_index_seconds():
+    table = build_table(make_results(with_failure=False))  # no encode/build/cache keys: as written before
+    assert "index_seconds" in table.efficiency and "encode_seconds" not in table.efficiency
+    assert not table.has_states and "index s" in to_markdown(table) and "cold" not in to_markdown(table)
+
+
+def test_alpha_comes_from_the_manifest_and_report_imports_no_config():
+    res = make_results(with_failure=False)
+    res.manifest["config"]["stats"] = {"alpha": 0.01}
+    assert "p < 0.01" in to_markdown(res)
+    res.manifest["config"].pop("stats")
+    assert "p < 0.05" in to_markdown(res)
+    import ast
+
+    for path in Path(__import__("harness.report").report.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith(
+                    ("harness.config", "harness.api", "harness.cli", "harness.gate", "harness.runner")
+                ), (path, name)
 
 
 def test_console_is_wide_when_not_a_terminal(monkeypatch):
