@@ -261,7 +261,32 @@ def test_drilldown_without_dataset_says_so(results):
     found, metric, baseline, notes = drilldown(results, n=2, retriever="worse")
     assert metric == "ndcg@10" and baseline == "bm25" and list(found) == ["worse"]
     assert found["worse"][0].first_relevant == {"bm25": 2, "better": 1, "worse": 6, "lucky": 1}
-    assert any("query text unavailable" in n for n in notes)
+    assert any("query and document text unavailable" in n for n in notes)
+    # the retriever's first documents, then the relevant ones it ranked lower, ranks in both runs
+    docs = found["worse"][0].docs
+    assert [d.doc_id for d in docs] == ["x0", "x1", "x2", "rq00a", "rq00b"]
+    assert docs[0].ranks == {"worse": 1, "bm25": 1} and docs[0].grade == 0 and not docs[0].relevant
+    assert docs[3].ranks == {"worse": 6, "bm25": 2} and docs[3].grade == 2 and docs[3].relevant
+    assert docs[4].ranks == {"worse": None, "bm25": None} and docs[4].text is None  # never ranked; no dataset
+    assert found["worse"][0].depth["worse"] == 9
+
+
+def test_drilldown_text_and_not_in_the_top_n(results):
+    from harness.report.drilldown import Loss, print_drilldown, snippet
+
+    loss = drilldown(results, n=1, retriever="worse")[0]["worse"][0]
+    for line in loss.docs:
+        line.text = snippet(f"text of {line.doc_id} " + "word " * 60)
+    assert all(len(line.text) <= 120 and line.text.endswith("…") for line in loss.docs)
+    buf = io.StringIO()
+    print_drilldown({"worse": [loss]}, "ndcg@10", "bm25", [], Console(file=buf, width=200, color_system=None))
+    out = buf.getvalue()
+    assert "q00: what worse ranked first, and the relevant documents" in out
+    assert "text of rq00a word" in out and "text of x0 word" in out
+    row = next(line for line in out.splitlines() if " rq00b " in line)
+    assert row.count("not in the top 9") == 2  # in neither run's 9 documents
+    assert "none ranked" not in out and ">N: not in the top N" in out
+    assert isinstance(loss, Loss)
 
 
 def test_drilldown_rejects_unknown_names(results):
@@ -352,5 +377,5 @@ def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     proc = harness("report", str(out), "--worst", "3", "--retriever", "bm25_k12")
     assert proc.returncode == 0, proc.stderr
     assert "worst queries on ndcg@10" in proc.stdout and "1st rel. bm25" in proc.stdout
-    assert "query text unavailable" not in proc.stdout
+    assert "text unavailable" not in proc.stdout and "what bm25_k12 ranked first" in proc.stdout
     assert np.isfinite(res["summary"]["bm25"]["ndcg@10"])
