@@ -102,7 +102,8 @@ def test_markdown(results):
     md = to_markdown(results)
     assert "| better | **0.7602**▲ [0.760, 0.760] | **1.0000**▲ [1.000, 1.000] | 2.00 |" in md
     assert "▼" in next(line for line in md.splitlines() if line.startswith("| worse |"))
-    assert "bm25 (baseline)" in md and "**FAILED**: RetrieverError: connection refused \\| at http.py:12" in md
+    assert "bm25 (baseline)" in md and "| broken | **FAILED** | |" in md
+    assert "**FAILED** broken: `RetrieverError: connection refused | at http.py:12`" in md  # under the table
     assert "95% bootstrap CI" in md and "Holm-corrected over 6 comparisons" in md
     assert "lucky = bm25 + lucky" in md  # composed efficiency explained
     assert "#### Against the baseline (bm25)" in md and "| better | ndcg@10 |" in md

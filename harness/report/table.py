@@ -295,16 +295,19 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _md_code(text: str) -> str:
+    """``text`` fit for an inline code span: one line, no backticks."""
+    return " ".join(text.replace("`", "'").split())
+
+
 def to_markdown(results: Results | ComparisonTable) -> str:
     """``table.md``: the table (mean, marker, CI per metric), its legend, and the test details."""
     table = results if isinstance(results, ComparisonTable) else build_table(results)
     cols = header(table)
     lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
     for row in table.rows:
-        if row.error is not None:
-            lines.append(
-                f"| {_md_escape(row_label(row))} | **FAILED**: {_md_escape(row.error)} " + "| " * (len(cols) - 2) + "|"
-            )
+        if row.error is not None:  # the marker here, the error under the table (it would set a column's width)
+            lines.append(f"| {_md_escape(row_label(row))} | **FAILED** " + "| " * (len(cols) - 2) + "|")
             continue
         cells = [_md_escape(row_label(row))]
         for c in row.metrics.values():
@@ -316,6 +319,9 @@ def to_markdown(results: Results | ComparisonTable) -> str:
             text = fmt_cost(k, c)
             cells.append(f"**{text}**" if c.best else text)
         lines.append("| " + " | ".join(cells) + " |")
+    failed = [r for r in table.rows if r.error is not None]
+    if failed:
+        lines += [""] + [f"**FAILED** {_md_escape(r.name)}: `{_md_code(r.error or '')}`  " for r in failed]
     lines += [""] + [f"{line}  " for line in table.legend()]
     detail = detail_rows(table)
     if detail:
