@@ -282,12 +282,19 @@ def test_drilldown_text_and_not_in_the_top_n(results):
     buf = io.StringIO()
     print_drilldown({"worse": [loss]}, "ndcg@10", "bm25", [], Console(file=buf, width=200, color_system=None))
     out = buf.getvalue()
-    assert "q00: what worse ranked first, and the relevant documents" in out
+    assert "q00: what worse ranked first (rank), and the relevant documents" in out
     assert "text of rq00a word" in out and "text of x0 word" in out
     row = next(line for line in out.splitlines() if " rq00b " in line)
     assert row.count("not in the top 9") == 2  # in neither run's 9 documents
     assert "none ranked" not in out and ">N: not in the top N" in out
     assert isinstance(loss, Loss)
+    # at 80 columns nothing is cut: ranks shorten to ">9" (the legend says what it means)
+    narrow = io.StringIO()
+    print_drilldown({"worse": [loss]}, "ndcg@10", "bm25", [], Console(file=narrow, width=80, color_system=None))
+    out = narrow.getvalue()
+    assert all(f" {d.doc_id} " in out for d in loss.docs) and ">9" in out
+    assert f"{loss.value:.4f}" in out and f"{loss.delta:+.4f}" in out and "rank of the first relevant document" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
 
 
 def test_drilldown_rejects_unknown_names(results):

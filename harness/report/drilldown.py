@@ -23,6 +23,7 @@ from rich.text import Text
 from harness.errors import HarnessError, InputError
 from harness.io.trec import read_qrels, read_run
 from harness.model import Qrels
+from harness.report.terminal import Column, render_tables, table_width
 from harness.run import Run
 
 if TYPE_CHECKING:
@@ -254,57 +255,116 @@ def _rank_text(rank: int | None, depth: int, *, short: bool) -> str:
     return f">{depth}" if short else f"not in the top {depth}"
 
 
-def _docs_table(name: str, loss: Loss, has_texts: bool) -> Table:
+#: narrowest a text column may get before the drill-down splits its table (characters)
+MIN_TEXT = 30
+
+
+def _fits(fixed: list[Column], width: int) -> bool:
+    """Whether ``fixed`` columns plus a text column of :data:`MIN_TEXT` fit ``width``."""
+    return table_width(fixed) + MIN_TEXT + 3 <= width
+
+
+def _table(title: str, fixed: list[Column], text: Column | None) -> Table:
+    """``fixed`` columns never cut (no wrap, at their full width), then ``text`` taking the rest."""
+    t = Table(title=title, title_style="bold", title_justify="left")
+    for col in fixed:
+        t.add_column(col.header, justify=col.justify, no_wrap=True, min_width=col.width)
+    if text is not None:
+        t.add_column(text.header, overflow="fold", max_width=SNIPPET)
+    n = len(fixed[0].cells)
+    for r in range(n):
+        t.add_row(*(c.cells[r] for c in fixed), *([text.cells[r]] if text is not None else []))
+    return t
+
+
+def _docs_table(name: str, baseline: str | None, loss: Loss, has_texts: bool, width: int) -> Table:
+    """The retriever's first documents, then the relevant ones, with ranks, grade and text."""
     runs = list(loss.docs[0].ranks)
-    title = f"{loss.query_id}: what {name} ranked first, and the relevant documents"
-    table = Table(title=title, title_style="bold", title_justify="left")
-    for r in runs:
-        table.add_column(f"rank {r}", justify="right")
-    table.add_column("doc", overflow="fold")
-    table.add_column("grade", justify="right")
-    table.add_column(f"text (first {SNIPPET} characters)" if has_texts else "text", overflow="fold")
-    for i, line in enumerate(loss.docs):
-        if i and line.relevant and not loss.docs[i - 1].relevant and any(not x.relevant for x in loss.docs[:i]):
-            table.add_section()
-        ranks = [_rank_text(line.ranks[r], loss.depth.get(r, 0), short=False) for r in runs]
-        grade = "unjudged" if line.grade is None else str(line.grade)
-        text = line.text if line.text is not None else ("(not in the dataset)" if has_texts else "–")
-        style = "green" if line.relevant else ""
-        table.add_row(*ranks, Text(line.doc_id, style=style), Text(grade, style=style), text)
-    return table
+
+    def columns(short: bool) -> list[Column]:
+        headers = {name: "rank", baseline: "baseline rank" if short else f"rank in {baseline}"}
+        ranks = [
+            Column(
+                headers.get(r, f"rank {r}"),
+                [Text(_rank_text(line.ranks[r], loss.depth.get(r, 0), short=short)) for line in loss.docs],
+            )
+            for r in runs
+        ]
+        style = ["green" if line.relevant else "" for line in loss.docs]
+        doc = Column("doc", [Text(line.doc_id, style=s) for line, s in zip(loss.docs, style)], justify="left")
+        grade = Column(
+            "grade",
+            [Text("unjudged" if line.grade is None else str(line.grade), style=s) for line, s in zip(loss.docs, style)],
+        )
+        return [*ranks, doc, grade]
+
+    fixed = columns(short=False)
+    if not _fits(fixed, width):  # "not in the top 100" is wide: ">100" (the legend says what it means)
+        fixed = columns(short=True)
+    missing = "(not in the dataset)" if has_texts else "–"
+    text = Column(
+        f"text (first {SNIPPET} characters)" if has_texts else "text",
+        [Text(line.text if line.text is not None else missing) for line in loss.docs],
+        justify="left",
+    )
+    t = _table(f"{loss.query_id}: what {name} ranked first (rank), and the relevant documents", fixed, text)
+    # a line between what the retriever ranked first and the relevant documents it missed
+    first_relevant = next((i for i, line in enumerate(loss.docs) if line.relevant and i >= 1), None)
+    if first_relevant is not None and not loss.docs[first_relevant - 1].relevant:
+        t.rows[first_relevant - 1].end_section = True
+    return t
+
+
+def _loss_tables(name: str, baseline: str | None, metric: str, losses: list[Loss], width: int) -> list[Table]:
+    """The worst queries: scores, query text and the first relevant rank in every run; split in two
+    (scores and text, then the ranks, themselves split by columns) when one table would not fit."""
+    vs = baseline is not None and name != baseline
+    what = f"{name} vs {baseline}" if vs else f"{name} (lowest scores)"
+    title = f"{what}: {len(losses)} worst queries on {metric}"
+    query = Column("query", [Text(x.query_id) for x in losses], justify="left")
+    scores = [Column(name if vs else "score", [Text(f"{x.value:.4f}") for x in losses])]
+    if vs:
+        scores.append(Column(str(baseline), [Text(f"{x.baseline_value:.4f}") for x in losses]))
+        scores.append(Column("Δ", [Text(f"{x.delta:+.4f}") for x in losses]))
+    # this retriever and its baseline first, then the other runs
+    first = [r for r in (name, baseline) if r in losses[0].first_relevant]
+    runs = first + [r for r in losses[0].first_relevant if r not in first]
+    ranks = [
+        Column(
+            f"1st rel. {r}",
+            [Text(_rank_text(x.first_relevant[r], x.depth.get(r, 0), short=True)) for x in losses],
+        )
+        for r in runs
+    ]
+    text = Column("text", [Text(x.text if x.text is not None else "–") for x in losses], justify="left")
+    if _fits([query, *scores, *ranks], width):
+        return [_table(title, [query, *scores, *ranks], text)]
+    if not _fits([query, *scores], width):  # long retriever names as score headers: name them in the title
+        scores = [Column(h, c.cells) for h, c in zip(("score", "baseline", "Δ"), scores)]
+    out = [_table(title, [query, *scores], text)]
+    if ranks:
+        by_run = [Column(r, c.cells) for r, c in zip(runs, ranks)]
+        out += render_tables(f"{what}: rank of the first relevant document", [query], [by_run], width)
+    return out
 
 
 def print_drilldown(
     found: dict[str, list[Loss]], metric: str, baseline: str | None, notes: list[str], console: Console
 ) -> None:
+    """The worst queries per retriever and, per query, its documents (see module doc), laid out for
+    ``console.width`` so that no id, score or rank is cut."""
+    width = console.width
     for name, losses in found.items():
-        what = f"{name} vs {baseline}" if baseline and name != baseline else f"{name} (lowest scores)"
         if not losses:
+            what = f"{name} vs {baseline}" if baseline and name != baseline else f"{name} (lowest scores)"
             console.print(Text(f"{what}: no query where {name} loses on {metric}", style="bold"))
             continue
-        table = Table(title=f"{what}: {len(losses)} worst queries on {metric}", title_style="bold")
-        table.add_column("query")
-        table.add_column("text", overflow="fold", max_width=70)
-        table.add_column(name, justify="right")
-        if baseline and name != baseline:
-            table.add_column(baseline, justify="right")
-            table.add_column("Δ", justify="right")
-        # this retriever and its baseline first, then the other runs
-        first = [r for r in (name, baseline) if r in losses[0].first_relevant]
-        runs = first + [r for r in losses[0].first_relevant if r not in first]
-        for r in runs:
-            table.add_column(f"1st rel. {r}", justify="right")
-        for loss in losses:
-            cells = [loss.query_id, loss.text if loss.text is not None else "–", f"{loss.value:.4f}"]
-            if baseline and name != baseline:
-                cells += [f"{loss.baseline_value:.4f}", f"{loss.delta:+.4f}"]
-            cells += [_rank_text(loss.first_relevant[r], loss.depth.get(r, 0), short=True) for r in runs]
-            table.add_row(*cells)
-        console.print(table)
+        for t in _loss_tables(name, baseline, metric, losses, width):
+            console.print(t)
         has_texts = any(line.text is not None for loss in losses for line in loss.docs)
         for loss in losses:
             if loss.docs:
-                console.print(_docs_table(name, loss, has_texts))
+                console.print(_docs_table(name, baseline if baseline != name else None, loss, has_texts, width))
     if any(loss.first_relevant for losses in found.values() for loss in losses):
         console.print(
             Text(
