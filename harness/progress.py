@@ -231,8 +231,8 @@ def fmt_duration(seconds: float) -> str:
 # ---------------------------------------------------------------------- plain lines (logs, CI)
 class PlainProgress(_State):
     """Timestamped lines for a log: one per node and stage change, one per note and finished node,
-    and a heartbeat (``... still encoding 5183 docs 1,200/5,183 (23%) ETA 3m12s``) every
-    ``interval`` seconds while a stage is open, so a long stage is visibly alive.
+    and a heartbeat (``[2/5] dense: encoding 5183 docs ... still going, 1,200/5,183 (23%) ETA 3m12s``)
+    every ``interval`` seconds while a retriever or a stage runs, so a long stage is visibly alive.
 
     The heartbeat comes from a daemon timer thread started with the first stage and stopped by
     :meth:`close`; it never keeps the process alive.
@@ -252,7 +252,7 @@ class PlainProgress(_State):
         self.prefix = prefix
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._open = False  # a stage is running: heartbeats are due
+        self._open = False  # a node or a stage is running: heartbeats are due
 
     def _write(self, text: str) -> None:
         line = f"{time.strftime('%H:%M:%S')} {self.prefix}: {text}\n"
@@ -283,8 +283,9 @@ class PlainProgress(_State):
     def node(self, index: int, total: int, name: str) -> None:
         with self._lock:
             super().node(index, total, name)
-            self._open = False
+            self._open = True  # a retriever that reports no stage (an HTTP service) still gets heartbeats
             self._write(f"[{index}/{total}] {name}")
+        self._ensure_timer()
 
     def phase(self, name: str, total: int | None = None) -> None:
         with self._lock:

@@ -114,6 +114,14 @@ def test_plain_heartbeat_while_a_phase_is_open_and_not_after():
     assert rep._thread is None
 
 
+def test_plain_heartbeat_for_a_node_without_stages():
+    buf = io.StringIO()
+    rep = PlainProgress(buf, interval=0.02)
+    rep.node(3, 3, "team_search_http")  # reports no stage: still visibly alive
+    assert wait_for(lambda: "[3/3] team_search_http ... still going" in buf.getvalue())
+    rep.close()
+
+
 def test_eta_from_the_rate_so_far():
     now = [100.0]
     rep = PlainProgress(io.StringIO(), interval=0, clock=lambda: now[0])
