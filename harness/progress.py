@@ -16,7 +16,7 @@ Who listens is decided once, at the edge, with :func:`for_stream`:
 
 The active reporter is a module-level stack (:func:`use` pushes, leaving pops), not a
 ``contextvars.ContextVar``: a worker thread started inside ``use()`` does not inherit a context
-variable, but it must report to the same display.
+variable, but it must report to the same display. :func:`session` makes, uses and closes one.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ __all__ = [
     "current",
     "for_stream",
     "quiet_third_party",
+    "session",
     "use",
 ]
 
@@ -98,29 +99,42 @@ def current() -> Progress:
 
 @contextlib.contextmanager
 def use(reporter: Progress, *, quiet: bool = True) -> Iterator[Progress]:
-    """Make ``reporter`` current (for every thread) while the block runs; close it afterwards.
+    """Make ``reporter`` current (for every thread) while the block runs.
 
-    With an active reporter and ``quiet`` (the default), third-party progress bars are silenced for
-    the block (:func:`quiet_third_party`) and restored after it, so only this display shows.
+    It does not close the reporter: whoever made it does (see :func:`session`), because a worker
+    thread re-enters ``use()`` with the reporter it inherited, and leaving that block must not end
+    the display. With an active reporter and ``quiet`` (the default), third-party progress bars are
+    silenced while it is current (:func:`quiet_third_party`), from its outermost ``use()`` to the
+    end of it.
     """
-    restore: Callable[[], None] = _noop
-    if quiet and reporter.active:
-        restore = quiet_third_party()
     with _stack_lock:
+        outermost = not any(r is reporter for r in _stack)
         _stack.append(reporter)
+    restore: Callable[[], None] = _noop
+    if quiet and reporter.active and outermost:
+        restore = quiet_third_party()
     try:
         yield reporter
     finally:
         with _stack_lock:
-            # remove this reporter, wherever it is (a misnested exit must not pop someone else's)
+            # remove this entry, wherever it is (a misnested exit must not pop someone else's)
             for i in range(len(_stack) - 1, -1, -1):
                 if _stack[i] is reporter:
                     del _stack[i]
                     break
-        try:
-            reporter.close()
-        finally:
-            restore()
+        restore()
+
+
+@contextlib.contextmanager
+def session(stream: IO[str] | None = None, enabled: bool | None = None, **kwargs: Any) -> Iterator[Progress]:
+    """The display for ``stream`` (:func:`for_stream`), current for the block and closed after it:
+    what ``harness run`` and ``harness.benchmark`` wrap a run in."""
+    reporter = for_stream(stream, enabled, **kwargs)
+    try:
+        with use(reporter):
+            yield reporter
+    finally:
+        reporter.close()
 
 
 def _noop() -> None:

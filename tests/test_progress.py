@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from harness import progress
-from harness.progress import NullProgress, PlainProgress, RichProgress, current, for_stream, use
+from harness.progress import NullProgress, PlainProgress, RichProgress, current, for_stream, session, use
 
 LINE = re.compile(r"^\d\d:\d\d:\d\d harness: ")
 
@@ -60,6 +60,27 @@ def test_use_makes_current_for_worker_threads_and_nests():
         assert current() is outer
     assert seen == [outer] * 5
     assert isinstance(current(), NullProgress)
+
+
+def test_reentering_use_from_a_worker_keeps_the_display_open():
+    """The engine runs retriever calls in worker threads that re-enter ``use()`` with the reporter
+    they inherited: leaving that must neither close the display nor undo the quieting."""
+    buf = io.StringIO()
+    with session(buf, enabled=True, interval=0.02) as rep:
+        assert os.environ.get("TQDM_DISABLE") == "1"
+
+        def worker():
+            with use(current()):
+                current().phase("indexing", total=2)
+                current().advance(2)
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert current() is rep and os.environ.get("TQDM_DISABLE") == "1"
+        assert rep._thread is not None and not rep._stop.is_set()  # still open
+        rep.node_done("bm25", True, 0.5)
+    assert rep._stop.is_set() and isinstance(current(), NullProgress)  # session closed it
 
 
 def test_advance_from_many_threads_adds_up():
@@ -148,7 +169,7 @@ def test_for_stream_picks_the_display():
 
 def test_nothing_written_when_not_asked():
     pipe = io.StringIO()
-    with use(for_stream(pipe)) as rep:
+    with session(pipe) as rep:
         rep.start(2)
         rep.node(1, 2, "bm25")
         current().phase("indexing", total=3)
@@ -160,7 +181,7 @@ def test_nothing_written_when_not_asked():
 
 def test_rich_display_on_a_terminal():
     tty = FakeTTY()
-    with use(for_stream(tty)) as rep:
+    with session(tty) as rep:
         rep.start(2)
         rep.node(1, 2, "hybrid_rerank_interpolated")
         rep.phase("encoding 50 docs", total=50)
