@@ -35,11 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.api import BenchmarkResults as Results
     from harness.errors import InputError
     from harness.report import write_reports
     from harness.report.drilldown import attach_folder, drilldown, print_drilldown
     from harness.report.terminal import make_console, print_results
-    from harness.results import Results
 
     if args.worst is not None and args.worst < 1:
         raise InputError("--worst needs a positive number of queries", field="--worst")

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.errors import HarnessError, InputError
-from harness.io.trec import read_qrels, read_run
+from harness.io.trec import read_qrels
 from harness.model import Qrels
 from harness.report.terminal import Column, render_tables, table_width
 from harness.run import Run
@@ -41,16 +41,12 @@ RELEVANT_DOCS = 3
 
 def attach_folder(results: Results) -> Results:
     """Attach the runs and qrels saved in the results folder (what plots and the drill-down need)."""
-    from harness.results import safe_name
+    from harness.engine.store import read_runs
 
     folder = results.folder
     if folder is None or results.runs:
         return results
-    runs: dict[str, Run] = {}
-    for name in results.summary:
-        path = folder / "runs" / f"{safe_name(name)}.trec"
-        if path.is_file():
-            runs[name] = read_run(path, name=name)
+    runs: dict[str, Run] = read_runs(results)
     qrels_path = folder / "qrels.tsv"
     qrels = read_qrels(qrels_path) if qrels_path.is_file() else None
     if runs and qrels is not None:
@@ -146,8 +142,8 @@ class Loss:
 def worst_queries(results: Results, retriever: str, metric: str, n: int, baseline: str | None) -> list[Loss]:
     """The ``n`` queries where ``retriever`` loses most against ``baseline`` on ``metric`` (only
     losses; ties broken by query id); without a baseline, its ``n`` lowest-scoring queries."""
-    mine = results.per_query.get(retriever) or {}
-    base = results.per_query.get(baseline) if baseline else None
+    mine = results.query_scores(retriever) if retriever in results.per_query else {}
+    base = results.query_scores(baseline) if baseline and baseline in results.per_query else None
     rows = []
     for qid, vals in mine.items():
         v = vals.get(metric)
