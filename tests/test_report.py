@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +15,10 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from harness.engine.score import score
 from harness.io.trec import read_qrels, read_run
-from harness.metrics.evaluate import CompiledQrels, evaluate_run
-from harness.report import TABLE_FILES, build_table, to_markdown, write_reports
+from harness.metrics.evaluate import evaluate_run
+from harness.report import TABLE_FILES, build_table, render_table, to_markdown, write_reports
 from harness.report.csv_table import to_csv
 from harness.report.drilldown import drilldown, first_relevant_rank, worst_queries
 from harness.report.html_table import to_html
@@ -25,7 +27,6 @@ from harness.report.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
 from harness.report.terminal import make_console, print_results
 from harness.results import Results
 from harness.run import Run
-from harness.stats import compare
 
 N_Q = 30
 QIDS = [f"q{i:02d}" for i in range(N_Q)]
@@ -53,29 +54,31 @@ def make_results(with_failure: bool = True) -> Results:
         "lucky": {q: 1 if i < 3 else 2 for i, q in enumerate(QIDS)},
     }
     runs = {n: _run(r, n) for n, r in ranks.items()}
-    cq = CompiledQrels(QRELS)
     metrics = ["ndcg@10", "mrr@10"]
-    res = Results()
-    values = {}
-    for name, run in runs.items():
-        ev = evaluate_run(cq, run, metrics)
-        values[name] = ev.values
-        res.summary[name] = ev.means()
-        res.per_query[name] = ev.per_query()
-        res.efficiency[name] = {
+    efficiency = {
+        name: {
             "index_seconds": {"bm25": 0.5, "better": 2.0, "worse": 0.1, "lucky": 1.0}[name],
             "latency_ms_p50": {"bm25": 0.3, "better": 12.0, "worse": 1.0, "lucky": 5.0}[name],
             "latency_ms_p95": 2.0,
             "qps": {"bm25": 4000.0, "better": 50.0, "worse": 900.0, "lucky": 100.0}[name],
         }
-    res.efficiency["lucky"]["components"] = ["bm25", "lucky"]
-    res.significance, res.intervals = compare(values, "bm25", seed=0, query_ids=cq.query_ids, permutations=2000)
-    if with_failure:
-        res.failures["broken"] = "RetrieverError: connection refused | at http.py:12"
-    res.manifest = {
-        "dataset": {"name": "tiny", "split": "test", "queries": N_Q},
-        "config": {"baseline": "bm25", "depth": 9, "metrics": metrics, "stats": {"permutations": 2000}},
+        for name in runs
     }
+    efficiency["lucky"]["components"] = ["bm25", "lucky"]
+    res = score(
+        runs,
+        QRELS,
+        metrics,
+        baseline="bm25",
+        seed=0,
+        stats={"permutations": 2000},
+        efficiency=efficiency,
+        failures={"broken": "RetrieverError: connection refused | at http.py:12"} if with_failure else None,
+        manifest={
+            "dataset": {"name": "tiny", "split": "test", "queries": N_Q},
+            "config": {"baseline": "bm25", "depth": 9, "metrics": metrics, "stats": {"permutations": 2000}},
+        },
+    )
     return res.attach(runs, QRELS)
 
 
@@ -124,7 +127,7 @@ def test_html_latex_csv(results):
     assert float(rows["bm25"]["ndcg@10"]) == results.summary["bm25"]["ndcg@10"]  # full precision
     assert float(rows["lucky"]["ndcg@10 ci_low"]) == results.intervals["lucky"]["ndcg@10"][0]
     assert rows["broken"]["status"] == "failed" and rows["broken"]["error"].startswith("RetrieverError")
-    assert results.table("latex") == tex and results.table("csv") == to_csv(table)
+    assert render_table(results, "latex") == tex and render_table(results, "csv") == to_csv(table)
 
 
 def test_terminal_prints_every_ci(results):
@@ -316,6 +319,11 @@ PYTREC = {
 }
 
 
+def run_file(folder: Path, res: dict, name: str) -> Path:
+    """The saved ranking of ``name`` (``results.json`` records which file under ``runs/``)."""
+    return folder / res["run_files"][name]["file"]
+
+
 def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
     """Every saved run in ``runs/`` scored by pytrec_eval against ``qrels.tsv``: the summary the
     folder should hold. Judgment metrics only (ild needs embeddings); means over every judged query
@@ -327,7 +335,7 @@ def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
     qrels = read_qrels(folder / "qrels.tsv")
     out: dict[str, dict[str, float]] = {}
     for name in res["summary"]:
-        run = read_run(folder / "runs" / f"{name}.trec")
+        run = read_run(run_file(folder, res, name))
         ranked = {q: run.ranking(q) for q in run.query_ids}
         out[name] = {}
         for metric in res["summary"][name]:
@@ -373,7 +381,7 @@ def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     # `harness compare` on the saved runs reproduces the run's statistics exactly
     again = tmp_path / "again"
     proc = harness(
-        "compare", str(out / "runs" / "bm25.trec"), str(out / "runs" / "bm25_k12.trec"),
+        "compare", *(str(shutil.copy(run_file(out, res, n), tmp_path / f"{n}.trec")) for n in ("bm25", "bm25_k12")),
         "--qrels", str(out / "qrels.tsv"), "--metrics", ",".join(res["manifest"]["config"]["metrics"]),
         "--out", str(again),
     )  # fmt: skip
