@@ -398,6 +398,10 @@ class RichProgress(_State):
             where = f"[{self.index}/{self.total_nodes}] " if self.index is not None and self.name == name else ""
             mark = "[green]done[/]" if ok else "[red]FAILED[/]"
             self.console.print(f"{where}{_escape(name)} {mark} in {fmt_duration(seconds)}", highlight=False)
+            if self._started:  # the live line must not go on showing the finished stage
+                self.stage, self.total, self.done = None, None, 0
+                self._bar.remove_task(self._task)
+                self._task = self._bar.add_task(f"{where}{name} finished", total=None)
 
     def close(self) -> None:
         with self._lock:
