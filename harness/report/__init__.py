@@ -1,7 +1,7 @@
 """Rendering results: the comparison table in every format, plots, and the per-query drill-down.
 
 :func:`write_reports` writes everything that belongs in a results folder; ``harness run`` calls it
-through ``Results.save`` and ``harness report DIR`` calls it again to re-render a folder.
+through ``Results.save`` and ``harness report DIR --write`` calls it again to re-render a folder.
 """
 
 from __future__ import annotations
