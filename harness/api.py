@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import PrivateAttr, ValidationError
 
-from harness import __version__
+from harness import __version__, progress
 from harness.config import RunConfig
 from harness.datasets import load_dataset
 from harness.efficiency import Cost
@@ -114,9 +115,7 @@ def run_config(
         ds_arg = str((base / Path(ds_arg).expanduser()) if not Path(ds_arg).expanduser().is_absolute() else ds_arg)
     ds = load_dataset(ds_arg, split or config.dataset.split, name=config.dataset.name)
     cache = cache_dir_of(config.cache_dir)
-    ctx = BuildContext(
-        cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=show_progress
-    )
+    ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
     specs = config.specs()
     graph = graph_from_specs(specs, ctx)
     if retrievers:
@@ -184,7 +183,7 @@ def benchmark(
         raise InputError("benchmark() needs at least one retriever", field="retrievers")
     ds = load_dataset(dataset, split)
     cache = cache_dir_of(cache_dir)
-    ctx = BuildContext(cache_dir=cache, config_dir=Path.cwd(), seed=seed, depth=depth, show_progress=show_progress)
+    ctx = BuildContext(cache_dir=cache, config_dir=Path.cwd(), seed=seed, depth=depth, show_progress=False)
     nodes: list[Node] = []
     specs: dict[str, SpecBase] = {}
     for name, item in flatten(retrievers).items():
@@ -316,6 +315,10 @@ def run_graph(
         return res
 
     store = RunStore(out, resume=resume) if out is not None else None
+    # the harness's own display (third-party bars silenced): on a terminal always unless switched
+    # off; off a terminal (CI logs, a pipe) plain timestamped lines only when asked
+    session = progress.session(sys.stderr, enabled=True if show_progress else None)
+    reporter = session.__enter__()
     try:
         if store is not None:
             store.__enter__()
@@ -330,6 +333,7 @@ def run_graph(
                     )
                 partial = summarise(complete=False)
                 _stored(lambda p=partial: store.write_results(p, ds.qrels))
+        reporter.phase("scoring and statistics")
         results = summarise(complete=True)
         if store is not None:
             from harness.report import write_reports
@@ -337,6 +341,7 @@ def run_graph(
             _stored(lambda: store.publish(results, lambda d: write_reports(results, d)))
         return results
     finally:
+        session.__exit__(None, None, None)
         if store is not None:
             store.__exit__(None, None, None)
 
@@ -380,7 +385,7 @@ def _embedder(graph: Graph, ds: GoldenDataset, cache_dir: Path, show_progress: b
         if spec.get("type") in ("dense", "mmr") and spec.get("model"):
             model = spec["model"]
             break
-    encoder = Encoder(model, cache_dir=cache_dir, show_progress=show_progress)
+    encoder = Encoder(model, cache_dir=cache_dir, show_progress=False)
     index = ds.doc_index
     corpus = ds.corpus
 

@@ -16,7 +16,6 @@ from rich.console import Console
 
 from harness.api import BenchmarkResults
 from harness.engine import score
-from harness.engine.score import score
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_run
 from harness.report import TABLE_FILES, build_table, render_table, to_markdown, write_reports

@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         config_dir=config_dir,
         dataset=args.dataset,
         split=args.split,
-        show_progress=not args.no_progress and sys.stderr.isatty(),
+        show_progress=not args.no_progress,
         out=out,
         resume=args.resume,
         retrievers=_split(args.retrievers),
