@@ -86,7 +86,8 @@ class CompiledQrels:
         self._ideal_rows, self._ideal_cols, self._ideal_vals = p_rows, np.arange(p_rows.size) - starts[p_rows], p_grades
         self.max_positive = int(n_pos.max(initial=0))
         self._judged, self._rows, self._grades_flat = judged, rows, grades
-        self._by_vocab: dict[int, tuple[object, _VocabJudgments]] = {}
+        self._by_vocab: dict[tuple[int, bool], tuple[object, _VocabJudgments]] = {}
+        self._pos_cache: tuple[object, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.query_ids)
@@ -103,10 +104,34 @@ class CompiledQrels:
             out[self._ideal_rows[sel], self._ideal_cols[sel]] = self._ideal_vals[sel]
         return out
 
-    def for_vocab(self, doc_ids: np.ndarray, doc_pos: Mapping[str, int] | None = None) -> _VocabJudgments:
+    def for_vocab(
+        self, doc_ids: np.ndarray, doc_pos: Mapping[str, int] | None = None, *, with_zeros: bool = False
+    ) -> _VocabJudgments:
         """The judgments in the positions of a run's vocabulary (a hash lookup per judgment), cached
-        per vocabulary, so the runs of one benchmark (which share the corpus vocabulary) pay once."""
-        hit = self._by_vocab.get(id(doc_ids))
+        per vocabulary, so the runs of one benchmark (which share the corpus vocabulary) pay once.
+
+        Grade-0 judgments change no grade-based metric and are left out, unless ``with_zeros`` (the
+        judged-at-all matrix of ``judged@k`` needs them)."""
+        hit = self._by_vocab.get((id(doc_ids), with_zeros))
+        if hit is not None and hit[0] is doc_ids:
+            return hit[1]
+        pos = self._vocab_positions(doc_ids, doc_pos)
+        keep = pos >= 0 if with_zeros else (pos >= 0) & (self._grades_flat != 0)
+        vj = _VocabJudgments(
+            len(self.query_ids),
+            max(len(doc_ids), 1),
+            self._rows[keep],
+            pos[keep],
+            self._grades_flat[keep].astype(np.float64),
+        )
+        if len(self._by_vocab) >= 8:
+            self._by_vocab.clear()
+        self._by_vocab[(id(doc_ids), with_zeros)] = (doc_ids, vj)
+        return vj
+
+    def _vocab_positions(self, doc_ids: np.ndarray, doc_pos: Mapping[str, int] | None) -> np.ndarray:
+        """Position of every judged doc (flattened, qrels order) in ``doc_ids``, -1 if absent."""
+        hit = self._pos_cache
         if hit is not None and hit[0] is doc_ids:
             return hit[1]
         if doc_pos is not None:
@@ -118,18 +143,8 @@ class CompiledQrels:
             )
         else:
             pos = _positions(doc_ids, list(chain.from_iterable(self._judged)))
-        keep = (pos >= 0) & (self._grades_flat != 0)
-        vj = _VocabJudgments(
-            len(self.query_ids),
-            max(len(doc_ids), 1),
-            self._rows[keep],
-            pos[keep],
-            self._grades_flat[keep].astype(np.float64),
-        )
-        if len(self._by_vocab) >= 8:
-            self._by_vocab.clear()
-        self._by_vocab[id(doc_ids)] = (doc_ids, vj)
-        return vj
+        self._pos_cache = (doc_ids, pos)
+        return pos
 
 
 def _positions(vocab: np.ndarray, names: list[str]) -> np.ndarray:
@@ -150,7 +165,9 @@ class _VocabJudgments:
     """Judged (query row, doc position, grade) triples for one vocabulary, ready for lookup.
 
     ``keys`` are sorted ``query_row * n_docs + doc_position``; ``docs``/``grades`` hold the same
-    triples per query, padded (-2) to the most judged query.
+    triples per query, padded (-2) to the most judged query, when that is at most
+    ``_DENSE_LOOKUP_MAX``; ``any_judged[p]`` says whether any query judges the document at
+    position ``p`` (one byte per document, plus a False at the end that padding (-1) indexes).
     """
 
     def __init__(self, n_queries: int, n_docs: int, rows: np.ndarray, pos: np.ndarray, grades: np.ndarray) -> None:
@@ -158,6 +175,8 @@ class _VocabJudgments:
         keys = rows * n_docs + pos
         order = np.argsort(keys, kind="stable")
         self.keys, self.key_grades = keys[order], grades[order]
+        self.any_judged = np.zeros(n_docs + 1, dtype=bool)
+        self.any_judged[pos] = True
         rows = rows[order]
         counts = np.bincount(rows, minlength=n_queries)
         self.width = int(counts.max(initial=0))
@@ -170,23 +189,35 @@ class _VocabJudgments:
             self.docs[rows, cols] = pos[order]
             self.grades[rows, cols] = self.key_grades
 
-    def lookup(self, query_rows: np.ndarray, doc_positions: np.ndarray) -> np.ndarray:
-        """Grades of ranked documents (``doc_positions`` row-aligned with ``query_rows``, -1 padding);
-        0 where not judged. Few judgments per query: compare against each query's list; many: one
-        binary search over the sorted keys."""
+    def lookup(
+        self, query_rows: np.ndarray, doc_positions: np.ndarray, *, with_judged: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Grades of ranked documents (``doc_positions`` row-aligned with ``query_rows``, -1 padding),
+        0 where not judged; and, ``with_judged``, whether each carries a judgment.
+
+        Few judgments per query: compare against each query's list. Many: only the documents some
+        query judges (a one-byte-per-document filter) are searched for, in one binary search over
+        the sorted keys."""
         out = np.zeros(doc_positions.shape)
+        judged = np.zeros(doc_positions.shape, dtype=bool) if with_judged else None
         if self.docs is not None:
             d, g = self.docs[query_rows], self.grades[query_rows]
             for c in range(self.width):
-                np.copyto(out, g[:, c : c + 1], where=doc_positions == d[:, c : c + 1])
-            return out
-        ok = doc_positions >= 0
-        if not self.keys.size or not ok.any():
-            return out
-        probe = (query_rows[:, None] * self.n_docs + doc_positions)[ok]
+                eq = doc_positions == d[:, c : c + 1]
+                np.copyto(out, g[:, c : c + 1], where=eq)
+                if judged is not None:
+                    judged |= eq
+            return out, judged
+        if not self.keys.size:
+            return out, judged
+        cand = self.any_judged[doc_positions]  # padding (-1) reads the trailing False
+        probe = (query_rows[:, None] * self.n_docs + doc_positions)[cand]
         at = np.minimum(np.searchsorted(self.keys, probe), self.keys.size - 1)
-        out[ok] = np.where(self.keys[at] == probe, self.key_grades[at], 0.0)
-        return out
+        found = self.keys[at] == probe
+        out[cand] = np.where(found, self.key_grades[at], 0.0)
+        if judged is not None:
+            judged[cand] = found
+        return out, judged
 
 
 def _blocks(lengths: np.ndarray) -> Iterator[np.ndarray]:
@@ -201,12 +232,17 @@ def _blocks(lengths: np.ndarray) -> Iterator[np.ndarray]:
         start = stop
 
 
-def _score(metrics: Sequence[Metric], cq: CompiledQrels, lengths: np.ndarray, grade_block) -> dict[str, np.ndarray]:
+def _score(
+    metrics: Sequence[Metric], cq: CompiledQrels, lengths: np.ndarray, grade_block, with_judged: bool
+) -> dict[str, np.ndarray]:
+    """Hand each block's ranked grades (and judged matrix, when a metric needs it) to the core."""
     ideal = cq.ideal(core.ideal_length(metrics, cq.max_positive))
     values = {m.name: np.zeros(len(cq)) for m in metrics}
     for rows in _blocks(lengths):
-        grades = grade_block(rows, int(lengths[rows].max(initial=0)))
-        for name, v in core.compute(grades, cq.num_rel[rows], ideal[rows], metrics).items():
+        grades, judged = grade_block(rows, int(lengths[rows].max(initial=0)))
+        retrieved = lengths[rows] if with_judged else None
+        computed = core.compute(grades, cq.num_rel[rows], ideal[rows], metrics, judged=judged, retrieved=retrieved)
+        for name, v in computed.items():
             values[name][rows] = v
     return values
 
@@ -240,15 +276,17 @@ def evaluate_dicts(
 ) -> Evaluation:
     """Score ``{qid: {doc_id: score}}`` against ``{qid: {doc_id: grade}}`` (no ``Run`` built)."""
     ms = _metrics(metrics)
+    with_judged = core.needs_judged(ms)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
     empty: dict[str, float] = {}
     rankings = [run.get(q, empty) or empty for q in cq.query_ids]
     lengths = np.fromiter((len(r) for r in rankings), dtype=np.int64, count=len(rankings))
 
-    def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
+    def grade_block(rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray | None]:
         # per-query dict lookups: each judged dict is small and cache-hot, unlike one global table
         scores = np.full((len(rows), width), -np.inf)
         grades = np.zeros((len(rows), width))
+        judged = np.zeros((len(rows), width), dtype=bool) if with_judged else None
         for i, r in enumerate(rows.tolist()):
             ranking = rankings[r]
             n = len(ranking)
@@ -256,6 +294,9 @@ def evaluate_dicts(
                 scores[i, :n] = np.fromiter(ranking.values(), dtype=np.float64, count=n)
                 get = cq.judged(r).get
                 grades[i, :n] = [get(d, 0) for d in ranking]
+                if judged is not None:
+                    has = cq.judged(r)
+                    judged[i, :n] = [d in has for d in ranking]
         valid = np.arange(width)[None, :] < lengths[rows][:, None]
         bad = valid & ~np.isfinite(scores)
         if bad.any():
@@ -266,7 +307,7 @@ def evaluate_dicts(
                 field="score",
             )
         key = rank_key(scores, valid)  # trec_eval ranks by the float32 score
-        sort_rows_descending(key, grades)
+        sort_rows_descending(key, grades, *(() if judged is None else (judged,)))
         for i in np.flatnonzero((key[:, 1:] == key[:, :-1]).any(axis=1)).tolist():
             # score ties go to the larger doc id (trec_eval); only tied rows pay for a string sort
             r = rows[i]
@@ -274,9 +315,12 @@ def evaluate_dicts(
                 ranked = sorted(rankings[r].items(), key=lambda kv: (float(np.float32(kv[1])), kv[0]), reverse=True)
             get = cq.judged(r).get
             grades[i, : len(ranked)] = [get(d, 0) for d, _ in ranked]
-        return grades
+            if judged is not None:
+                has = cq.judged(r)
+                judged[i, : len(ranked)] = [d in has for d, _ in ranked]
+        return grades, judged
 
-    values = _score(ms, cq, lengths, grade_block)
+    values = _score(ms, cq, lengths, grade_block, with_judged)
     return Evaluation(cq.query_ids, values, _counts(cq, lengths, run, 0))
 
 
@@ -287,23 +331,91 @@ def evaluate_run(
 ) -> Evaluation:
     """Score a canonical :class:`Run` (the array path: no Python loop over documents)."""
     ms = _metrics(metrics)
+    with_judged = core.needs_judged(ms)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
     qpos = {q: i for i, q in enumerate(run.query_ids)}
     run_rows = np.fromiter((qpos.get(q, -1) for q in cq.query_ids), dtype=np.int64, count=len(cq))
     present = run_rows >= 0
     lengths = np.zeros(len(cq), dtype=np.int64)
     lengths[present] = run.lengths[run_rows[present]]
-    vj = cq.for_vocab(run.doc_ids, run._dpos)  # a dict the run already built, else a C hash
+    # a dict the run already built, else a C hash
+    vj = cq.for_vocab(run.doc_ids, run._dpos, with_zeros=with_judged)
 
-    def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
+    def grade_block(rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray | None]:
         r = run_rows[rows]
         idx = np.full((len(rows), width), -1, dtype=np.int64)
         ok = r >= 0
         idx[ok] = run.indices[r[ok], :width]
-        return vj.lookup(rows, idx)
+        return vj.lookup(rows, idx, with_judged=with_judged)
 
-    values = _score(ms, cq, lengths, grade_block)
+    values = _score(ms, cq, lengths, grade_block, with_judged)
     return Evaluation(cq.query_ids, values, _counts(cq, lengths, run.query_ids, run.duplicates_dropped))
+
+
+def check_overlap(
+    cq: Mapping[str, Mapping[str, int]] | CompiledQrels,
+    run: Run | Mapping[str, Mapping[str, float]],
+    *,
+    run_label: str,
+    qrels_label: str,
+    min_share: float = 0.5,
+) -> str | None:
+    """Refuse to score a run that cannot be about these judgments; warn when it covers few of them.
+
+    A run scored against the wrong qrels (another dataset, another split, ids renamed by a
+    chunker) gives all-zero metrics that look like a bad retriever. So, before any scoring:
+
+    - no query id in common, or no retrieved document (over the common queries) among the judged
+      ones (any grade): :class:`InputError` naming both, with examples of each side's ids;
+    - fewer than ``min_share`` of the judged queries ranked: a warning string with the counts
+      (the unranked ones score 0 and stay in the mean); ``None`` when the overlap is fine.
+    """
+    cq = cq if isinstance(cq, CompiledQrels) else CompiledQrels(cq)
+    run_qids = run.query_ids if isinstance(run, Run) else [str(q) for q in run]
+    qpos = {q: i for i, q in enumerate(run_qids)}
+    common = [(r, qpos[q]) for r, q in enumerate(cq.query_ids) if q in qpos]
+    if not common:
+        raise InputError(
+            f"run {run_label} shares no query ids with qrels {qrels_label} "
+            f"(run: {len(run_qids)} queries, e.g. {_examples(run_qids)}; "
+            f"qrels: {len(cq)} judged queries, e.g. {_examples(cq.query_ids)}); "
+            "are they from the same dataset and split?"
+        )
+    if isinstance(run, Run):
+        rows = np.fromiter((i for _, i in common), dtype=np.int64, count=len(common))
+        ranked = run.lengths[rows] > 0
+        retrieved = np.zeros(len(run.doc_ids) + 1, dtype=bool)  # + 1: padding (-1) marks the last slot
+        retrieved[run.indices[rows].ravel()] = True
+        retrieved[-1] = False
+        pos = cq._vocab_positions(run.doc_ids, run._dpos)  # the map evaluate_run reuses
+        in_common = np.zeros(len(cq), dtype=bool)
+        in_common[[r for r, _ in common]] = True
+        mine = pos[in_common[cq._rows]]
+        shared = bool(retrieved[mine[mine >= 0]].any())
+        run_docs = lambda: run.doc_ids[np.flatnonzero(retrieved[:-1])[:3]].tolist()  # noqa: E731
+    else:
+        rankings = [run[run_qids[i]] or {} for _, i in common]
+        ranked = np.array([len(r) > 0 for r in rankings], dtype=bool)
+        shared = any(d in cq.judged(r) for (r, _), ranking in zip(common, rankings) for d in ranking)
+        run_docs = lambda: [d for ranking in rankings for d in ranking][:3]  # noqa: E731
+    n_ranked = int(ranked.sum())
+    if not shared:
+        judged_docs = [d for r, _ in common[:50] for d in cq.judged(r)][:3]
+        raise InputError(
+            f"run {run_label} retrieves none of the documents judged in qrels {qrels_label} "
+            f"over the {len(common)} queries they share (run docs e.g. {_examples(run_docs())}; "
+            f"judged docs e.g. {_examples(judged_docs)}); do the doc ids come from the same corpus?"
+        )
+    if n_ranked < min_share * len(cq):
+        return (
+            f"run {run_label} ranks {n_ranked} of the {len(cq)} queries judged in qrels {qrels_label} "
+            f"({n_ranked / len(cq):.0%}); the other {len(cq) - n_ranked} score 0 and stay in the mean"
+        )
+    return None
+
+
+def _examples(ids: Sequence[str]) -> str:
+    return ", ".join(repr(str(i)) for i in list(ids)[:3]) or "none"
 
 
 def evaluate(
