@@ -74,9 +74,10 @@ def test_adding_a_metric_is_one_function_and_its_registration(scratch_registry):
     def last_rel_rank(r, k):
         """Rank of the last relevant document in the top k, 0 if none (a toy metric for this test)."""
         kk = r.depth if k is None else min(k, r.depth)
-        rel = r.rel[:, :kk]
-        last = kk - np.argmax(rel[:, ::-1], axis=1)
-        return np.where(rel.any(axis=1), last, 0).astype(np.float64)
+        sel = r.rel_cols < kk
+        last = np.zeros(r.nq)
+        np.maximum.at(last, r.rel_rows[sel], r.rel_cols[sel] + 1.0)
+        return last
 
     assert "last_rel_rank[@k]" in valid_names()
     qrels = {"q1": {"a": 1, "c": 2}, "q2": {"z": 1}}

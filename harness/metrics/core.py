@@ -72,36 +72,66 @@ def _nth_in_row(rows: np.ndarray, nq: int) -> np.ndarray:
 
 
 class Ranked:
-    """One block of ranked queries as every judgment metric sees it, with the intermediate sums
-    that several metrics share (relevant found in the top k, gain and precision terms) computed
-    once per block and cached."""
+    """One block of ranked queries as every judgment metric sees it: the judged documents found in
+    the rankings, as sparse ``(row, rank - 1, grade)`` triples in row-major (rank) order, with the
+    intermediate sums that several metrics share (relevant found in the top k, gain and precision
+    terms) computed once per block and cached.
+
+    Only ranked documents with a nonzero grade matter to the grade-based metrics, and they are a
+    small share of a ranking, so nothing here passes over every rank of every query. When
+    ``complete_judged`` is true the triples also hold every ranked document judged 0 (what
+    ``judged@k`` needs); ``retrieved`` is each query's ranking length.
+    """
 
     def __init__(
         self,
+        shape: tuple[int, int],
+        rows: np.ndarray,
+        cols: np.ndarray,
+        grades: np.ndarray,
+        num_rel: np.ndarray,
+        ideal: np.ndarray,
+        *,
+        complete_judged: bool = False,
+        retrieved: np.ndarray | None = None,
+    ) -> None:
+        self.nq, self.depth = shape
+        self.rows, self.cols = rows, cols
+        self.grades = np.asarray(grades, dtype=np.float64)
+        self.num_rel = np.asarray(num_rel, dtype=np.float64)
+        self.ideal = ideal
+        self.complete_judged = complete_judged
+        self._retrieved = retrieved
+        rel = self.grades >= 1.0
+        self.rel_rows, self.rel_cols = rows[rel], cols[rel]
+        self.logs = _log_ranks(max(self.depth, ideal.shape[1]))
+        self._counts: dict[int, np.ndarray] = {}
+        self._terms: dict[str, _Terms] = {}
+
+    @classmethod
+    def from_dense(
+        cls,
         grades: np.ndarray,
         num_rel: np.ndarray,
         ideal: np.ndarray,
         *,
         judged: np.ndarray | None = None,
         retrieved: np.ndarray | None = None,
-    ) -> None:
-        self.grades = np.asarray(grades, dtype=np.float64)
-        self.nq, self.depth = self.grades.shape
-        self.num_rel = np.asarray(num_rel, dtype=np.float64)
-        self.ideal = ideal
-        self._judged = judged
-        self._retrieved = retrieved
-        self.rel = self.grades >= 1.0
-        self.logs = _log_ranks(max(self.depth, ideal.shape[1]))
-        self._counts: dict[int, np.ndarray] = {}
-        self._terms: dict[str, _Terms] = {}
-
-    @property
-    def judged(self) -> np.ndarray:
-        """``judged[i, j]``: the document at rank j+1 has a judgment (any grade; False for padding)."""
-        if self._judged is None:
-            raise ValueError("this metric needs the judged matrix (compute(..., judged=...))")
-        return self._judged
+    ) -> Ranked:
+        """From a ``(queries, depth)`` grade matrix (0 for unjudged and padding) and, optionally,
+        the matching judged-at-all matrix."""
+        grades = np.asarray(grades, dtype=np.float64)
+        rows, cols = np.nonzero(grades != 0 if judged is None else (judged | (grades != 0)))
+        return cls(
+            grades.shape,
+            rows,
+            cols,
+            grades[rows, cols],
+            num_rel,
+            ideal,
+            complete_judged=judged is not None,
+            retrieved=retrieved,
+        )
 
     @property
     def retrieved(self) -> np.ndarray:
@@ -110,24 +140,46 @@ class Ranked:
             raise ValueError("this metric needs the ranking lengths (compute(..., retrieved=...))")
         return np.asarray(self._retrieved, dtype=np.float64)
 
+    def _cut(self, k: int | None) -> int:
+        return self.depth if k is None else min(k, self.depth)
+
     def found(self, k: int | None) -> np.ndarray:
         """Relevant docs in the top k (integer counts: exact in any order)."""
-        kk = self.depth if k is None else min(k, self.depth)
+        kk = self._cut(k)
         if kk not in self._counts:
-            self._counts[kk] = np.count_nonzero(self.rel[:, :kk], axis=1).astype(np.float64)
+            sel = self.rel_rows if kk >= self.depth else self.rel_rows[self.rel_cols < kk]
+            self._counts[kk] = np.bincount(sel, minlength=self.nq).astype(np.float64)
         return self._counts[kk]
+
+    def judged_in_top(self, k: int | None) -> np.ndarray:
+        """Documents carrying any judgment (grade 0 and negatives too) in the top k."""
+        if not self.complete_judged:
+            raise ValueError("this metric needs every judged document (compute(..., judged=...))")
+        kk = self._cut(k)
+        sel = self.rows if kk >= self.depth else self.rows[self.cols < kk]
+        return np.bincount(sel, minlength=self.nq).astype(np.float64)
+
+    def first_relevant(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per query: whether any relevant doc was retrieved, and the 0-based rank of the first."""
+        has = np.zeros(self.nq, dtype=bool)
+        first = np.zeros(self.nq, dtype=np.int64)
+        if self.rel_rows.size:
+            starts = np.flatnonzero(np.concatenate(([True], self.rel_rows[1:] != self.rel_rows[:-1])))
+            has[self.rel_rows[starts]] = True
+            first[self.rel_rows[starts]] = self.rel_cols[starts]
+        return has, first
 
     def gain_terms(self, exponential: bool) -> _Terms:
         key = f"gain{exponential}"
         if key not in self._terms:
-            rows, cols = np.nonzero(self.grades > 0)
-            g = self.grades[rows, cols]
+            pos = self.grades > 0
+            rows, cols, g = self.rows[pos], self.cols[pos], self.grades[pos]
             self._terms[key] = _Terms(self.nq, rows, cols, (np.exp2(g) - 1.0 if exponential else g) / self.logs[cols])
         return self._terms[key]
 
     def precision_terms(self) -> _Terms:
         if "ap" not in self._terms:
-            rows, cols = np.nonzero(self.rel)
+            rows, cols = self.rel_rows, self.rel_cols
             self._terms["ap"] = _Terms(self.nq, rows, cols, _nth_in_row(rows, self.nq) / (cols + 1.0))
         return self._terms["ap"]
 
@@ -148,9 +200,7 @@ def mrr(r: Ranked, k: int | None) -> np.ndarray:
 
     ``mrr@k = 1 / min{rank r : grade_r >= 1}`` if that rank is <= k, else 0.
     """
-    depth, nq = r.depth, r.nq
-    has = r.rel.any(axis=1) if depth else np.zeros(nq, dtype=bool)
-    first = np.argmax(r.rel, axis=1) if depth else np.zeros(nq, dtype=np.int64)
+    has, first = r.first_relevant()
     if k is not None:
         has &= first < k
     return np.where(has, 1.0 / (first + 1.0), 0.0)
@@ -214,8 +264,8 @@ def average_precision(r: Ranked, k: int | None) -> np.ndarray:
 @register("r_precision", cutoff="none", aliases=("rprec", "r-precision", "rprecision"))
 def r_precision(r: Ranked, k: int | None) -> np.ndarray:
     """Relevant in the top R over R, R = number of relevant judged (trec_eval Rprec): ``rel_R / R``."""
-    within = np.arange(r.depth)[None, :] < r.num_rel[:, None]
-    return _safe_div(np.count_nonzero(r.rel & within, axis=1).astype(np.float64), r.num_rel)
+    within = r.rel_cols < r.num_rel[r.rel_rows]
+    return _safe_div(np.bincount(r.rel_rows[within], minlength=r.nq).astype(np.float64), r.num_rel)
 
 
 @register("judged", cutoff="optional", judged=True)
@@ -226,8 +276,7 @@ def judged(r: Ranked, k: int | None) -> np.ndarray:
     ranking shorter than k is not penalised, as in ir_measures / OpenNIR); 0 when nothing is
     retrieved. Grade 0 and negative grades count as judged; it needs no relevant document.
     """
-    kk = r.depth if k is None else min(k, r.depth)
-    count = np.count_nonzero(r.judged[:, :kk], axis=1).astype(np.float64)
+    count = r.judged_in_top(k)
     n = r.retrieved
     return _safe_div(count, n if k is None else np.minimum(n, float(k)))
 
@@ -249,7 +298,11 @@ def compute(
     ``judged`` (bool, the shape of ``grades``) and ``retrieved`` (ranking lengths) are needed only
     by metrics registered with ``judged=True``; see :func:`needs_judged`.
     """
-    ranked = Ranked(grades, num_rel, ideal, judged=judged, retrieved=retrieved)
+    return compute_ranked(Ranked.from_dense(grades, num_rel, ideal, judged=judged, retrieved=retrieved), metrics)
+
+
+def compute_ranked(ranked: Ranked, metrics: Sequence[Metric]) -> dict[str, np.ndarray]:
+    """Per-query values of every metric for one block in sparse form (see :class:`Ranked`)."""
     out: dict[str, np.ndarray] = {}
     for m in metrics:
         s = spec(m.kind)

@@ -23,8 +23,6 @@ from harness.run import Run, rank_key, sort_rows_descending
 
 #: Elements per padded block: bounds memory when a few rankings are much longer than the rest.
 _BLOCK_ELEMENTS = 1 << 22
-#: Judgments per query up to which grade lookup compares against each query's list directly.
-_DENSE_LOOKUP_MAX = 16
 
 
 def mean(values: np.ndarray) -> float:
@@ -88,9 +86,24 @@ class CompiledQrels:
         self._judged, self._rows, self._grades_flat = judged, rows, grades
         self._by_vocab: dict[tuple[int, bool], tuple[object, _VocabJudgments]] = {}
         self._pos_cache: tuple[object, np.ndarray] | None = None
+        self._rows_cache: tuple[object, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.query_ids)
+
+    def rows_in(self, query_ids: list[str]) -> np.ndarray:
+        """For each judged query, its position in ``query_ids`` (a run's, unique), -1 if absent;
+        remembered for the last list seen, since the runs of one benchmark share their query list."""
+        hit = self._rows_cache
+        if hit is not None and hit[0] is query_ids:
+            return hit[1]
+        if query_ids == self.query_ids:  # the usual case: run and qrels from one dataset, same order
+            rows = np.arange(len(query_ids), dtype=np.int64)
+        else:
+            qpos = {q: i for i, q in enumerate(query_ids)}
+            rows = np.fromiter((qpos.get(q, -1) for q in self.query_ids), dtype=np.int64, count=len(self))
+        self._rows_cache = (query_ids, rows)
+        return rows
 
     def judged(self, row: int) -> Mapping[str, int]:
         """The judgments of one query, as given."""
@@ -164,60 +177,50 @@ def _positions(vocab: np.ndarray, names: list[str]) -> np.ndarray:
 class _VocabJudgments:
     """Judged (query row, doc position, grade) triples for one vocabulary, ready for lookup.
 
-    ``keys`` are sorted ``query_row * n_docs + doc_position``; ``docs``/``grades`` hold the same
-    triples per query, padded (-2) to the most judged query, when that is at most
-    ``_DENSE_LOOKUP_MAX``; ``any_judged[p]`` says whether any query judges the document at
-    position ``p`` (one byte per document, plus a False at the end that padding (-1) indexes).
+    Most judged documents are judged for one query only, so the join is direct addressing:
+    ``owner[p]`` is the one query row that judges the document at position ``p`` (``-1``: none,
+    ``-2``: several; one slot more at the end, which padding (-1) reads), ``owner_grade[p]`` its
+    grade. The judgments of documents several queries judge are kept as sorted keys
+    ``query_row * n_docs + doc_position`` for one binary search over just those.
     """
 
     def __init__(self, n_queries: int, n_docs: int, rows: np.ndarray, pos: np.ndarray, grades: np.ndarray) -> None:
         self.n_docs = n_docs
-        keys = rows * n_docs + pos
+        per_doc = np.bincount(pos, minlength=n_docs)
+        row_dtype = np.int32 if n_queries < np.iinfo(np.int32).max else np.int64
+        self.owner = np.full(n_docs + 1, -1, dtype=row_dtype)
+        self.owner_grade = np.zeros(n_docs + 1)
+        single = per_doc[pos] == 1
+        self.owner[pos[single]] = rows[single]
+        self.owner_grade[pos[single]] = grades[single]
+        self.owner[pos[~single]] = -2
+        keys = rows[~single] * n_docs + pos[~single]
         order = np.argsort(keys, kind="stable")
-        self.keys, self.key_grades = keys[order], grades[order]
-        self.any_judged = np.zeros(n_docs + 1, dtype=bool)
-        self.any_judged[pos] = True
-        rows = rows[order]
-        counts = np.bincount(rows, minlength=n_queries)
-        self.width = int(counts.max(initial=0))
-        self.docs = self.grades = None
-        if self.width <= _DENSE_LOOKUP_MAX:
-            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            cols = np.arange(rows.size) - starts[rows]
-            self.docs = np.full((n_queries, self.width), -2, dtype=np.int64)
-            self.grades = np.zeros((n_queries, self.width))
-            self.docs[rows, cols] = pos[order]
-            self.grades[rows, cols] = self.key_grades
+        self.keys, self.key_grades = keys[order], grades[~single][order]
 
-    def lookup(
-        self, query_rows: np.ndarray, doc_positions: np.ndarray, *, with_judged: bool = False
-    ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Grades of ranked documents (``doc_positions`` row-aligned with ``query_rows``, -1 padding),
-        0 where not judged; and, ``with_judged``, whether each carries a judgment.
-
-        Few judgments per query: compare against each query's list. Many: only the documents some
-        query judges (a one-byte-per-document filter) are searched for, in one binary search over
-        the sorted keys."""
-        out = np.zeros(doc_positions.shape)
-        judged = np.zeros(doc_positions.shape, dtype=bool) if with_judged else None
-        if self.docs is not None:
-            d, g = self.docs[query_rows], self.grades[query_rows]
-            for c in range(self.width):
-                eq = doc_positions == d[:, c : c + 1]
-                np.copyto(out, g[:, c : c + 1], where=eq)
-                if judged is not None:
-                    judged |= eq
-            return out, judged
-        if not self.keys.size:
-            return out, judged
-        cand = self.any_judged[doc_positions]  # padding (-1) reads the trailing False
-        probe = (query_rows[:, None] * self.n_docs + doc_positions)[cand]
-        at = np.minimum(np.searchsorted(self.keys, probe), self.keys.size - 1)
-        found = self.keys[at] == probe
-        out[cand] = np.where(found, self.key_grades[at], 0.0)
-        if judged is not None:
-            judged[cand] = found
-        return out, judged
+    def lookup(self, query_rows: np.ndarray, doc_positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The judged documents among ranked ones (``doc_positions`` row-aligned with ``query_rows``,
+        -1 padding), as ``(row, column, grade)`` triples in row-major order (what
+        :class:`core.Ranked` takes): a ranking's judged documents are few, so nothing dense is built
+        beyond one gather and two comparisons per ranked document."""
+        width = doc_positions.shape[1]
+        owner = self.owner[doc_positions]
+        direct = np.flatnonzero(owner == query_rows[:, None].astype(owner.dtype))
+        r, c = np.divmod(direct, width) if width else (direct, direct)
+        grades = self.owner_grade[doc_positions[r, c]]
+        if self.keys.size:
+            shared = np.flatnonzero(owner == -2)
+            if shared.size:
+                sr, sc = np.divmod(shared, width)
+                probe = query_rows[sr] * self.n_docs + doc_positions[sr, sc]
+                at = np.searchsorted(self.keys, probe)
+                at[at == self.keys.size] = 0
+                found = self.keys[at] == probe
+                flat = np.concatenate((direct, shared[found]))
+                order = np.argsort(flat, kind="stable")
+                r, c = np.divmod(flat[order], width)
+                grades = np.concatenate((grades, self.key_grades[at[found]]))[order]
+        return r, c, grades
 
 
 def _blocks(lengths: np.ndarray) -> Iterator[np.ndarray]:
@@ -232,19 +235,28 @@ def _blocks(lengths: np.ndarray) -> Iterator[np.ndarray]:
         start = stop
 
 
-def _score(
-    metrics: Sequence[Metric], cq: CompiledQrels, lengths: np.ndarray, grade_block, with_judged: bool
-) -> dict[str, np.ndarray]:
-    """Hand each block's ranked grades (and judged matrix, when a metric needs it) to the core."""
+def _score(metrics: Sequence[Metric], cq: CompiledQrels, lengths: np.ndarray, grade_block) -> dict[str, np.ndarray]:
+    """Hand each block of ranked queries (``grade_block(rows, width, ideal) -> core.Ranked``) to the core."""
     ideal = cq.ideal(core.ideal_length(metrics, cq.max_positive))
     values = {m.name: np.zeros(len(cq)) for m in metrics}
     for rows in _blocks(lengths):
-        grades, judged = grade_block(rows, int(lengths[rows].max(initial=0)))
-        retrieved = lengths[rows] if with_judged else None
-        computed = core.compute(grades, cq.num_rel[rows], ideal[rows], metrics, judged=judged, retrieved=retrieved)
-        for name, v in computed.items():
+        ranked = grade_block(rows, int(lengths[rows].max(initial=0)), ideal[rows])
+        for name, v in core.compute_ranked(ranked, metrics).items():
             values[name][rows] = v
     return values
+
+
+def _run_block(indices: np.ndarray, run_rows: np.ndarray, width: int) -> np.ndarray:
+    """``indices[run_rows, :width]`` with -1 rows where ``run_rows`` is -1 (a query the run lacks);
+    a view, not a copy, when the rows are a contiguous range (run and qrels in the same order)."""
+    n = run_rows.size
+    contiguous = n and run_rows[0] >= 0 and run_rows[-1] - run_rows[0] == n - 1
+    if contiguous and width <= indices.shape[1] and (n == 1 or bool((np.diff(run_rows) == 1).all())):
+        return indices[run_rows[0] : run_rows[0] + n, :width]
+    idx = np.full((n, width), -1, dtype=indices.dtype)
+    ok = run_rows >= 0
+    idx[ok] = indices[run_rows[ok], :width]
+    return idx
 
 
 def _counts(cq: CompiledQrels, lengths: np.ndarray, run_qids, duplicates: int) -> dict[str, int]:
@@ -282,7 +294,7 @@ def evaluate_dicts(
     rankings = [run.get(q, empty) or empty for q in cq.query_ids]
     lengths = np.fromiter((len(r) for r in rankings), dtype=np.int64, count=len(rankings))
 
-    def grade_block(rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray | None]:
+    def grade_block(rows: np.ndarray, width: int, ideal: np.ndarray) -> core.Ranked:
         # per-query dict lookups: each judged dict is small and cache-hot, unlike one global table
         scores = np.full((len(rows), width), -np.inf)
         grades = np.zeros((len(rows), width))
@@ -318,9 +330,10 @@ def evaluate_dicts(
             if judged is not None:
                 has = cq.judged(r)
                 judged[i, : len(ranked)] = [d in has for d, _ in ranked]
-        return grades, judged
+        retrieved = lengths[rows] if with_judged else None
+        return core.Ranked.from_dense(grades, cq.num_rel[rows], ideal, judged=judged, retrieved=retrieved)
 
-    values = _score(ms, cq, lengths, grade_block, with_judged)
+    values = _score(ms, cq, lengths, grade_block)
     return Evaluation(cq.query_ids, values, _counts(cq, lengths, run, 0))
 
 
@@ -333,23 +346,33 @@ def evaluate_run(
     ms = _metrics(metrics)
     with_judged = core.needs_judged(ms)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
-    qpos = {q: i for i, q in enumerate(run.query_ids)}
-    run_rows = np.fromiter((qpos.get(q, -1) for q in cq.query_ids), dtype=np.int64, count=len(cq))
+    run_rows = cq.rows_in(run.query_ids)
     present = run_rows >= 0
     lengths = np.zeros(len(cq), dtype=np.int64)
     lengths[present] = run.lengths[run_rows[present]]
     # a dict the run already built, else a C hash
     vj = cq.for_vocab(run.doc_ids, run._dpos, with_zeros=with_judged)
 
-    def grade_block(rows: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray | None]:
+    def grade_block(rows: np.ndarray, width: int, ideal: np.ndarray) -> core.Ranked:
         r = run_rows[rows]
-        idx = np.full((len(rows), width), -1, dtype=np.int64)
-        ok = r >= 0
-        idx[ok] = run.indices[r[ok], :width]
-        return vj.lookup(rows, idx, with_judged=with_judged)
+        idx = _run_block(run.indices, r, width)
+        hit_rows, hit_cols, grades = vj.lookup(rows, idx)
+        return core.Ranked(
+            (len(rows), width),
+            hit_rows,
+            hit_cols,
+            grades,
+            cq.num_rel[rows],
+            ideal,
+            complete_judged=with_judged,
+            retrieved=lengths[rows] if with_judged else None,
+        )
 
-    values = _score(ms, cq, lengths, grade_block, with_judged)
-    return Evaluation(cq.query_ids, values, _counts(cq, lengths, run.query_ids, run.duplicates_dropped))
+    values = _score(ms, cq, lengths, grade_block)
+    counts = _counts(cq, lengths, (), run.duplicates_dropped)
+    # run and qrels query ids are each unique: the run's others are the ones not judged
+    counts["not_in_qrels"] = len(run.query_ids) - int(present.sum())
+    return Evaluation(cq.query_ids, values, counts)
 
 
 def check_overlap(
