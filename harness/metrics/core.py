@@ -1,12 +1,13 @@
-"""The one implementation of every judgment-based metric, on ranked grade matrices.
+"""The one implementation of every judgment-based metric, on ranked blocks of queries.
 
-Input per block of queries (a :class:`Ranked`): ``grades[i, j]`` is the judged grade of the
-document at rank ``j+1`` of query ``i`` (0 for unjudged and for padding), already in canonical
-order; ``num_rel[i]`` the number of judged documents with grade >= 1; ``ideal[i]`` the positive
-judged grades sorted descending (zero padded); and, for the metrics that ask for them,
-``judged[i, j]`` (the document carries a judgment, any grade) and ``retrieved[i]`` (ranking
-length). Definitions follow trec_eval (DESIGN section 5); each metric's formula is the docstring
-of its compute function below, which is also its one registration (:mod:`harness.metrics.registry`).
+Input per block of queries (a :class:`Ranked`): the judged documents found in the rankings, as
+``(row, rank - 1, grade)`` triples in canonical rank order (from a padded grade matrix with
+:meth:`Ranked.from_dense`, or straight from the array path's lookup); ``num_rel[i]`` the number of
+judged documents with grade >= 1; ``ideal[i]`` the positive judged grades sorted descending (zero
+padded); and, for the metrics that ask for them, every judged document (grade 0 included) and
+each ranking's length. Definitions follow trec_eval (DESIGN section 5); each metric's formula is
+the docstring of its compute function below, which is also its one registration
+(:mod:`harness.metrics.registry`).
 
 Notation: ``rel_k`` counts relevant (grade >= 1) documents in the top k and R = ``num_rel``.
 Every metric is 0 for a query with R = 0 or with nothing retrieved (``judged@k``: nothing
