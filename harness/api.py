@@ -390,7 +390,14 @@ def _embedder(graph: Graph, ds: GoldenDataset, cache_dir: Path, show_progress: b
     corpus = ds.corpus
 
     def embed(doc_ids: Sequence[str]) -> Any:
-        return encoder.encode_documents([corpus[index[d]] for d in doc_ids], progress=len(doc_ids) > 256)
+        import numpy as np
+
+        known = [i for i, d in enumerate(doc_ids) if d in index]
+        vecs = encoder.encode_documents([corpus[index[doc_ids[i]]] for i in known], progress=False)
+        out = np.full((len(doc_ids), vecs.shape[1] if vecs.ndim == 2 and len(known) else 1), np.nan)
+        if known:
+            out[known] = vecs
+        return out  # NaN rows: documents outside the corpus, left out of ild (with a warning)
 
     return embed
 

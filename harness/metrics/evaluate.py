@@ -463,10 +463,3 @@ def evaluate(
     result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)
     return result.per_query() if per_query else result.means()
 
-
-def check_overlap(cq: CompiledQrels, run: Run, *, run_label: str, qrels_label: str) -> str | None:  # TEMP stub
-    judged = set(cq.query_ids)
-    ranked = [q for q in run.query_ids if q in judged]
-    if run.query_ids and not ranked:
-        raise InputError(f"run {run_label} shares no query ids with qrels {qrels_label}")
-    return None
