@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.errors import InputError
 from harness.gate import CheckReport, Tolerances, check
 from harness.gate.junit import to_junit
 from harness.gate.render import to_markdown, to_text
-from harness.errors import InputError
 from harness.results import Results
 
 FP = "sha256:" + "a" * 64
@@ -268,3 +268,41 @@ def test_text_table_lists_failures_first():
     lines = [ln for ln in text.splitlines() if ln.startswith(("REGRESSION", "ok "))]
     assert lines[0].startswith("REGRESSION") and lines[-1].startswith("ok")
     assert text.rstrip().endswith("FAIL: 2 regressions (4 checks: 2 ok)")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_scores_are_bad_input_never_a_verdict(bad):
+    b = base_scores()
+    c = {m: v.copy() for m, v in b.items()}
+    c["ndcg@10"][3] = bad
+    current = make_results({"bm25": c})
+    current.summary["bm25"]["ndcg@10"] = 0.5  # a finite mean: the per-query value is what is wrong
+    with pytest.raises(InputError, match=r"per_query\.bm25\.q003\.ndcg@10: not a finite number"):
+        check(make_results({"bm25": b}), current)
+    with pytest.raises(InputError, match=r"summary\.bm25\.ndcg@10: not a finite number"):
+        check(Results(summary={"bm25": {"ndcg@10": 0.4}}), Results(summary={"bm25": {"ndcg@10": bad}}))
+
+
+@pytest.mark.parametrize("tol", [float("nan"), float("inf"), -0.01])
+def test_non_finite_tolerance_or_alpha_in_the_api(tol):
+    res = make_results({"bm25": base_scores()})
+    with pytest.raises(InputError, match="tolerance"):
+        check(res, res, tolerances=tol)
+    with pytest.raises(InputError, match="alpha"):
+        check(res, res, alpha=tol)
+
+
+def test_per_query_scores_on_one_side_only_say_which_side():
+    b = make_results({"bm25": base_scores()})
+    c = Results(summary={"bm25": {m: float(v.mean()) - 0.05 for m, v in base_scores().items()}})
+    report = check(b, c)
+    r = row(report, "bm25", "ndcg@10")
+    assert r.verdict == "regression" and r.p_value is None
+    assert r.note == "no per-query scores in current: tolerance only"
+
+
+def test_missing_rows_carry_the_baseline_value():
+    b = make_results({"bm25": base_scores()})
+    c = make_results({"bm25": {"ndcg@10": base_scores()["ndcg@10"]}})
+    r = row(check(b, c), "bm25", "recall@100")
+    assert r.verdict == "missing" and r.failing and r.baseline == pytest.approx(base_scores()["recall@100"].mean())

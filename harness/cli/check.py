@@ -13,7 +13,6 @@ or inside a results folder's ``results.json``/``runs/``, and an existing file is
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
 from harness.errors import InputError
@@ -33,17 +32,6 @@ from harness.gate.tolerances import check_alpha, check_tolerance
 from harness.results import Results
 
 
-def _float(text: str) -> float:
-    """argparse type: a finite float (``nan`` and ``inf`` parse as floats, but are no threshold)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "check",
@@ -56,14 +44,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--current", required=True, help="current results.json or results folder")
     p.add_argument(
         "--tolerance",
-        type=_float,
+        type=float,
         default=None,
         help=f"allowed absolute drop for every metric (default {DEFAULT_TOLERANCE}; overrides the file's default)",
     )
     p.add_argument("--tolerances", metavar="FILE.yaml", help="per-metric / per-retriever tolerances (see docs)")
     p.add_argument(
         "--alpha",
-        type=_float,
+        type=float,
         default=None,
         help=f"significance level (default: the tolerances file's alpha, else {DEFAULT_ALPHA})",
     )
