@@ -44,6 +44,10 @@ def _label(night: dict[str, Any]) -> str:
     return t[5:16].replace("T", " ") if len(t) >= 16 else t
 
 
+def _tick(i: int, night: dict[str, Any]) -> str:
+    return f"#{i} {_label(night)}"
+
+
 def _value(night: dict[str, Any], retriever: str, metric: str) -> float:
     v = (night.get("summary") or {}).get(retriever, {}).get(metric)
     return float(v) if isinstance(v, (int, float)) else math.nan
@@ -100,7 +104,9 @@ def plot_metric(history: History, metric: str, retrievers: Sequence[str], title:
     handles.append(Line2D([], [], linestyle="none", marker="X", markersize=9, color=FAIL_COLOR, label="failed check"))
     ax.legend(handles=handles, fontsize="small", loc="best")
     ax.set_xticks(xs if len(xs) <= 16 else xs[:: max(1, len(xs) // 12)])
-    ax.set_xticklabels([_label(nights[x - 1]) for x in ax.get_xticks()], rotation=30, ha="right", fontsize="small")
+    ax.set_xticklabels(
+        [_tick(int(x), nights[int(x) - 1]) for x in ax.get_xticks()], rotation=30, ha="right", fontsize="small"
+    )
     ax.set_xlim(0.5, len(xs) + 0.5)
     ax.set_xlabel("night (UTC)")
     ax.set_ylabel(metric)
