@@ -346,3 +346,15 @@ def test_outputs_refuse_a_users_file_but_replace_their_own(folders, tmp_path, ca
     # two outputs naming one file
     assert _check(base, cur, "--summary", str(summary), "--junit", str(summary)) == 2
     assert "name the same file" in capsys.readouterr().err
+
+
+def test_nightly_nfcorpus_config_names_the_shared_data():
+    """docs/nightly.md names configs/nightly-nfcorpus.yaml: it exists and points at ../shared/data/nfcorpus."""
+    from harness.config import load_config
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = load_config(repo / "configs" / "nightly-nfcorpus.yaml")
+    assert (repo / "configs" / cfg.dataset.path).resolve() == (repo.parent / "shared" / "data" / "nfcorpus").resolve()
+    assert cfg.dataset.split == "test" and list(cfg.retrievers) == ["bm25"]
+    assert cfg.metrics == ["ndcg@10", "mrr@10", "recall@100", "hit_rate@5", "precision@5", "map@100"]
+    assert "configs/nightly-nfcorpus.yaml" in (repo / "docs" / "nightly.md").read_text()
