@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.check import check
+from harness.gate import check
 from harness.cli import main
 from harness.cli.baseline import KEEP, baseline_payload
 from harness.errors import InputError
