@@ -7,6 +7,14 @@ packages add types through the entry-point group ``retrieval_harness.retrievers`
 A spec class is a pydantic model with a ``type`` field, and:
 - ``inputs() -> list[str]``: names of other retrievers in the config it builds on (default none);
 - ``build(ctx: BuildContext) -> Retriever | Stage``.
+
+Secrets: a spec field is secret when it is typed ``SecretStr`` or declared with
+``Field(..., json_schema_extra={"secret": True})`` (``http``'s ``headers`` is). ``model_dump`` of a
+spec is *redacted by default*: a secret field that was set reads ``"<set>"`` (a mapping keeps its
+keys: ``{"Authorization": "<set>"}``), and a value that came from ``${ENV_VAR}`` in the config reads as
+that template, so whatever records a spec (results.json, the manifest, a baseline) cannot leak one.
+``spec.reveal()`` gives the real values, for ``build`` only. (A Python-mode dump masks the secret
+fields only; a JSON-mode dump, what gets written, also shows ``${ENV_VAR}`` values as templates.)
 """
 
 from __future__ import annotations
@@ -18,11 +26,18 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SecretStr, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
-from harness.errors import InputError
+from harness.errors import InputError, register_secret, scrub
 
 ENTRY_POINT_GROUP = "retrieval_harness.retrievers"
+
+#: What a secret field that was set reads as in every dump.
+SET = "<set>"
+
+#: Strings a ``${ENV_VAR}`` expanded to -> the template as written (``"Bearer ${TOKEN}"``); dumps show
+#: the template, never the value. Filled by :func:`harness.config.expand_env`.
+ENV_TEMPLATES: dict[str, str] = {}
 
 BUILTIN: dict[str, str] = {
     "bm25": "retrievers.bm25:BM25Spec",
@@ -43,11 +58,98 @@ class SpecBase(BaseModel):
 
     type: str
 
+    def model_post_init(self, __context: Any) -> None:
+        for name in self.secret_fields():
+            _register(getattr(self, name, None))
+
+    @classmethod
+    def secret_fields(cls) -> list[str]:
+        """Names of the fields whose values are never written (``SecretStr`` or ``{"secret": True}``)."""
+        return [n for n, f in cls.model_fields.items() if _is_secret(f)]
+
+    @model_serializer(mode="wrap")
+    def _redacted(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if info.context and info.context.get("reveal"):
+            return _unwrap(data)
+        if not isinstance(data, dict):  # pragma: no cover - a spec always dumps to a mapping
+            return data
+        for name in self.secret_fields():
+            field = type(self).model_fields[name]
+            for key in {name, field.alias or name}:
+                if key in data:
+                    data[key] = _mask(data[key])
+        # a JSON dump is what gets written: env-expanded values as their templates, secrets scrubbed;
+        # a Python dump is what adapters are built from, so other fields keep their real values
+        return redact_value(data) if info.mode_is_json() else data
+
+    def reveal(self, **kwargs: Any) -> dict[str, Any]:
+        """``model_dump`` with the real secret values: for building the adapter, never for writing."""
+        return self.model_dump(context={"reveal": True}, **kwargs)
+
     def inputs(self) -> list[str]:
         return []
 
     def build(self, ctx: BuildContext) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _is_secret(field: Any) -> bool:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and extra.get("secret"):
+        return True
+    ann = field.annotation
+    return ann is SecretStr or SecretStr in getattr(ann, "__args__", ())
+
+
+def _register(value: Any) -> None:
+    if isinstance(value, SecretStr):
+        register_secret(value.get_secret_value())
+    elif isinstance(value, str):
+        register_secret(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _register(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _register(v)
+
+
+def _mask(value: Any) -> Any:
+    """``"<set>"`` for a value that was given; a mapping keeps its keys, so results say *which* header
+    was sent."""
+    if value is None or value == "" or value == {} or value == []:
+        return value
+    if isinstance(value, dict):
+        return {k: _mask(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_mask(v) for v in value]
+    return SET
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    return value
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` (a dump: dicts, lists, scalars) with every string that came from ``${ENV_VAR}`` shown as
+    its template and every registered secret scrubbed out of the rest."""
+    if isinstance(value, str):
+        template = ENV_TEMPLATES.get(value)
+        return template if template is not None else scrub(value)
+    if isinstance(value, SecretStr):
+        return SET
+    if isinstance(value, dict):
+        return {(redact_value(k) if isinstance(k, str) else k): redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value
 
 
 @dataclass
