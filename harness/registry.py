@@ -20,13 +20,25 @@ fields only; a JSON-mode dump, what gets written, also shows ``${ENV_VAR}`` valu
 from __future__ import annotations
 
 import importlib
+import math
+import types
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SecretStr, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SecretStr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from harness.errors import InputError, register_secret, scrub
 
@@ -57,6 +69,21 @@ class SpecBase(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=())
 
     type: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strict(cls, data: Any) -> Any:
+        """Booleans are not numbers and strings are not numbers (``depth: true``, ``k1: "1.2"``): pydantic's
+        lax mode would take them as 1 and 1.2. (Configs get the same check, located, before this.)"""
+        problem = strict_scalar_problem(cls, data)
+        if problem is not None:
+            raise ValueError(f"{'.'.join(map(str, problem[0]))}: {problem[1]}")
+        return data
+
+    def preflight(self, config_dir: Path) -> None:
+        """Check what can be checked before any retriever runs (imports, files), raising ``InputError``
+        with ``field`` set; called while the config is checked. Nothing here may be slow."""
+        return None
 
     def model_post_init(self, __context: Any) -> None:
         for name in self.secret_fields():
@@ -92,6 +119,50 @@ class SpecBase(BaseModel):
 
     def build(self, ctx: BuildContext) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _scalar_kinds(annotation: Any) -> set[type]:
+    """The plain scalar types an annotation admits (``int | None`` -> {int, NoneType})."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        out: set[type] = set()
+        for arg in typing.get_args(annotation):
+            out |= _scalar_kinds(arg)
+        return out
+    if origin is typing.Annotated:
+        return _scalar_kinds(typing.get_args(annotation)[0])
+    return {annotation} if isinstance(annotation, type) else set()
+
+
+def strict_scalar_problem(model: type[BaseModel], data: Any) -> tuple[tuple[str, ...], str] | None:
+    """``(field path, what is wrong)`` for the first number field given a bool, a string or (for an int)
+    a float, descending into nested models; ``None`` when every number is a real number."""
+    if not isinstance(data, Mapping):
+        return None
+    by_key = {(f.alias or n): (n, f) for n, f in model.model_fields.items()}
+    by_key.update({n: (n, f) for n, f in model.model_fields.items()})
+    for key, value in data.items():
+        if key not in by_key:
+            continue
+        _, field = by_key[key]
+        kinds = _scalar_kinds(field.annotation)
+        nested = [k for k in kinds if issubclass(k, BaseModel)]
+        if nested and isinstance(value, Mapping):
+            inner = strict_scalar_problem(nested[0], value)
+            if inner is not None:
+                return (str(key), *inner[0]), inner[1]
+            continue
+        if bool in kinds or not kinds & {int, float}:
+            continue
+        number = "an integer" if float not in kinds else "a number"
+        if isinstance(value, bool):
+            return (str(key),), f"must be {number}, not {str(value).lower()} (a boolean)"
+        if isinstance(value, str) and str not in kinds:
+            return (str(key),), f"must be {number}, not the string {value!r:.40} (write it without quotes)"
+        if isinstance(value, float) and float not in kinds:
+            shown = repr(value) if math.isfinite(value) else str(value)
+            return (str(key),), f"must be a plain integer, not {shown} (a float)"
+    return None
 
 
 def _is_secret(field: Any) -> bool:
