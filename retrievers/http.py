@@ -34,6 +34,7 @@ import time
 import weakref
 import zlib
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -163,10 +164,8 @@ class HttpRetriever:
         with self._lock:
             if self._client is not None:
                 client, self._client = self._client, None
-                try:
+                with suppress(Exception):  # a request still in flight on another thread: its thread ends it
                     client.close()
-                except Exception:  # a request still in flight on another thread: its thread ends it
-                    pass
 
     def cancel(self) -> None:
         """Abort requests in flight and fail every later call at once (the run gave up on us)."""
