@@ -391,6 +391,7 @@ class IsolatedRetriever:
 
     def _check_alive(self, what: str, waited: bool = False) -> None:
         if self._cancelled.is_set():
+            _stop(self._proc, None)  # the cancelling thread may still be at it: gone before we report
             raise RetrieverError(f"{self.target}: cancelled (the retriever process was killed)")
         code = self._proc.poll()
         if code is None and waited:
