@@ -169,7 +169,8 @@ def test_unset_env_var_is_located(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("HARNESS_T_NOPE", raising=False)
     located(
         tmp_path,
-        "retrievers:\n  h:\n    type: http\n    url: http://x/\n    headers:\n      Authorization: 'Bearer ${HARNESS_T_NOPE}'\n",
+        "retrievers:\n  h:\n    type: http\n    url: http://x/\n    headers:\n"
+        "      Authorization: 'Bearer ${HARNESS_T_NOPE}'\n",
         6,
         "retrievers.h.headers.Authorization",
         "environment variable HARNESS_T_NOPE is not set",
@@ -187,7 +188,8 @@ def test_env_values_in_team_params_are_written_as_templates_and_scrubbed(tmp_pat
     c = load_config(
         cfg(
             tmp_path,
-            "retrievers:\n  t:\n    type: python\n    class: team_mod_env:T\n    params: {api_key: '${HARNESS_T_API_KEY}'}\n",
+            "retrievers:\n  t:\n    type: python\n    class: team_mod_env:T\n"
+            "    params: {api_key: '${HARNESS_T_API_KEY}'}\n",
         )
     )
     spec = c.specs()["t"]
