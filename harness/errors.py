@@ -6,6 +6,7 @@ field, so the CLI can print one line and exit 2 instead of a traceback from deep
 
 from __future__ import annotations
 
+import logging
 from os import PathLike
 
 
@@ -79,3 +80,13 @@ def scrub(text: str) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+class ScrubFilter(logging.Filter):
+    """Scrubs registered secrets from log records (attach it to the handlers that write logs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _SECRETS:
+            message = scrub(record.getMessage())
+            record.msg, record.args = message, None
+        return True

@@ -114,7 +114,7 @@ def _check_score(qid: str, pos: int, doc: Any, score: Any) -> None:
     if isinstance(score, (bool, np.bool_)) or not isinstance(score, numbers.Real):
         kind = "a boolean" if isinstance(score, (bool, np.bool_)) else type(score).__name__
         raise InputError(
-            f"query {qid!r}, item {pos} (doc {doc!r:.60}): score {score!r:.40} is {kind}, not a number (return a float)"
+            f"query {qid!r}, item {pos}, doc {doc!r:.60}: score {score!r:.40} is not a number ({kind}; return a float)"
         )
 
 

@@ -44,7 +44,7 @@ from pydantic import ConfigDict, Field, model_validator
 from harness.errors import InputError, RetrieverError
 from harness.model import Document, Query
 from harness.protocol import Retriever, SearchResult
-from harness.registry import BuildContext, SpecBase
+from harness.registry import BuildContext, SpecBase, redact_value
 
 
 class PythonSpec(SpecBase):
@@ -260,6 +260,11 @@ class Guarded:
     def inner(self) -> Any:
         return self._inner
 
+    def params(self) -> dict[str, Any]:
+        """The object's own ``params()``, with secrets and ``${ENV}`` values redacted (they are written)."""
+        got = self._inner.params() if callable(getattr(self._inner, "params", None)) else {}
+        return redact_value(dict(got)) if isinstance(got, Mapping) else {}
+
     def index(self, corpus: Sequence[Document]) -> None:
         try:
             return self._inner.index(corpus)
@@ -340,7 +345,7 @@ class IsolatedRetriever:
         self.name = reply.get("name") or self.name
 
     def params(self) -> dict[str, Any]:
-        return {"isolation": "process", "target": self.target, **self._params}
+        return redact_value({"isolation": "process", "target": self.target, **self._params})
 
     def index(self, corpus: Sequence[Document]) -> None:
         self._call(("index", list(corpus)), self.timeout_s)

@@ -43,7 +43,7 @@ from pydantic import Field, field_validator
 
 from harness.errors import RetrieverError
 from harness.model import Document, Query
-from harness.registry import BuildContext, SpecBase
+from harness.registry import BuildContext, SpecBase, redact_value
 
 #: Statuses worth retrying: the service is overloaded or restarting, not wrong.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -136,7 +136,7 @@ class HttpRetriever:
     def params(self) -> dict[str, Any]:
         # header values may hold secrets: record which headers were sent, not their values
         return {
-            "url": self.url,
+            "url": redact_value(self.url),  # a URL from ${ENV} is recorded as its template
             "batch_size": self.batch_size,
             "timeout_s": self.timeout_s,
             "retries": self.retries,

@@ -213,7 +213,7 @@ def test_env_values_in_team_params_are_written_as_templates_and_scrubbed(tmp_pat
     ],
 )
 def test_team_scores_must_be_real_numbers(result, needle) -> None:
-    with pytest.raises(RetrieverError, match=rf"retriever 'team'.*score .* is {needle}") as e:
+    with pytest.raises(RetrieverError, match=rf"retriever 'team'.*score .* is not a number \({needle}") as e:
         validate_output(result, [Query(id="q1", text="x")], 10, np.array(["d1"], dtype=object), "team")
     assert "team" in str(e.value)
 
