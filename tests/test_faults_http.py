@@ -344,3 +344,32 @@ def test_free_port_refuses(serve) -> None:  # a sanity check of the fixtures: no
         port = sock.getsockname()[1]
     with pytest.raises(RetrieverError, match="ConnectError"):
         build(f"http://127.0.0.1:{port}/x", timeout_s=5).search(QS, 3)
+
+
+@pytest.mark.slow
+def test_harness_run_writes_no_secret_anywhere(serve, tmp_path) -> None:
+    """Row 1 end to end: the token reaches the service, and no file the run writes holds it."""
+    s = serve(lambda h, p: ok(h, p))
+    token = "tok-e2e-5f1c9a77"
+    (tmp_path / "c.yaml").write_text(
+        "dataset: demo\nlatency_queries: 2\nretrievers:\n  bm25: {type: bm25}\n"
+        f"  svc:\n    type: http\n    url: {s.url}\n    headers: {{Authorization: 'Bearer ${{E2E_TOKEN}}'}}\n"
+        "    allow_unknown_docs: true\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "run", "--config", "c.yaml", "--out", "out", "--no-progress"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), "E2E_TOKEN": token},
+    )
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    assert s.headers_seen and s.headers_seen[-1]["Authorization"] == f"Bearer {token}"
+    assert token not in proc.stdout + proc.stderr
+    files = [f for f in (tmp_path / "out").rglob("*") if f.is_file()]
+    assert files
+    for f in files:
+        assert token.encode() not in f.read_bytes(), f
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert "${E2E_TOKEN}" in json.dumps(res) or "<set>" in json.dumps(res)
