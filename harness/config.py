@@ -20,7 +20,7 @@ keys are checked (a typo lists that type's valid keys), and what a retriever wil
 Secrets: ``${ENV_VAR}`` (or ``${ENV_VAR:-default}``; ``$${`` for a literal ``${``) in any string value
 is expanded at load time, so a token need not be in the YAML. An unset variable is an error naming
 file, line and key. Dumps of the config and of its specs are redacted (:func:`redacted`): an expanded
-value reads as its ``${ENV_VAR}`` template, a secret field (``http`` headers) as ``"<set>"``.
+value in a retriever reads as its ``${ENV_VAR}`` template, a secret field (``http`` headers) as ``"<set>"``.
 """
 
 from __future__ import annotations
@@ -344,8 +344,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 def expand_env(data: Any, *, source: str | None = None, yaml_text: str | None = None) -> Any:
     """``data`` with ``${VAR}`` / ``${VAR:-default}`` expanded in every string value (``$${`` is a
-    literal ``${``). Every expansion is remembered so dumps show the template, never the value, and
-    values under ``retrievers`` (where tokens and keys live) are scrubbed from every error message."""
+    literal ``${``). Expansions under ``retrievers`` (where tokens and keys live) are remembered, so
+    dumps show the template, never the value, and error messages have the value scrubbed."""
 
     def walk(value: Any, path: tuple[Any, ...]) -> Any:
         if isinstance(value, str):
@@ -389,10 +389,11 @@ def expand_env(data: Any, *, source: str | None = None, yaml_text: str | None = 
             return value
 
         expanded = _ENV_REF.sub(sub, text)
-        if expanded != text:
+        if expanded != text and secret:
+            # only retriever values (where tokens live): a top-level `split: ${SPLIT}` is recorded as
+            # the split it was, and a common word like "test" is not rewritten everywhere
             ENV_TEMPLATES[expanded] = text
-            if secret:
-                register_secret(expanded)
+            register_secret(expanded)
         return expanded
 
     return walk(data, ())
