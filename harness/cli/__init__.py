@@ -17,7 +17,7 @@ from harness import __version__
 from harness.errors import HarnessError
 
 #: Subcommand modules under ``harness.cli``; each defines ``register(subparsers)``.
-COMMANDS = ["run", "evaluate", "compare", "report", "check", "baseline", "train_reranker", "retrievers"]
+COMMANDS = ["run", "evaluate", "compare", "report", "check", "baseline", "train_reranker", "retrievers", "sweep"]
 
 
 def build_parser() -> argparse.ArgumentParser:
