@@ -182,3 +182,14 @@ def test_slices_partition_and_overall_property(a: list[float], b: list[float], t
             assert q in by[tag]
     if any(tags.values()):
         assert by.get(UNTAGGED, set()) == {q for q, t in tags.items() if not t}
+
+
+def test_print_by_tag(demo_results: Results) -> None:
+    from rich.console import Console
+
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    from harness.report.slices import print_by_tag
+
+    report = print_by_tag(demo_results, console)
+    assert report is not None and report.overall.means == demo_results.summary
+    assert "recall@100 by tag" in console.export_text()

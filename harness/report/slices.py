@@ -194,9 +194,10 @@ def legend(report: SliceReport) -> list[str]:
         f"`{OVERALL}` is every query: the numbers of the unsliced table.",
     ]
     if report.baseline is not None:
+        alpha = report.stats.get("alpha", 0.05)
         lines.append(
             f"{BETTER} / {WORSE}: significantly better / worse than {report.baseline!r} within the slice (paired "
-            f"randomization test, Holm-corrected over that slice's comparisons, p < {report.stats.get('alpha', 0.05):g})."
+            f"randomization test, Holm-corrected over that slice's comparisons, p < {alpha:g})."
         )
         small = [s for s in report.slices if not s.tested]
         if small:
@@ -279,3 +280,15 @@ def print_slices(report: SliceReport, console: Console) -> None:
     small = [s for s in report.slices if not s.tested]
     if small and report.baseline is not None:
         console.print(Text("·: slice too small to test", style="dim"))
+
+
+def print_by_tag(results: Results, console: Console, *, min_queries: int = MIN_QUERIES) -> SliceReport | None:
+    """``harness report DIR --by tag`` in one call: the slices of ``results`` by their queries' tags
+    (read from the dataset the manifest names). Says so, and returns None, when no query has a tag."""
+    tags = tags_of_results(results)
+    if not any(tags.values()):
+        console.print("No query of this dataset has tags, so there are no slices (see docs/slices.md).")
+        return None
+    report = slice_tables(results, tags, min_queries=min_queries)
+    print_slices(report, console)
+    return report
