@@ -164,9 +164,9 @@ def work_line(result: SweepResult) -> str:
 
 
 # ---------------------------------------------------------------------- markdown
-def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+def _md_table(head: list[str], rows: list[list[str]], left: int = 1) -> list[str]:
     esc = [[c.replace("|", "\\|") for c in r] for r in [head, *rows]]
-    return ["| " + " | ".join(esc[0]) + " |", "|---|" + "---:|" * (len(head) - 1)] + [
+    return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * left + "---:|" * (len(head) - left)] + [
         "| " + " | ".join(r) + " |" for r in esc[1:]
     ]
 
@@ -176,7 +176,7 @@ def to_markdown(result: SweepResult) -> str:
     for s in result.sections:
         head, rows = grid_rows(s)
         lines += [f"#### {grid_title(result, s)}", "", *_md_table(head, rows), "", chosen_words(s), ""]
-    lines += ["#### Chosen vs default on the test queries", "", *_md_table(TEST_HEADER, test_rows(result)), ""]
+    lines += ["#### Chosen vs default on the test queries", "", *_md_table(TEST_HEADER, test_rows(result), left=2), ""]
     lines += [f"{x}  " for x in test_legend(result)]
     others = [(s, t) for s in result.sections for t in s.test[1:]]
     if others:
@@ -187,6 +187,7 @@ def to_markdown(result: SweepResult) -> str:
                 [s.retriever, t.metric, _f(t.default), _f(t.chosen), f"{t.delta:+.4f}", _p(t.p_value), _p(t.p_holm)]
                 for s, t in others
             ],
+            left=2,
         )
     lines += ["", work_line(result)]
     return "\n".join(lines) + "\n"
