@@ -273,6 +273,7 @@ def test_selecting_on_the_reported_split_is_refused(tmp_path: Path) -> None:
         run_sweep(config, sweep, config_dir=tmp_path)
 
 
+@pytest.mark.slow
 def test_cli(two_splits: Path, tmp_path: Path) -> None:
     cfg = write_config(tmp_path, two_splits, SELECT_ON_TRAIN)
     out = tmp_path / "out"
