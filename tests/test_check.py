@@ -317,14 +317,16 @@ def test_missing_rows_carry_the_baseline_value():
     st.sampled_from(METRICS),
 )
 def test_any_non_finite_value_anywhere_is_named_never_judged(bad, side, where, q, metric):
-    b, c = make_results({"bm25": base_scores(20)}), make_results({"bm25": base_scores(20, seed=5)})
-    target = b if side == "baseline" else c
-    if where == "summary":
-        target.summary["bm25"][metric] = bad
-        key = f"summary.bm25.{metric}"
-    else:
-        target.per_query["bm25"][f"q{q:03d}"][metric] = bad
+    scores = {"baseline": base_scores(20), "current": base_scores(20, seed=5)}
+    if where == "per_query":
+        scores[side][metric] = scores[side][metric].copy()
+        scores[side][metric][q] = bad
         key = f"per_query.bm25.q{q:03d}.{metric}"
+    else:
+        key = f"summary.bm25.{metric}"
+    b, c = make_results({"bm25": scores["baseline"]}), make_results({"bm25": scores["current"]})
+    target = b if side == "baseline" else c
+    target.summary["bm25"][metric] = bad if where == "summary" else 0.5  # a finite mean: the query is wrong
     with pytest.raises(InputError) as e:
         check(b, c, baseline_label="b.json", current_label="c.json")
     assert str(e.value) == f"{side} {side[0]}.json: {key}: not a finite number"
