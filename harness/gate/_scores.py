@@ -2,8 +2,8 @@
 
 ``harness check`` needs a results object's summary means, its per-query scores as a
 (queries x metrics) matrix per retriever, its failures and a few manifest fields. Reading them here,
-once, keeps the gate independent of how results are stored (today ``Results.per_query[retriever]
-[query][metric]``; typed arrays later: only this module changes).
+once, keeps the gate independent of how results are stored (schema 2: per-query arrays over ``query_ids``, read through ``Results.query_scores``;
+only this module knows).
 
 Every score is validated up front: a NaN or an infinity is bad input, named by file and key
 (``current results.json: per_query.bm25.q12.ndcg@10: not a finite number``). A gate must never
@@ -56,9 +56,9 @@ class Scores:
         per_query = {
             str(r): {
                 str(q): {str(m): _number(v, where, f"per_query.{r}.{q}.{m}") for m, v in ms.items()}
-                for q, ms in qs.items()
+                for q, ms in results.query_scores(r).items()
             }
-            for r, qs in (results.per_query or {}).items()
+            for r in (results.per_query or {})
         }
         return cls(
             where=where,
