@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.gate import check
 from harness.cli import main
 from harness.cli.baseline import KEEP, baseline_payload
 from harness.errors import InputError
+from harness.gate import check
 from harness.io import atomic
 from harness.results import Results
 from tests.test_check import base_scores, make_results

@@ -306,3 +306,27 @@ def test_missing_rows_carry_the_baseline_value():
     c = make_results({"bm25": {"ndcg@10": base_scores()["ndcg@10"]}})
     r = row(check(b, c), "bm25", "recall@100")
     assert r.verdict == "missing" and r.failing and r.baseline == pytest.approx(base_scores()["recall@100"].mean())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+    st.sampled_from(["baseline", "current"]),
+    st.sampled_from(["summary", "per_query"]),
+    st.integers(0, 19),
+    st.sampled_from(METRICS),
+)
+def test_any_non_finite_value_anywhere_is_named_never_judged(bad, side, where, q, metric):
+    scores = {"baseline": base_scores(20), "current": base_scores(20, seed=5)}
+    if where == "per_query":
+        scores[side][metric] = scores[side][metric].copy()
+        scores[side][metric][q] = bad
+        key = f"per_query.bm25.q{q:03d}.{metric}"
+    else:
+        key = f"summary.bm25.{metric}"
+    b, c = make_results({"bm25": scores["baseline"]}), make_results({"bm25": scores["current"]})
+    target = b if side == "baseline" else c
+    target.summary["bm25"][metric] = bad if where == "summary" else 0.5  # a finite mean: the query is wrong
+    with pytest.raises(InputError) as e:
+        check(b, c, baseline_label="b.json", current_label="c.json")
+    assert str(e.value) == f"{side} {side[0]}.json: {key}: not a finite number"

@@ -343,6 +343,11 @@ def test_outputs_refuse_a_users_file_but_replace_their_own(folders, tmp_path, ca
     for _ in range(2):
         assert _check(base, cur, "--summary", str(summary), "--junit", str(junit)) == 1
     assert summary.read_text().rstrip().endswith("-->") and ET.parse(junit).getroot().tag == "testsuites"
+    # the tolerances file is an input too
+    tol = tmp_path / "tol.yaml"
+    tol.write_text("default: 0.01\n")
+    assert _check(base, cur, "--tolerances", str(tol), "--summary", str(tol)) == 2
+    assert "names an input" in one_line_error(capsys) and tol.read_text() == "default: 0.01\n"
     # two outputs naming one file
     assert _check(base, cur, "--summary", str(summary), "--junit", str(summary)) == 2
     assert "name the same file" in capsys.readouterr().err

@@ -175,3 +175,18 @@ def test_page_loads_in_headless_chromium_without_errors(tmp_path):
     dom, log = _chromium_dom(broken, tmp_path)
     assert 'data-errors="2"' in re.search(r"<html[^>]*>", dom).group(0)
     assert "boom" in dom and "missing.png" in dom
+
+
+def test_error_nights_and_failed_retrievers_render(tmp_path, capsys):
+    """A night that could not be checked and a night where a retriever crashed still plot: red column,
+    and a red X at the crashed retriever's baseline value."""
+    hist, _ = three_nights(tmp_path)
+    base = tmp_path / "baseline.json"
+    assert main(["check", "--baseline", str(base), "--current", str(tmp_path / "nope"), "--history", str(hist)]) == 2
+    crashed = _write(tmp_path / "crashed.json", make_results({"bm25": base_scores()}, failures={"dense": "boom"}))
+    assert main(["check", "--baseline", str(base), "--current", str(crashed), "--history", str(hist)]) == 1
+    out = tmp_path / "trend"
+    assert main(["history", str(hist), "--out", str(out)]) == 0
+    assert "5 nights (3 failed or not checked)" in capsys.readouterr().out
+    page = (out / "index.html").read_text()
+    assert '<tr class="error">' in page and "dense ndcg@10 failed" in page

@@ -119,7 +119,7 @@ class Scores:
 
 def _file_of(results: Results, label: str) -> str:
     """The results.json a label (a file or a folder) stands for, as the user would find it."""
-    p = Path(label)
-    if results.folder is not None and p.suffix != ".json":
-        return str(p / "results.json")
+    p = Path(label).expanduser()
+    if results.folder is not None and p.is_dir():
+        return str(Path(label) / "results.json")
     return label

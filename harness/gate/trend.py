@@ -87,11 +87,11 @@ def plot_metric(history: History, metric: str, retrievers: Sequence[str], title:
         tol = [r["tolerance"] if r and isinstance(r.get("tolerance"), (int, float)) else math.nan for r in rows]
         if all(math.isnan(y) for y in ys) and all(math.isnan(b) for b in base):
             continue
-        if not all(math.isnan(b) for b in base):
-            lo = [b - t for b, t in zip(base, tol)]
-            hi = [b + t for b, t in zip(base, tol)]
-            ax.fill_between(xs, lo, hi, step="mid", color=color, alpha=0.15, linewidth=0)
-            ax.step(xs, base, where="mid", color=color, linestyle="--", linewidth=1.0, alpha=0.9)
+        for x, b, t in zip(xs, base, tol):  # per night: a re-saved baseline or tolerance shows as a step
+            if not math.isnan(b):
+                t = 0.0 if math.isnan(t) else t
+                ax.fill_between([x - 0.5, x + 0.5], b - t, b + t, color=color, alpha=0.15, linewidth=0)
+                ax.hlines(b, x - 0.5, x + 0.5, colors=color, linestyles="--", linewidth=1.0, alpha=0.9)
         (line,) = ax.plot(xs, ys, color=color, marker="o", markersize=4, linewidth=1.6, label=name)
         handles.append(line)
         for x, y, r, b in zip(xs, ys, rows, base):
@@ -108,6 +108,7 @@ def plot_metric(history: History, metric: str, retrievers: Sequence[str], title:
         [_tick(int(x), nights[int(x) - 1]) for x in ax.get_xticks()], rotation=30, ha="right", fontsize="small"
     )
     ax.set_xlim(0.5, len(xs) + 0.5)
+    ax.margins(y=0.12)  # room for the failure markers at the extremes
     ax.set_xlabel("night (UTC)")
     ax.set_ylabel(metric)
     ax.grid(True, alpha=0.3)
