@@ -142,7 +142,7 @@ def test_test_numbers_are_test_queries_only(train_sweep, two_splits: Path) -> No
     assert row.chosen == alone.summary["chosen"]["ndcg@10"]
     assert row.default == alone.summary["default"]["ndcg@10"]
     assert row.p_value == alone.significance["chosen"]["ndcg@10"]["p_value"]
-    assert bm25.n_test == len(alone.per_query["chosen"])
+    assert bm25.n_test == len(alone.query_ids)
     assert bm25.gap == bm25.selection_of_chosen - bm25.test_of_chosen
     # the hybrid's default is the config's setting all the way down (default bm25 under it)
     plain = {"type": "bm25", "stemmer": None, "k1": 1.2, "b": 0.75}
@@ -206,12 +206,12 @@ def test_folds_hold_out_every_query_once(tmp_path: Path, index_counter: Counter)
     for f in range(3):
         fold = sorted(ids[i] for i in order[f::3])
         rest = [q for q in ids if q not in fold]
-        sel = {n: mean(np.array([res.per_query[n][q]["ndcg@10"] for q in rest])) for n in ("a", "b")}
+        sel = {n: mean(np.array([res.query_scores(n)[q]["ndcg@10"] for q in rest])) for n in ("a", "b")}
         pick = "a" if sel["a"] >= sel["b"] else "b"
         assert s.chosen[f] == {"k1": 0.6 if pick == "a" else 1.5}
         held_ids += fold
-        held += [res.per_query[pick][q]["ndcg@10"] for q in fold]
-        default += [res.per_query["d"][q]["ndcg@10"] for q in fold]
+        held += [res.query_scores(pick)[q]["ndcg@10"] for q in fold]
+        default += [res.query_scores("d")[q]["ndcg@10"] for q in fold]
     assert s.test[0].chosen == mean(np.array(held))
     assert s.test[0].default == res.summary["d"]["ndcg@10"]
     sig, _ = compare({"c": {"m": np.array(held)}, "d": {"m": np.array(default)}}, "d", query_ids=held_ids, seed=0)

@@ -134,7 +134,7 @@ def slice_tables(
     if baseline is not None and baseline not in retrievers:
         baseline = None
     stats, seed = _stats_settings(results)
-    all_ids = list(results.per_query[retrievers[0]])
+    all_ids = list(results.query_ids)
     members: dict[str, list[str]] = {}
     loose: list[str] = []
     for qid in all_ids:
@@ -164,8 +164,10 @@ def _slice(
     seed: int,
     min_queries: int,
 ) -> Slice:
+    pos = {q: i for i, q in enumerate(results.query_ids)}
+    rows = np.array([pos[q] for q in ids], dtype=np.int64)
     values = {
-        r: {m: np.array([results.per_query[r][q][m] for q in ids], dtype=np.float64) for m in metrics}
+        r: {m: results.scores(r)[m][rows] for m in metrics}
         for r in retrievers
     }
     tested = baseline is not None and len(ids) >= max(min_queries, 1)

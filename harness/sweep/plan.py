@@ -196,7 +196,7 @@ class Executor:
             if name in results.failures:
                 self.failed[key] = results.failures[name]
                 continue
-            self.scores[key] = results.per_query[name]
+            self.scores[key] = results.query_scores(name)
             if key not in self.runs:
                 v = self.planner.variants[key]
                 self.work.ran[v.spec.type] = self.work.ran.get(v.spec.type, 0) + 1
