@@ -15,7 +15,7 @@ from tests.test_check import base_scores, make_results
 
 
 def write(path: Path, res) -> Path:
-    atomic.write_json(path, res.model_dump(mode="json"))
+    atomic.write_json(path, res.to_json())
     return path
 
 
@@ -185,7 +185,7 @@ def _write_raw(path: Path, data: dict) -> Path:
 def test_non_finite_per_query_value_is_bad_input(files, capsys, tmp_path, bad, side):
     _, base, _ = files
     data = json.loads(base.read_text())
-    data["per_query"]["bm25"]["q012"]["ndcg@10"] = bad
+    data["per_query"]["bm25"]["ndcg@10"][data["query_ids"].index("q012")] = bad
     poisoned = _write_raw(tmp_path / "poisoned.json", data)
     args = {"baseline": str(base), "current": str(base), side: str(poisoned)}
     summary = tmp_path / "check.md"
