@@ -30,10 +30,12 @@ bench: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples
+	$(BIN)/lint-imports
 
 # run the nightly config, then check it against the committed baseline (docs/nightly.md); a failed
 # retriever does not stop the run step: `harness check` reports it and exits 1

@@ -32,6 +32,7 @@ from harness.paths import cache_dir_of
 from harness.protocol import Retriever, Stage
 from harness.registry import BuildContext, SpecBase, spec_class
 from harness.results import Results
+from harness.validate import check_corpus_encodable
 
 log = logging.getLogger("harness")
 
@@ -114,6 +115,7 @@ def run_config(
     if isinstance(ds_arg, str) and ds_arg != "demo" and dataset is None:
         ds_arg = str((base / Path(ds_arg).expanduser()) if not Path(ds_arg).expanduser().is_absolute() else ds_arg)
     ds = load_dataset(ds_arg, split or config.dataset.split, name=config.dataset.name)
+    check_corpus_encodable(ds)  # a lone surrogate fails here, not after hours of work
     cache = cache_dir_of(config.cache_dir)
     ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
     specs = config.specs()
@@ -182,6 +184,7 @@ def benchmark(
     if not retrievers:
         raise InputError("benchmark() needs at least one retriever", field="retrievers")
     ds = load_dataset(dataset, split)
+    check_corpus_encodable(ds)
     cache = cache_dir_of(cache_dir)
     ctx = BuildContext(cache_dir=cache, config_dir=Path.cwd(), seed=seed, depth=depth, show_progress=False)
     nodes: list[Node] = []

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from harness.errors import InputError
 from harness.model import Qrels
@@ -88,6 +88,19 @@ class Results(BaseModel):
     _qrels: Qrels | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
     _arrays: dict[str, dict[str, np.ndarray]] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nested_per_query(cls, data: Any) -> Any:
+        """``per_query`` given in schema 1's nested shape (``{retriever: {query: {metric: v}}}``,
+        as older scripts build it) is converted to columns over ``query_ids``."""
+        if isinstance(data, dict) and not data.get("query_ids"):
+            per = data.get("per_query")
+            if isinstance(per, dict):
+                for cols in per.values():
+                    if isinstance(cols, dict) and any(isinstance(v, dict) for v in cols.values()):
+                        return upgrade_v1(data)
+        return data
 
     # ------------------------------------------------------------------ views
     @property

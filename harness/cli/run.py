@@ -9,7 +9,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from harness.config import RunConfig, default_config, load_config
+from harness.config import RunConfig, load_config
+from harness.defaults import default_config
 from harness.errors import InputError
 from harness.results import Results
 
