@@ -30,7 +30,9 @@ def make_results(
         per_query[name] = {q: {m: float(v[i]) for m, v in mets.items()} for i, q in enumerate(ids)}
         summary[name] = {m: float(np.mean(v)) for m, v in mets.items()}
     dataset = {"name": "syn", "split": "test", "fingerprint": fingerprint} if fingerprint else {}
-    return Results(manifest={"dataset": dataset}, summary=summary, per_query=per_query, failures=failures or {})
+    # schema 1's nested shape, upgraded by the loader: the helper does not depend on the storage layout
+    data = {"manifest": {"dataset": dataset}, "summary": summary, "per_query": per_query, "failures": failures or {}}
+    return Results.from_json(data)
 
 
 def base_scores(n: int = 100, seed: int = 1) -> dict[str, np.ndarray]:

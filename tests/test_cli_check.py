@@ -15,7 +15,7 @@ from tests.test_check import base_scores, make_results
 
 
 def write(path: Path, res) -> Path:
-    atomic.write_json(path, res.model_dump(mode="json"))
+    atomic.write_json(path, res.to_json())
     return path
 
 

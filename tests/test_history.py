@@ -21,7 +21,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _write(path: Path, res) -> Path:
-    atomic.write_json(path, res.model_dump(mode="json"))
+    atomic.write_json(path, res.to_json())
     return path
 
 

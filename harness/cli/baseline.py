@@ -103,7 +103,12 @@ def save(args: argparse.Namespace) -> int:
         atomic.write_json(target, payload)
     except OSError as e:
         raise InputError(f"cannot write ({e.strerror or e})", path=target) from None
-    n_queries = len(payload["query_ids"])
+    except ValueError:  # NaN / infinity: not JSON, and never a score a check could compare
+        raise InputError(
+            "these results hold a non-finite score (NaN or infinity); a baseline must hold finite scores",
+            path=f"results {args.results}",
+        ) from None
+    n_queries = len(payload.get("query_ids") or [])
     print(
         f"baseline written to {target}: {len(payload['summary'])} retriever(s), {n_queries} queries, "
         f"dataset {(payload['manifest'].get('dataset') or {}).get('name', '?')}"
