@@ -68,7 +68,7 @@ def test_corpus_jsonl_accepts_id_or__id(tmp_path):
 
 
 def test_corpus_parquet_and_hf_folder_equal_jsonl(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     rows = [{"_id": "a", "title": "A", "text": "alpha text", "lang": "en"}, {"_id": "b", "title": None, "text": "beta"}]
@@ -77,14 +77,14 @@ def test_corpus_parquet_and_hf_folder_equal_jsonl(tmp_path):
     assert [(d.id, d.title, d.text) for d in docs] == [("a", "A", "alpha text"), ("b", "", "beta")]
     assert docs[0].metadata == {"lang": "en"}
 
-    datasets = pytest.importorskip("datasets")
+    import datasets
     datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "hf"))
     hf_docs = read_any_corpus(tmp_path / "hf")
     assert [(d.id, d.title, d.text) for d in hf_docs] == [(d.id, d.title, d.text) for d in docs]
 
 
 def test_corpus_parquet_duplicate_id_names_row(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     pq.write_table(pa.Table.from_pylist([{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]), tmp_path / "c.parquet")
@@ -134,7 +134,7 @@ def test_csv_answers_plural_split_singular_whole(tmp_path):
 
 
 def test_parquet_and_hf_golden_equal_jsonl(tmp_path):
-    pa = pytest.importorskip("pyarrow")
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     rows = [
@@ -143,7 +143,7 @@ def test_parquet_and_hf_golden_equal_jsonl(tmp_path):
     ]
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "g.parquet")
     a = load_golden(corpus=NOTES, golden=tmp_path / "g.parquet")
-    datasets = pytest.importorskip("datasets")
+    import datasets
     datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "hf"))
     b = load_golden(corpus=NOTES, golden=tmp_path / "hf", split="test")
     assert a.qrels == b.qrels == {"g1": {"espresso.md": 1}, "g3": {"guides/plants.md": 1, "tea.txt": 1}}
@@ -151,7 +151,7 @@ def test_parquet_and_hf_golden_equal_jsonl(tmp_path):
 
 
 def test_hf_dataset_dict_with_several_splits_needs_a_split(tmp_path):
-    datasets = pytest.importorskip("datasets")
+    import datasets
     row = {"question": "q", "relevant_ids": ["espresso.md"]}
     datasets.DatasetDict(
         {"train": datasets.Dataset.from_list([row]), "test": datasets.Dataset.from_list([row])}
@@ -321,7 +321,6 @@ def _irds(home: Path) -> dict:
 
 @pytest.mark.slow
 def test_irds_id_reads_files_on_disk_and_refuses_to_download(tmp_path):
-    pytest.importorskip("ir_datasets")
     _fake_irds_home(tmp_path / "home")
     got = _irds(tmp_path / "home")
     assert got == {
@@ -335,6 +334,5 @@ def test_irds_id_reads_files_on_disk_and_refuses_to_download(tmp_path):
 
 
 def test_unknown_irds_id():
-    pytest.importorskip("ir_datasets")
     with pytest.raises(InputError, match="unknown ir_datasets id"):
         load_dataset("irds:no/such/dataset")
