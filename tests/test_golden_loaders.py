@@ -78,6 +78,7 @@ def test_corpus_parquet_and_hf_folder_equal_jsonl(tmp_path):
     assert docs[0].metadata == {"lang": "en"}
 
     import datasets
+
     datasets.Dataset.from_list(rows).save_to_disk(str(tmp_path / "hf"))
     hf_docs = read_any_corpus(tmp_path / "hf")
     assert [(d.id, d.title, d.text) for d in hf_docs] == [(d.id, d.title, d.text) for d in docs]
@@ -144,6 +145,7 @@ def test_parquet_and_hf_golden_equal_jsonl(tmp_path):
     pq.write_table(pa.Table.from_pylist(rows), tmp_path / "g.parquet")
     a = load_golden(corpus=NOTES, golden=tmp_path / "g.parquet")
     import datasets
+
     datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "hf"))
     b = load_golden(corpus=NOTES, golden=tmp_path / "hf", split="test")
     assert a.qrels == b.qrels == {"g1": {"espresso.md": 1}, "g3": {"guides/plants.md": 1, "tea.txt": 1}}
@@ -152,6 +154,7 @@ def test_parquet_and_hf_golden_equal_jsonl(tmp_path):
 
 def test_hf_dataset_dict_with_several_splits_needs_a_split(tmp_path):
     import datasets
+
     row = {"question": "q", "relevant_ids": ["espresso.md"]}
     datasets.DatasetDict(
         {"train": datasets.Dataset.from_list([row]), "test": datasets.Dataset.from_list([row])}
@@ -257,6 +260,11 @@ def test_load_from_config_pair_relative_to_config_dir():
 def test_load_from_config_path_forms_keep_working(tmp_path):
     assert load_from_config("demo", tmp_path).name == "demo"
     assert load_from_config({"path": "demo", "split": "test"}, tmp_path).fingerprint == load_dataset("demo").fingerprint
+    # a pydantic model's dump with every default (what the config model will hand over)
+    dumped = {"path": "demo", "split": "test", "name": None, "corpus": None, "golden": None, "judge_by": "auto"}
+    assert load_from_config(dumped, tmp_path).fingerprint == load_dataset("demo").fingerprint
+    pair = {**dumped, "corpus": "notes", "golden": "questions.csv"}
+    assert len(load_from_config(pair, DATA).queries) == 4
 
 
 @pytest.mark.parametrize(

@@ -406,7 +406,7 @@ def resolve_dataset_section(
         raise InputError(
             f"unknown key {unknown[0]!r} (known: {', '.join(SECTION_KEYS)})", field=f"dataset.{unknown[0]}"
         )
-    has_pair = "corpus" in section or "golden" in section
+    has_pair = section.get("corpus") is not None or section.get("golden") is not None
     if has_pair:
         if section.get("path") not in (None, "demo") and "path" in section:
             raise InputError("give either path or corpus + golden, not both", field="dataset.path")
@@ -423,7 +423,7 @@ def resolve_dataset_section(
             golden_format=section.get("golden_format"),
         )
     for key in ("judge_by", "corpus_format", "golden_format"):
-        if section.get(key) is not None:
+        if section.get(key) not in (None, "auto"):
             raise InputError(f"{key} applies to corpus + golden, not to path", field=f"dataset.{key}")
     return load_path(
         resolve(section.get("path") or "demo", "path"), section.get("split") or "test", name=section.get("name")
