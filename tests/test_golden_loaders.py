@@ -344,3 +344,14 @@ def test_irds_id_reads_files_on_disk_and_refuses_to_download(tmp_path):
 def test_unknown_irds_id():
     with pytest.raises(InputError, match="unknown ir_datasets id"):
         load_dataset("irds:no/such/dataset")
+
+
+@pytest.mark.slow
+def test_csv_answers_over_markdown_folder_benchmarks_without_conversion():
+    from harness import benchmark
+
+    ds = load_golden(corpus=NOTES, golden=DATA / "questions.csv")
+    results = benchmark(
+        ds, {"bm25": {"type": "bm25"}}, metrics=["ndcg@10", "hit_rate@1"], latency_queries=0, show_progress=False
+    )
+    assert results.summary["bm25"]["hit_rate@1"] == 1.0  # each question's words point at its one file
