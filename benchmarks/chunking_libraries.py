@@ -14,6 +14,7 @@ of chunks, and quality checks:
   punctuation: what "sentence-aware" buys;
 - ``cover``: share of the corpus's non-space characters inside at least one chunk.
 
+    pip install chonkie semchunk   # the candidates that lost; not dependencies of the harness
     python benchmarks/chunking_libraries.py --limit 0 --repeat 2
 """
 
