@@ -355,3 +355,22 @@ def test_csv_answers_over_markdown_folder_benchmarks_without_conversion():
         ds, {"bm25": {"type": "bm25"}}, metrics=["ndcg@10", "hit_rate@1"], latency_queries=0, show_progress=False
     )
     assert results.summary["bm25"]["hit_rate@1"] == 1.0  # each question's words point at its one file
+
+
+def test_json_array_tsv_and_parquet_folder_read_like_jsonl(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [
+        {"id": "a", "question": "x?", "relevant_ids": ["espresso.md"]},
+        {"id": "b", "question": "y?", "answers": ["crema"]},
+    ]
+    write(tmp_path / "g.json", json.dumps(rows))
+    write(tmp_path / "g.tsv", "id\tquestion\trelevant_ids\tanswers\na\tx?\tespresso.md\t\nb\ty?\t\tcrema\n")
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:1]), tmp_path / "pq" / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[1:]), tmp_path / "pq" / "part-1.parquet")
+    for path in ("g.json", "g.tsv", "pq"):
+        got = read_golden(tmp_path / path)
+        assert [(q.id, q.text, q.keywords) for q in got.queries] == [("a", "x?", ()), ("b", "y?", ("crema",))], path
+        assert got.qrels == {"a": {"espresso.md": 1}}, path
