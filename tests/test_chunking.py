@@ -340,3 +340,25 @@ def test_spec_objects_and_dicts_make_the_same_chunker():
     a = make_chunker(ChunkSpec(method="tokens", size=64, overlap=8))
     b = make_chunker({"method": "tokens", "size": 64, "overlap": 8})
     assert a.name == b.name == "tokens-64-8" and a.params() == b.params()
+
+
+def test_demo_chunked_config_sections_are_valid(tmp_path):
+    """configs/demo-chunked.yaml, as far as this library goes: its chunking section validates and
+    every chunking works on the demo (the engine wires the rest)."""
+    from pathlib import Path
+
+    import yaml
+
+    from harness.datasets import load_from_config
+
+    path = Path(__file__).parent.parent / "configs" / "demo-chunked.yaml"
+    cfg = yaml.safe_load(path.read_text())
+    ds = load_from_config(cfg["dataset"], path.parent)
+    specs = parse_chunking(cfg["chunking"])
+    assert list(specs) == ["none", "t48", "s64"]
+    sizes = {}
+    for name, spec in specs.items():
+        chunked = chunk_corpus(ds.corpus, make_chunker(spec), cache_dir=tmp_path)
+        assert set(chunked.parent_ids) == set(ds.doc_ids)
+        sizes[name] = len(chunked)
+    assert sizes["none"] == len(ds.corpus) < sizes["s64"] < sizes["t48"]
