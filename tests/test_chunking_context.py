@@ -119,6 +119,7 @@ def test_reduce_to_pytrec_eval_recall_and_precision(queries, k):
     """Whole documents as chunks, one token each: context_recall@k and recall@{k}tok are trec_eval's
     recall.k; precision@{k}tok and context_precision@k are P.k when at least k were retrieved."""
     import pytrec_eval
+
     qrels = {f"q{i}": {f"d{d}": 1 for d in rel} for i, (_, rel) in enumerate(queries)}
     run = {f"q{i}": {f"d{d}": float(100 - r) for r, d in enumerate(rk)} for i, (rk, _) in enumerate(queries)}
     run = {q: (r or {"d99": 0.0}) for q, r in run.items()}  # pytrec_eval drops empty rankings
