@@ -362,3 +362,15 @@ def test_demo_chunked_config_sections_are_valid(tmp_path):
         assert set(chunked.parent_ids) == set(ds.doc_ids)
         sizes[name] = len(chunked)
     assert sizes["none"] == len(ds.corpus) < sizes["s64"] < sizes["t48"]
+
+
+def test_chunk_dataset_judges_chunks_and_none_keeps_the_fingerprint(small, demo_dataset):
+    from harness.chunking import chunk_dataset
+
+    ds, chunked = small
+    cds = chunk_dataset(ds, chunked)
+    assert [d.id for d in cds.corpus] == [c.id for c in chunked.corpus]
+    assert cds.qrels == chunk_level_qrels(ds, chunked)
+    assert [q.id for q in cds.queries] == [q.id for q in ds.queries]
+    none = chunk_corpus(demo_dataset.corpus, make_chunker({"method": "none"}))
+    assert chunk_dataset(demo_dataset, none).fingerprint == demo_dataset.fingerprint

@@ -14,6 +14,7 @@ from harness.chunking.chunkers import Chunker, load_tokenizer, make_chunker
 from harness.chunking.corpus import ChunkedCorpus, cache_key, chunk_corpus, chunk_id, corpus_hash, token_counts
 from harness.chunking.relevance import (
     answer_qrels,
+    chunk_dataset,
     chunk_level_qrels,
     chunk_qrels,
     collapse_to_documents,
@@ -29,6 +30,7 @@ __all__ = [
     "answer_qrels",
     "cache_key",
     "chunk_corpus",
+    "chunk_dataset",
     "chunk_id",
     "chunk_level_qrels",
     "chunk_qrels",

@@ -191,3 +191,26 @@ def context_covers(
         toks.append(tokens[rows] if rows else np.zeros(0, dtype=np.int64))
         covers.append(cov)
     return qids, toks, covers
+
+
+def chunk_dataset(dataset: GoldenDataset, chunked: object, *, name: str | None = None) -> GoldenDataset:
+    """``dataset`` over its chunks: the chunk corpus, the same queries, chunk-level judgments
+    (:func:`chunk_level_qrels`: answers re-resolved per chunk by :meth:`GoldenDataset.build`, id
+    judgments through the parent ids). A retriever indexes and searches it unchanged; its run scores
+    chunk-level metrics against ``qrels`` and document-level ones after
+    :func:`collapse_to_documents` against ``dataset.qrels``. With chunking ``none`` the result has
+    the dataset's fingerprint."""
+    docs = getattr(chunked, "corpus", None)
+    if docs is None:
+        raise InputError("chunk_dataset needs a ChunkedCorpus")
+    keyword_ids = {q.id for q in dataset.queries if q.keywords}
+    by_id = chunk_qrels({q: j for q, j in dataset.qrels.items() if q not in keyword_ids}, chunked)
+    label = getattr(chunked, "chunker", "") or "chunks"
+    return GoldenDataset.build(
+        name or f"{dataset.name}[{label}]",
+        docs,
+        dataset.queries,
+        by_id,
+        split=dataset.split,
+        source=dataset.source,
+    )
