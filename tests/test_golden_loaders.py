@@ -232,6 +232,7 @@ def test_judge_by_resolves_rows_with_ids_and_answers(tmp_path):
     assert by_ids.qrels == {"a": {"espresso.md": 1}} and by_ids.queries[0].metadata["answers"] == ["80 degrees"]
     by_answers = load_golden(corpus=NOTES, golden=p, judge_by="answers")
     assert by_answers.qrels == {"a": {"tea.txt": 1}}
+    assert by_answers.queries[0].metadata["relevant_ids"] == {"espresso.md": 1}
 
 
 def test_relevant_ids_matching_nothing_in_corpus_is_an_error(tmp_path):

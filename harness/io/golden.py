@@ -17,7 +17,8 @@ Columns (any tabular format :mod:`harness.io.tabular` reads: JSONL, CSV/TSV, Par
 - every other column is kept in the query's ``metadata``.
 
 A row is judged by its ids or by its answers; a row with both needs ``judge_by`` (``ids`` or
-``answers``) so the choice is the user's, not a silent rule. A row with neither is an error (it
+``answers``) so the choice is the user's, not a silent rule (the other kind is kept in the query's
+``metadata``). A row with neither is an error (it
 could never score anything).
 """
 
@@ -270,12 +271,13 @@ def read_golden(
                     path=row.path,
                     line=row.line,
                 )
+            ids_kept: dict[str, int] = {}
             if judge_by == "ids":
                 answers_kept, answers = answers, []
             else:
-                answers_kept, relevant, has_rel = [], {}, False
+                answers_kept, ids_kept, relevant, has_rel = [], relevant, {}, False
         else:
-            answers_kept = []
+            answers_kept, ids_kept = [], {}
             if judge_by == "ids" and answers and not has_rel:
                 raise InputError(
                     "judge_by is 'ids' but this row has no relevant_ids", path=row.path, line=row.line, field=rel_col
@@ -298,6 +300,8 @@ def read_golden(
                 metadata["tags"] = tags
         if answers_kept:
             metadata["answers"] = answers_kept
+        if ids_kept:
+            metadata["relevant_ids"] = ids_kept
         try:
             query = Query(id=qid, text=question, keywords=tuple(answers), metadata=metadata)
         except ValidationError as e:
