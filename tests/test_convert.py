@@ -132,3 +132,22 @@ def test_jsonl_golden_benchmarks_like_its_beir_conversion(tmp_path):
     assert via_golden.per_query == via_beir.per_query
     assert via_golden.summary == via_beir.summary
     assert via_golden.summary == benchmark("demo", retrievers, metrics=METRICS, **FAST).summary
+
+
+def test_convert_with_chunking_writes_chunks_and_chunk_level_judgments(tmp_path):
+    out = tmp_path / "chunks"
+    args = ["convert", "--corpus", str(DATA / "notes"), "--golden", str(DATA / "questions.jsonl")]
+    assert cli_main([*args, "--chunking", "markdown:16", "--out", str(out)]) == 0
+    beir = load_beir(out)
+    notes = load_golden(corpus=DATA / "notes", golden=DATA / "questions.jsonl")
+    texts = {d.id: d.text for d in notes.corpus}
+    for d in beir.corpus:
+        parent, start, end = d.metadata["parent_id"], d.metadata["start"], d.metadata["end"]
+        assert d.id.startswith(parent + "#") and texts[parent][start:end] == d.text
+    espresso_chunks = {d.id for d in beir.corpus if d.metadata["parent_id"] == "espresso.md"}
+    assert len(espresso_chunks) > 1 and set(beir.qrels["g1"]) == espresso_chunks
+    # answers resolved per chunk: only chunks holding "80 degrees" / "below boiling"
+    assert set(beir.qrels["g4"]) == {
+        d.id for d in beir.corpus if "80 degrees" in d.text.lower() or "below boiling" in d.text.lower()
+    }
+    assert cli_main([*args, "--chunking", "tokens:big", "--out", str(tmp_path / "x")]) == 2

@@ -38,7 +38,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="answer-judged queries: write their resolved judgments to qrels (resolve, any tool can score) "
         "or keep them as keywords judged by content (keep, harness only)",
     )
+    p.add_argument(
+        "--chunking",
+        metavar="METHOD[:SIZE[:OVERLAP]]",
+        default=None,
+        help="write the chunked corpus (e.g. tokens:128:32, sentences:256, markdown:256) with chunk-level "
+        "judgments (docs/chunking.md); chunks keep parent_id, start, end in their metadata",
+    )
     p.set_defaults(func=run)
+
+
+def parse_chunking_flag(value: str) -> dict:
+    """``tokens:128:32`` -> ``{method: tokens, size: 128, overlap: 32}``."""
+    parts = value.split(":")
+    if len(parts) > 3 or not parts[0]:
+        raise InputError(f"--chunking {value!r}: expected METHOD[:SIZE[:OVERLAP]], e.g. tokens:128:32")
+    spec: dict = {"method": parts[0]}
+    try:
+        if len(parts) > 1:
+            spec["size"] = int(parts[1])
+        if len(parts) > 2:
+            spec["overlap"] = int(parts[2])
+    except ValueError:
+        raise InputError(f"--chunking {value!r}: size and overlap are integers") from None
+    return spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
         ds = load_dataset(args.dataset, args.split or "test")
     else:
         raise InputError("nothing to convert: give DATASET, or --corpus and --golden")
+    if args.chunking is not None:
+        from harness.chunking import chunk_corpus, chunk_dataset, make_chunker
+
+        chunker = make_chunker(parse_chunking_flag(args.chunking))
+        ds = chunk_dataset(ds, chunk_corpus(ds.corpus, chunker))
     out = write_beir(ds, args.out, keywords=args.keywords)
     n_judg = sum(len(v) for v in ds.qrels.values())
     print(
