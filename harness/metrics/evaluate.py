@@ -278,6 +278,12 @@ def _metrics(metrics: Sequence[str | Metric] | str) -> list[Metric]:
             f"{', '.join(bad)} needs document embeddings; `harness run` computes it, judgments alone cannot",
             field="metrics",
         )
+    ctx = [m.name for m in ms if m.needs_context]
+    if ctx:
+        raise InputError(
+            f"{', '.join(ctx)} needs the ranked chunks' token counts; `harness run` computes it, judgments alone cannot",
+            field="metrics",
+        )
     return ms
 
 
