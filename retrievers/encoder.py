@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from harness import progress as harness_progress
-from harness.cache import VectorCache, digest, text_key
+from harness.cache import CHUNK_ROWS, VectorCache, digest, text_key
 from harness.errors import InputError
 from harness.io import atomic
 from harness.model import Corpus
@@ -134,8 +134,10 @@ class Encoder:
         show_progress: bool = True,
         doc_prefix: str = "",
         query_prefix: str = "",
+        chunk_rows: int = CHUNK_ROWS,
     ) -> None:
         self.model_name = model or DEFAULT_MODEL
+        self.chunk_rows = chunk_rows
         self.location = resolve_model(model)
         self.device, self.threads = device, threads
         self.batch_size, self.normalize, self.show_progress = batch_size, normalize, show_progress
@@ -220,7 +222,13 @@ class Encoder:
         if self._cache is None and self._cache_dir is not None:
             ident = self.identity
             self._cache = VectorCache(
-                self._cache_dir, "embeddings", digest(ident), ident, dtype=np.float32, row_shape=(self.dim,)
+                self._cache_dir,
+                "embeddings",
+                digest(ident),
+                ident,
+                dtype=np.float32,
+                row_shape=(self.dim,),
+                chunk_rows=self.chunk_rows,
             )
         return self._cache
 
