@@ -194,6 +194,21 @@ class VectorCache:
         for a, b in zip(starts.tolist(), ends.tolist()):
             out[pos_s[a:b]] = self._arrays[int(chunk_s[a])][row_s[a:b]]
 
+    def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, found)``: the cached rows for ``keys`` (rows where ``found`` is False are
+        undefined); nothing is computed. Not counted in ``hits``/``misses``."""
+        chunk, row = self.lookup(keys)
+        found = chunk >= 0
+        self._load_index()
+        out = np.zeros((len(keys), *(self.row_shape or ())), dtype=self.dtype or np.float32)
+        if found.any():
+            self._gather(out, np.flatnonzero(found), chunk[found], row[found])
+        return out, found
+
+    def put(self, keys: Sequence[str], rows: np.ndarray) -> None:
+        """Commit computed rows (non-finite ones are left out)."""
+        self._write_chunk(list(keys), np.asarray(rows))
+
     # ------------------------------------------------------------------ the one entry point
     def get_or_compute(
         self,

@@ -303,17 +303,20 @@ class Encoder:
             else:
                 memo.move_to_end(k)
                 out[i] = row
+        if todo and self.cache is not None:
+            rows, found = self.cache.get([keys[i] for i in todo])
+            for j in np.flatnonzero(found).tolist():
+                out[todo[j]] = memo[keys[todo[j]]] = rows[j].copy()
+            todo = [i for i, f in zip(todo, found.tolist()) if not f]
         if todo:
-            missing = [texts[i] for i in todo]
-            if len(todo) >= _MIN_QUERY_ROWS_ON_DISK and self.cache is not None:
-                fresh = self.encode(missing, progress=progress, what="queries")
-            else:
-                fresh = self._encode(missing)
+            fresh = self._encode([texts[i] for i in todo])
             out[todo] = fresh
+            if self.cache is not None and len(todo) >= _MIN_QUERY_ROWS_ON_DISK:
+                self.cache.put([keys[i] for i in todo], fresh)
             for j, i in enumerate(todo):
                 memo[keys[i]] = fresh[j].copy()
-            while len(memo) > QUERY_MEMO_ROWS:
-                memo.popitem(last=False)
+        while len(memo) > QUERY_MEMO_ROWS:
+            memo.popitem(last=False)
         return out
 
 
