@@ -253,6 +253,63 @@ def dense_pair(folder: Path, work: Path) -> tuple[dict, dict]:
     return raw, harness_run(config, work, f"dense-{folder.name}")
 
 
+# ---------------------------------------------------------------------- ANN defaults
+def ann_sweep(docs: np.ndarray, queries: np.ndarray, k: int = 100, seed: int = 0) -> list[dict]:
+    """ann_recall@k against exact search for HNSW and IVF settings, on real embeddings (the
+    dense retriever's own recall formula)."""
+    import faiss
+
+    from retrievers.dense import ann_recall
+
+    docs = np.ascontiguousarray(docs, dtype=np.float32)
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    n, d = docs.shape
+    _, exact = faiss.knn(queries, docs, k, metric=faiss.METRIC_INNER_PRODUCT)
+    rows = []
+    for m in (16, 32):
+        for ef_c in (100, 200):
+            index = faiss.IndexHNSWFlat(d, m, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efConstruction = ef_c
+            t0 = time.perf_counter()
+            index.add(docs)
+            build = time.perf_counter() - t0
+            for ef_s in (64, 128, 256):
+                index.hnsw.efSearch = ef_s
+                t0 = time.perf_counter()
+                _, approx = index.search(queries, k)
+                rows.append(
+                    {
+                        "index": "hnsw",
+                        "M": m,
+                        "ef_construction": ef_c,
+                        "ef_search": ef_s,
+                        f"ann_recall@{k}": ann_recall(approx, exact),
+                        "build_s": build,
+                        "search_s": time.perf_counter() - t0,
+                    }
+                )
+    nlist = max(1, int(4 * np.sqrt(n)))
+    quantizer = faiss.IndexFlatIP(d)
+    ivf = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+    ivf.cp.seed = seed
+    ivf.train(docs)
+    ivf.add(docs)
+    for nprobe in (8, 16, 32, 64, 128):
+        ivf.nprobe = min(nprobe, nlist)
+        t0 = time.perf_counter()
+        _, approx = ivf.search(queries, k)
+        rows.append(
+            {
+                "index": "ivf",
+                "nlist": nlist,
+                "nprobe": nprobe,
+                f"ann_recall@{k}": ann_recall(approx, exact),
+                "search_s": time.perf_counter() - t0,
+            }
+        )
+    return rows
+
+
 # ---------------------------------------------------------------------- Ray slot
 def ray_encode_throughput(n_docs: int = 10_000) -> dict | None:
     """Local vs Ray encoding throughput on the same ``n_docs`` documents: filled in by the Ray
@@ -286,7 +343,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "harness-scale")
     ap.add_argument("--skip-bm25", action="store_true")
     ap.add_argument("--json", type=Path, help="also write every figure here")
+    ap.add_argument(
+        "--ann",
+        nargs=2,
+        type=Path,
+        metavar=("DOCS.npy", "QUERIES.npy"),
+        help="only sweep HNSW/IVF settings on these real embeddings (ann_recall@100 vs flat)",
+    )
     args = ap.parse_args(argv)
+    if args.ann:
+        for row in ann_sweep(np.load(args.ann[0]), np.load(args.ann[1])):
+            print(json.dumps(row), flush=True)
+        return 0
     args.work.mkdir(parents=True, exist_ok=True)
     figures: dict[str, dict] = {}
     if not args.skip_bm25:
