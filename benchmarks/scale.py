@@ -230,9 +230,12 @@ def write_cached_embeddings(folder: Path, work: Path, dim: int = 384, seed: int 
         enc = Encoder(None, cache_dir={str(work / "cache")!r}, show_progress=False)
         assert enc.dim == {dim}
         keys = [text_key(t) for t in corpus.contents()]
-        for s in range(0, len(keys), 65536):
-            enc.cache.put(keys[s : s + 65536], emb[s : s + 65536])
-        enc.cache.put([text_key(x.text) for x in queries], q)
+        step = enc.cache.chunk_rows  # the chunks an encode would have written
+        for s in range(0, len(keys), step):
+            enc.cache.put(keys[s : s + step], emb[s : s + step])
+        qkeys = [text_key(x.text) for x in queries]
+        for s in range(0, len(qkeys), step):
+            enc.cache.put(qkeys[s : s + step], q[s : s + step])
         """
     )
     env = {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}

@@ -145,28 +145,43 @@ class VectorCache:
                     continue
                 c = len(self._chunks)
                 self._chunks.append(npy)
-                self._arrays[c] = arr
+                del arr  # reopened when read: an open map keeps every page it served resident
                 index.update(zip(keys, ((c, r) for r in range(len(keys)))))
             self._index = index
         return self._index
+
+    def _array(self, c: int) -> np.ndarray:
+        arr = self._arrays.get(c)
+        if arr is None:
+            arr = self._arrays[c] = np.load(self._chunks[c], mmap_mode="r", allow_pickle=False)
+        return arr
+
+    def release(self) -> None:
+        """Unmap the chunks read so far: the pages they served leave this process's memory (a
+        mapped 100k x 384 cache would otherwise stay resident beside the FAISS index)."""
+        self._arrays.clear()
 
     def _verify(self, c: int) -> bool:
         """Values of chunk ``c`` are finite (checked once per chunk); a bad chunk is dropped."""
         if c in self._checked:
             return True
-        arr = self._arrays[c]
         try:
+            arr = self._array(c)
+            self._expect(arr)
             finite = bool(np.isfinite(arr).all()) if arr.dtype.kind == "f" else True
             why = "holds NaN or infinite values"
-        except (OSError, ValueError) as e:  # a file truncated after its header was read
+        except CorruptChunk as e:  # replaced since the cache was opened
+            finite, why = False, str(e)
+        except (OSError, ValueError, EOFError) as e:  # a file truncated after its header was read
             finite, why = False, f"{type(e).__name__}: {e}"
+        self._arrays.pop(c, None)
         if finite:
             self._checked.add(c)
             return True
         index = self._load_index()
         for k in [k for k, (cc, _) in index.items() if cc == c]:
             del index[k]
-        del self._arrays[c]
+        self._arrays.pop(c, None)
         self._set_aside(self._chunks[c], why)
         return False
 
@@ -192,7 +207,9 @@ class VectorCache:
         starts = np.flatnonzero(np.r_[True, chunk_s[1:] != chunk_s[:-1]])
         ends = np.r_[starts[1:], len(chunk_s)]
         for a, b in zip(starts.tolist(), ends.tolist()):
-            out[pos_s[a:b]] = self._arrays[int(chunk_s[a])][row_s[a:b]]
+            c = int(chunk_s[a])
+            out[pos_s[a:b]] = self._array(c)[row_s[a:b]]
+            self._arrays.pop(c, None)  # unmapped as soon as it is read
 
     def get(self, keys: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, found)``: the cached rows for ``keys`` (rows where ``found`` is False are
@@ -253,6 +270,7 @@ class VectorCache:
         if out is None:  # nothing asked, nothing known
             out = np.empty((n, *(self.row_shape or ())), dtype=self.dtype or np.float32)
         self._gather(out, np.flatnonzero(hit), chunk[hit], row[hit])
+        self.release()
         return out
 
     def _write_chunk(self, keys: list[str], rows: np.ndarray) -> None:
@@ -276,6 +294,5 @@ class VectorCache:
         index = self._load_index()
         c = len(self._chunks)
         self._chunks.append(npy)
-        self._arrays[c] = np.load(npy, mmap_mode="r", allow_pickle=False)
         self._checked.add(c)
         index.update(zip(keys, ((c, r) for r in range(len(keys)))))

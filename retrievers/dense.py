@@ -102,37 +102,46 @@ class Dense:
         enc = self.encoder
         cache = enc.cache
         hits0, misses0, secs0 = (cache.hits, cache.misses, enc.encode_seconds) if cache else (0, 0, enc.encode_seconds)
-        emb = enc.encode_documents(cols)
+        s = self.spec
+        n = len(cols)
+        metric = faiss.METRIC_INNER_PRODUCT
+        d = enc.dim
+        build = 0.0
+        emb: np.ndarray | None = None
+        if s.index == "flat" or n < 2:
+            # exact: blocks go into the index as they are read or encoded, so the embeddings are
+            # never all held beside the index (FAISS's flat index is its own copy)
+            index = faiss.IndexFlatIP(d)
+            for _, block in enc.iter_document_blocks(cols):
+                t0 = time.perf_counter()
+                index.add(np.ascontiguousarray(block, dtype=np.float32))
+                build += time.perf_counter() - t0
+        else:
+            emb = np.ascontiguousarray(enc.encode_documents(cols), dtype=np.float32)  # float32 rows: no copy
+            t0 = time.perf_counter()
+            if s.index == "hnsw":
+                index = faiss.IndexHNSWFlat(d, s.M, metric)
+                index.hnsw.efConstruction = s.ef_construction
+                index.hnsw.efSearch = s.ef_search
+            else:
+                nlist = s.nlist or max(1, int(4 * np.sqrt(n)))
+                nlist = min(nlist, n)
+                quantizer = faiss.IndexFlatIP(d)
+                index = faiss.IndexIVFFlat(quantizer, d, nlist, metric)
+                index.cp.seed = self.seed
+                index.train(emb)
+                index.nprobe = min(s.nprobe, nlist)
+            index.add(emb)
+            build = time.perf_counter() - t0
         if cache is not None:
             looked = (cache.hits - hits0) + (cache.misses - misses0)
             self._cache_hit_rate = (cache.hits - hits0) / looked if looked else None
         self._encode_seconds = enc.encode_seconds - secs0
-        t0 = time.perf_counter()
-        emb = np.ascontiguousarray(emb, dtype=np.float32)  # no copy: the cache returns float32 rows
-        d = emb.shape[1] if emb.ndim == 2 and emb.shape[0] else enc.dim
-        n = len(cols)
-        s = self.spec
-        metric = faiss.METRIC_INNER_PRODUCT
-        if s.index == "flat" or n < 2:
-            index = faiss.IndexFlatIP(d)
-        elif s.index == "hnsw":
-            index = faiss.IndexHNSWFlat(d, s.M, metric)
-            index.hnsw.efConstruction = s.ef_construction
-            index.hnsw.efSearch = s.ef_search
-        else:
-            nlist = s.nlist or max(1, int(4 * np.sqrt(n)))
-            nlist = min(nlist, n)
-            quantizer = faiss.IndexFlatIP(d)
-            index = faiss.IndexIVFFlat(quantizer, d, nlist, metric)
-            index.cp.seed = self.seed
-            index.train(emb)
-            index.nprobe = min(s.nprobe, nlist)
-        index.add(emb)
         self._index = index
         # exact search for the recall figure reads the embeddings themselves (faiss.knn), not a
         # second index holding another copy
-        self._emb = emb if index.__class__ is not faiss.IndexFlatIP else None
-        self._build_seconds = time.perf_counter() - t0
+        self._emb = emb
+        self._build_seconds = build
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
         if self._index is None:

@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -87,6 +87,9 @@ def weights_digest(model: Any) -> str:
         h.update(t.view(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()
 
+
+#: Documents encoded (or read from the cache) per block when the corpus is columnar.
+DOCUMENT_BLOCK = 16384
 
 #: Query embeddings kept in memory per model configuration (cache key), most recent last: a
 #: run's dense retriever, MMR stage and latency loop encode each query once between them.
@@ -249,14 +252,20 @@ class Encoder:
         return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
 
     def encode(
-        self, texts: Sequence[str], *, use_cache: bool = True, progress: bool = True, what: str = "texts"
+        self,
+        texts: Sequence[str],
+        *,
+        use_cache: bool = True,
+        progress: bool = True,
+        what: str = "texts",
+        phase: bool = True,
     ) -> np.ndarray:
         """``(len(texts), dim)`` embeddings; cached rows are read, missing ones computed in
         checkpointed chunks (each chunk is on disk as soon as it is encoded)."""
         if not len(texts):
             return np.zeros((0, self.dim), dtype=np.float32)
         report = harness_progress.current()
-        if progress:
+        if progress and phase:
             report.phase(f"encoding {what}", total=len(texts))
         if not use_cache or self.cache is None:
             out = self._encode(texts)
@@ -275,13 +284,27 @@ class Encoder:
         return out
 
     def encode_documents(self, docs: Sequence[Any], **kw: Any) -> np.ndarray:
-        """Embeddings of documents (a :class:`harness.model.Corpus` is read from its columns)."""
-        if isinstance(docs, Corpus):
-            texts: Sequence[str] = list(docs.contents(self.doc_prefix))
-        else:
-            texts = [self.doc_prefix + d.content for d in docs]
+        """Embeddings of documents (a :class:`harness.model.Corpus` is read from its columns, a
+        block at a time, so no list of every document's content is built)."""
         kw.setdefault("what", "docs")
-        return self.encode(texts, **kw)
+        if isinstance(docs, Corpus):
+            out = np.empty((len(docs), self.dim), dtype=np.float32)
+            for start, block in self.iter_document_blocks(docs, progress=kw.get("progress", True)):
+                out[start : start + len(block)] = block
+            return out
+        return self.encode([self.doc_prefix + d.content for d in docs], **kw)
+
+    def iter_document_blocks(
+        self, corpus: Corpus, *, block: int = DOCUMENT_BLOCK, progress: bool = True
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """``(start, embeddings of corpus[start:start + block])`` in order: a consumer that adds
+        each block to an index (FAISS flat) never holds every embedding at once."""
+        report = harness_progress.current()
+        if progress:
+            report.phase("encoding docs", total=len(corpus))
+        for start in range(0, len(corpus), block):
+            part = corpus[start : start + block]
+            yield start, self.encode(list(part.contents(self.doc_prefix)), progress=progress, phase=False)
 
     def encode_queries(self, queries: Sequence[Any], *, use_cache: bool = True, progress: bool = True) -> np.ndarray:
         """Query embeddings, each computed once per run: an in-memory memo shared by every encoder
@@ -321,6 +344,7 @@ class Encoder:
 
 
 _DEFAULT_MAX_LENGTH: dict[int, int] = {}
+
 
 _DIGESTS: dict[int, str] = {}
 
