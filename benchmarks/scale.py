@@ -297,7 +297,10 @@ def ann_sweep(docs: np.ndarray, queries: np.ndarray, k: int = 100, seed: int = 0
     ivf.cp.seed = seed
     ivf.train(docs)
     ivf.add(docs)
-    for nprobe in (8, 16, 32, 64, 128):
+    from retrievers.dense import default_nprobe
+
+    auto = default_nprobe(n, nlist, k)
+    for nprobe in sorted({8, 16, 32, 64, 128, auto}):
         ivf.nprobe = min(nprobe, nlist)
         t0 = time.perf_counter()
         _, approx = ivf.search(queries, k)
@@ -306,6 +309,7 @@ def ann_sweep(docs: np.ndarray, queries: np.ndarray, k: int = 100, seed: int = 0
                 "index": "ivf",
                 "nlist": nlist,
                 "nprobe": nprobe,
+                "default": nprobe == auto,
                 f"ann_recall@{k}": ann_recall(approx, exact),
                 "search_s": time.perf_counter() - t0,
             }
