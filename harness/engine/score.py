@@ -66,7 +66,8 @@ def score(
         )
     if contextual and context is None and runs:
         raise InputError(
-            f"{', '.join(m.name for m in contextual)} needs the ranked chunks' token counts, which these runs do not carry",
+            f"{', '.join(m.name for m in contextual)} needs the ranked chunks' token counts, "
+            "which these runs do not carry",
             field="metrics",
         )
     if baseline is not None and baseline not in runs and baseline not in (failures or {}):

@@ -281,7 +281,8 @@ def _metrics(metrics: Sequence[str | Metric] | str) -> list[Metric]:
     ctx = [m.name for m in ms if m.needs_context]
     if ctx:
         raise InputError(
-            f"{', '.join(ctx)} needs the ranked chunks' token counts; `harness run` computes it, judgments alone cannot",
+            f"{', '.join(ctx)} needs the ranked chunks' token counts; `harness run` computes it, "
+            "judgments alone cannot",
             field="metrics",
         )
     return ms
@@ -468,4 +469,3 @@ def evaluate(
             run = Run.coerce(run)
     result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)
     return result.per_query() if per_query else result.means()
-

@@ -166,10 +166,7 @@ def _slice(
 ) -> Slice:
     pos = {q: i for i, q in enumerate(results.query_ids)}
     rows = np.array([pos[q] for q in ids], dtype=np.int64)
-    values = {
-        r: {m: results.scores(r)[m][rows] for m in metrics}
-        for r in retrievers
-    }
+    values = {r: {m: results.scores(r)[m][rows] for m in metrics} for r in retrievers}
     tested = baseline is not None and len(ids) >= max(min_queries, 1)
     significance, intervals = compare(values, baseline if tested else None, seed=seed, query_ids=ids, **stats)
     means = {r: {m: mean(v) for m, v in ms.items()} for r, ms in values.items()}
