@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -130,8 +131,8 @@ class RayExecutor:
     ``"host:port"`` of a head node's GCS, ``"ray://host:10001"`` (Ray Client), or None for a
     private single-machine Ray started here. ``num_gpus_per_worker > 0`` makes GPU workers (device
     ``cuda`` unless the settings name one). ``batch_size``: rows per Ray task (default: the batch
-    size of the call). After each call, :attr:`last_stats` says how many tasks and distinct workers
-    did the work and whether rows arrived in input order.
+    size of the call). After each call, :attr:`last_stats` says how many output batches and which
+    workers did the work, whether rows arrived in input order, and how long start-up took.
     """
 
     name = "ray"
@@ -220,6 +221,7 @@ class RayExecutor:
 
         ray = import_ray()
         self.connect()
+        started = time.perf_counter()
         n = len(columns["i"])
         task_rows = int(self.batch_size or batch_size)
         block_rows = max(task_rows, -(-n // MAX_BLOCKS))
@@ -244,7 +246,9 @@ class RayExecutor:
 
         report = progress()
         indices, values, workers = [], [], set()
+        first: float | None = None
         for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
+            first = time.perf_counter() if first is None else first
             indices.append(batch["i"])
             values.append(batch["value"])
             workers.update(str(w) for w in np.unique(batch["worker"]))
@@ -256,6 +260,10 @@ class RayExecutor:
             "output_batches": len(indices),
             "workers": sorted(workers),
             "arrived_in_order": bool(np.all(np.diff(arrived) > 0)),
+            "seconds": time.perf_counter() - started,
+            # start-up (connecting, starting actors, loading the model in each) until rows flow
+            "seconds_to_first_batch": None if first is None else first - started,
+            "first_batch_rows": len(indices[0]) if indices else 0,
         }
         return result
 
