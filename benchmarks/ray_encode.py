@@ -146,7 +146,7 @@ def main() -> int:
         f"ray:   ray start {ray_start:.1f} s, encode {ray_s:.1f} s with {len(workers)} workers = {ray_rate:.1f} docs/s"
     )
     print(
-        f"       of which {to_first:.1f} s until the first batch (actors start, load the model); then {steady:.1f} docs/s"
+        f"       {to_first:.1f} s of it until the first batch (actor start-up, model loads); then {steady:.1f} docs/s"
     )
     print(f"ratio ray / local throughput: {ray_rate / local_rate:.2f} (steady state {steady / local_rate:.2f})")
     print(f"max |ray - local| over the embeddings: {float(np.abs(remote - local).max()):.2e}")
