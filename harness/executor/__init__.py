@@ -135,6 +135,12 @@ class LocalExecutor:
     def close(self) -> None:
         """Nothing to release; here so callers can close any executor."""
 
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         return "LocalExecutor()"
 
