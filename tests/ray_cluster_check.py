@@ -123,6 +123,14 @@ def own_processes() -> list[dict[str, Any]]:
     return procs
 
 
+def error_of(fn: Any) -> str:
+    try:
+        fn()
+    except Exception as e:
+        return f"{type(e).__module__}.{type(e).__name__}: {e}"
+    return "no error"
+
+
 def ranking_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(np.argsort(-a, axis=1, kind="stable"), np.argsort(-b, axis=1, kind="stable")))
 
@@ -202,6 +210,16 @@ def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
         )
         verdict["score_rankings_equal"] = ranking_equal(local_scores.reshape(20, 10), ray_scores.reshape(20, 10))
         verdict["distinct_local_scores"] = len(np.unique(local_scores))
+        # failures end in one clear error, not a hang: a model no worker can load, a pool nobody can place
+        t0 = time.perf_counter()
+        with RayExecutor(address="auto", num_workers=1) as bad:
+            missing = EncoderSettings(location=str(tmp / "no-such-model"))
+            verdict["bad_model_error"] = error_of(lambda: bad.encode(["x", "y"], missing, 4))
+        verdict["bad_model_s"] = round(time.perf_counter() - t0, 1)
+        t0 = time.perf_counter()
+        with RayExecutor(address="auto", num_workers=1, num_gpus_per_worker=1, start_timeout_s=15) as gpu:
+            verdict["unplaceable_error"] = error_of(lambda: gpu.encode(["x", "y"], enc, 4))
+        verdict["unplaceable_s"] = round(time.perf_counter() - t0, 1)
     finally:
         sampler.stop_event.set()
         sampler.join()

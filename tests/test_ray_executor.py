@@ -228,6 +228,11 @@ def test_ray_cluster_on_loopback_matches_the_local_executor(tmp_path):
     assert v["socket_samples"] > 0 and v["sockets_seen"] > 0
     assert v["non_loopback_sockets"] == [], "\n".join(v["non_loopback_sockets"])
     assert any(":6379" in line for line in v["socket_lines"]), "the head node's port was never seen"
+    # a model no worker can load, and GPU workers on a CPU-only cluster: one clear error each, no hang
+    assert v["bad_model_error"].startswith("harness.errors.InputError: executor: a Ray worker could not load")
+    assert "no-such-model" in v["bad_model_error"]
+    assert v["unplaceable_error"].startswith("harness.errors.InputError: executor.num_workers: the Ray cluster did")
+    assert "1 GPU each within 15 s" in v["unplaceable_error"]
     # everything started was stopped
     assert v["ray_stop_rc"] == 0
     assert v["left_after_stop"] == [], v["left_after_stop"]

@@ -75,6 +75,14 @@ def _from_bytes(column: Any) -> list[str]:
     return [bytes(b).decode("utf-8", "surrogatepass") for b in column]
 
 
+def _resources(ray: Any) -> str:
+    try:
+        res = ray.cluster_resources()
+    except Exception:  # the message is best effort; the timeout is the error
+        return "unknown"
+    return ", ".join(f"{k} {v:g}" for k, v in sorted(res.items()) if k in ("CPU", "GPU")) or "no CPU or GPU"
+
+
 def _worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -146,6 +154,7 @@ class RayExecutor:
         *,
         num_cpus_per_worker: float = 1,
         device: str | None = None,
+        start_timeout_s: float = 600,
     ) -> None:
         import_ray()
         if num_workers < 1:
@@ -156,6 +165,7 @@ class RayExecutor:
         self.num_cpus_per_worker = float(num_cpus_per_worker)
         self.batch_size = batch_size
         self.device = device
+        self.start_timeout_s = start_timeout_s
         self.last_stats: dict[str, Any] = {}
         self._connected_here = False
 
@@ -192,6 +202,9 @@ class RayExecutor:
         ctx.enable_progress_bars = False
         ctx.print_on_execution_start = False
         ctx.enable_auto_log_stats = False
+        # start the whole pool before the first batch: every worker gets work, a failing model load
+        # surfaces at once, and a pool the cluster cannot place is an error instead of a hang
+        ctx.wait_for_min_actors_s = max(1, int(self.start_timeout_s))
         logging.getLogger("ray.data").setLevel(logging.WARNING)
 
     def close(self) -> None:
@@ -247,12 +260,28 @@ class RayExecutor:
         report = progress()
         indices, values, workers = [], [], set()
         first: float | None = None
-        for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
-            first = time.perf_counter() if first is None else first
-            indices.append(batch["i"])
-            values.append(batch["value"])
-            workers.update(str(w) for w in np.unique(batch["worker"]))
-            report.advance(len(batch["i"]))
+        try:
+            for batch in out.iter_batches(batch_size=None, batch_format="numpy"):
+                first = time.perf_counter() if first is None else first
+                indices.append(batch["i"])
+                values.append(batch["value"])
+                workers.update(str(w) for w in np.unique(batch["worker"]))
+                report.advance(len(batch["i"]))
+        except ray.exceptions.GetTimeoutError:
+            raise InputError(
+                f"the Ray cluster did not start {self.num_workers} workers with {self.num_cpus_per_worker:g} CPU "
+                f"and {self.num_gpus_per_worker:g} GPU each within {self.start_timeout_s:g} s; `ray status` shows "
+                f"what it has (cluster: {_resources(ray)})",
+                field="executor.num_workers",
+            ) from None
+        except ray.exceptions.ActorDiedError as e:
+            # a worker's model load failed: say why in one line (the worker's own InputError), not Ray's trace
+            cause = next((ln for ln in str(e).splitlines() if "InputError: " in ln), None)
+            if cause is None:
+                raise
+            raise InputError(
+                f"a Ray worker could not load the model: {cause.split('InputError: ', 1)[1]}", field="executor"
+            ) from None
         result = reassemble(indices, values, n)
         arrived = np.concatenate(indices) if indices else np.zeros(0, np.int64)
         self.last_stats = {
