@@ -48,9 +48,19 @@ def test_ray_config_fields_reach_the_executor():
     pytest.importorskip("ray.data")
     from harness.executor.ray import RayExecutor
 
-    ex = from_config({"type": "ray", "address": "10.1.2.3:6379", "num_workers": 4, "num_gpus": 1, "batch_size": 128})
+    ex = from_config(
+        {
+            "type": "ray",
+            "address": "10.1.2.3:6379",
+            "num_workers": 4,
+            "num_gpus": 1,
+            "batch_size": 128,
+            "start_timeout_s": 9,
+        }
+    )
     assert isinstance(ex, RayExecutor)
     assert (ex.address, ex.num_workers, ex.num_gpus_per_worker, ex.batch_size) == ("10.1.2.3:6379", 4, 1.0, 128)
+    assert ex.start_timeout_s == 9
     assert from_config("ray").address == "auto"  # `harness run --executor ray`: the defaults
     assert not ex._connected_here  # connecting waits for the first piece of work
 

@@ -168,6 +168,9 @@ class RayExecutorSpec(BaseModel):
     batch_size: int | None = Field(
         None, ge=1, description="rows per Ray task (default: the encoder's or reranker's batch_size)"
     )
+    start_timeout_s: float = Field(
+        600, gt=0, description="how long to wait for the whole pool to start before giving up with an error"
+    )
 
 
 ExecutorSpec = Annotated[LocalExecutorSpec | RayExecutorSpec, Field(discriminator="type")]
@@ -217,6 +220,7 @@ def get_executor(spec: LocalExecutorSpec | RayExecutorSpec) -> Executor:
         num_gpus_per_worker=spec.num_gpus,
         num_cpus_per_worker=spec.num_cpus,
         batch_size=spec.batch_size,
+        start_timeout_s=spec.start_timeout_s,
     )
 
 
