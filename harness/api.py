@@ -134,6 +134,26 @@ def run_config(
     resolved["dataset"] = {"path": str(ds.source) if ds.source else ds.name, "split": ds.split, "name": ds.name}
     resolved["cache_dir"] = str(cache)
     resolved["retrievers"] = {n: graph[n].spec for n in graph.order}
+    from harness.executor import from_config as executor_from_config
+    from harness.executor import use as use_executor
+
+    executor = executor_from_config(config.executor) if config.executor is not None else None
+    with use_executor(executor):
+        return _run_config_graph(config, graph, ds, baseline, resolved, cache, out, resume, metrics, show_progress)
+
+
+def _run_config_graph(
+    config: RunConfig,
+    graph: Graph,
+    ds: GoldenDataset,
+    baseline: str | None,
+    resolved: dict[str, Any],
+    cache: Path,
+    out: Any,
+    resume: bool,
+    metrics: Sequence[str] | None,
+    show_progress: bool,
+) -> BenchmarkResults:
     return run_graph(
         graph,
         ds,

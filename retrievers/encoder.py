@@ -22,6 +22,8 @@ import numpy as np
 from harness import progress as harness_progress
 from harness.cache import CHUNK_ROWS, VectorCache, digest, text_key
 from harness.errors import InputError
+from harness.executor import EncoderSettings
+from harness.executor import remote as remote_executor
 from harness.io import atomic
 from harness.model import Corpus
 
@@ -237,6 +239,14 @@ class Encoder:
 
     # ------------------------------------------------------------------ encoding
     def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        ex = remote_executor()
+        if ex is not None:  # the config's executor (Ray): the same model on its workers
+            t0 = time.perf_counter()
+            settings = EncoderSettings(self.location, self.max_length, self.normalize, self.device)
+            emb = ex.encode(list(texts), settings, self.batch_size)
+            self.encode_seconds += time.perf_counter() - t0
+            self.encoded += len(texts)
+            return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
         model = self._load()
         model.max_seq_length = self.max_length  # the model is shared: set this encoder's length each time
         t0 = time.perf_counter()

@@ -17,7 +17,8 @@ Ray is optional (``pip install retrieval-harness[ray]``): importing this package
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
@@ -227,3 +228,34 @@ def get_executor(spec: LocalExecutorSpec | RayExecutorSpec) -> Executor:
 def from_config(config: Mapping[str, Any] | str | None, *, field: str = "executor") -> Executor:
     """``executor:`` config value (a mapping, ``"local"``/``"ray"``, or None for the default) -> Executor."""
     return get_executor(parse_spec(config, field=field))
+
+
+# ---------------------------------------------------------------------------------------------
+# The executor a run uses: adapters ask for it where they meet heavy model work (the encoder's
+# cache misses, the reranker's pairs), so the rest of a run stays as it is.
+_ACTIVE: list[Executor] = []
+
+
+def current() -> Executor | None:
+    """The executor set for this run (None: encode in this process, as always)."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def remote() -> Executor | None:
+    """The current executor when it runs work outside this process (Ray); None for local."""
+    ex = current()
+    return None if ex is None or isinstance(ex, LocalExecutor) else ex
+
+
+@contextmanager
+def use(executor: Executor | None) -> Iterator[Executor | None]:
+    """Make ``executor`` current for the block (every thread sees it), then close it."""
+    if executor is None:
+        yield None
+        return
+    _ACTIVE.append(executor)
+    try:
+        yield executor
+    finally:
+        _ACTIVE.remove(executor)
+        executor.close()
