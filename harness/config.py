@@ -106,6 +106,8 @@ class RunConfig(BaseModel):
     )
     stats: StatsConfig = Field(default_factory=StatsConfig)
     retrievers: dict[str, dict[str, Any]] = Field(min_length=1)
+    #: ``slices: tag``: after the table, the table per slice of queries by their tags (docs/slices.md)
+    slices: Literal["tag"] | None = None
     #: where encoding and cross-encoder scoring run: local (default) or {type: ray, address: auto} (docs/ray.md)
     executor: dict[str, Any] | str | None = None
     #: named chunkings (docs/chunking.md): every retriever runs once per chunking, rows ``name[chunking]``

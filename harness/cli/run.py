@@ -96,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
         metrics=metrics,
     )
     print_results(results)
+    if config.slices == "tag":
+        from harness.report.slices import print_by_tag
+        from harness.report.terminal import make_console
+
+        print_by_tag(results, make_console())
     log.info("results written to %s", out)
     if results.failures:
         for name, error in results.failures.items():

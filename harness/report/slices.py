@@ -100,6 +100,8 @@ def tags_of_results(results: Results) -> dict[str, list[str]]:
     """The tags of a results folder's queries, read from the dataset its manifest names."""
     from harness.datasets import load_dataset
 
+    if results.query_tags:  # recorded by the run (schema 2)
+        return {q: list(results.query_tags.get(q, [])) for q in results.query_ids}
     ds = results.manifest.get("dataset") or {}
     where = ds.get("source") or ds.get("name")
     if not where:
