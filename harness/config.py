@@ -10,23 +10,53 @@ retrievers:
   bm25: {type: bm25}
   dense: {type: dense}
 ```
+
+Everything is checked here, before any retriever runs: numbers are real numbers (``depth: true`` and
+``k1: "1.2"`` are refused, not read as 1 and 1.2) within bounds, duplicate YAML keys are errors naming
+both lines, alias bombs are refused, retriever names can be written on one line, each retriever's own
+keys are checked (a typo lists that type's valid keys), and what a retriever will import or open
+(``class:``/``function:``, ``run_file`` paths, ``http`` URLs) is resolved.
+
+Secrets: ``${ENV_VAR}`` (or ``${ENV_VAR:-default}``; ``$${`` for a literal ``${``) in any string value
+is expanded at load time, so a token need not be in the YAML. An unset variable is an error naming
+file, line and key. Dumps of the config and of its specs are redacted (:func:`redacted`): an expanded
+value in a retriever reads as its ``${ENV_VAR}`` template, a secret field (``http`` headers) as ``"<set>"``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
-from harness.errors import InputError
+from harness.errors import InputError, register_secret
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
-from harness.registry import SpecBase, spec_class
+from harness.paths import DEFAULT_CACHE_DIR
+from harness.registry import ENV_TEMPLATES, SpecBase, redact_value, spec_class, strict_scalar_problem
 
-DEFAULT_CACHE_DIR = "~/.cache/retrieval-harness"
+#: Bounds that stop a typo from turning into hours of work or all the memory (``bootstrap: 1e12``).
+MAX_RESAMPLES = 1_000_000
+MAX_DEPTH = 100_000
+MAX_SEED = 2**32 - 1
+#: Longest retriever name (it becomes a file name and a table row).
+MAX_NAME_CHARS = 200
+#: Most YAML nodes a config may expand to through aliases (``&a``/``*a``); a real config has hundreds.
+MAX_YAML_NODES = 100_000
 
 
 class DatasetConfig(BaseModel):
@@ -42,8 +72,8 @@ class StatsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap: int = Field(1000, ge=0, description="bootstrap resamples for confidence intervals")
-    permutations: int = Field(10000, ge=0, description="random sign flips for the randomization test")
+    bootstrap: int = Field(1000, ge=0, le=MAX_RESAMPLES, description="bootstrap resamples for confidence intervals")
+    permutations: int = Field(10000, ge=0, le=MAX_RESAMPLES, description="random sign flips for the randomization test")
     alpha: float = Field(0.05, gt=0, lt=1)
 
 
@@ -54,13 +84,17 @@ class RunConfig(BaseModel):
 
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
-    depth: int = Field(100, ge=1, description="k asked of every retriever")
+    depth: int = Field(100, ge=1, le=MAX_DEPTH, description="k asked of every retriever")
     cache_dir: str = DEFAULT_CACHE_DIR
     baseline: str | None = None
-    seed: int = 0
-    latency_queries: int = Field(100, ge=0, description="queries timed one at a time for latency percentiles")
-    warmup_queries: int = Field(5, ge=0)
-    timeout_s: float | None = Field(None, gt=0, description="per retriever; a retriever over it is marked failed")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="one seed for every random choice (numpy takes 0..2**32-1)")
+    latency_queries: int = Field(
+        100, ge=0, le=MAX_RESAMPLES, description="queries timed one at a time for latency percentiles"
+    )
+    warmup_queries: int = Field(5, ge=0, le=MAX_RESAMPLES)
+    timeout_s: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="per retriever; a retriever over it is marked failed"
+    )
     stats: StatsConfig = Field(default_factory=StatsConfig)
     retrievers: dict[str, dict[str, Any]] = Field(min_length=1)
 
@@ -79,7 +113,10 @@ class RunConfig(BaseModel):
     @field_validator("metrics")
     @classmethod
     def _metrics_valid(cls, v: list[str]) -> list[str]:
-        return [m.name for m in parse_metrics(v)]
+        try:
+            return [m.name for m in parse_metrics(v)]
+        except InputError as e:  # its field is "metrics" already: the location adds it once
+            raise ValueError(e.message) from None
 
     @field_validator("retrievers", mode="before")
     @classmethod
@@ -87,11 +124,25 @@ class RunConfig(BaseModel):
         if not isinstance(v, Mapping):
             raise ValueError("must be a mapping of name -> {type: ..., ...}")
         for name, spec in v.items():
+            problem = name_problem(name)
+            if problem is not None:
+                raise ValueError(f"retriever name {name!r:.60}: {problem}")
             if not isinstance(spec, Mapping):
                 raise ValueError(f"{name}: must be a mapping like {{type: bm25}}")
             if "type" not in spec:
                 raise ValueError(f"{name}: missing 'type'")
         return v
+
+    @model_serializer(mode="wrap")
+    def _redacted(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        """Retriever specs are dumped as their spec classes dump them: secret fields read ``"<set>"``,
+        and (in JSON mode) ``${ENV_VAR}`` values read as their templates."""
+        data = handler(self)
+        if info.context and info.context.get("reveal"):
+            return data
+        if isinstance(data, dict) and isinstance(data.get("retrievers"), dict):
+            data["retrievers"] = {n: _mask_raw_spec(raw) for n, raw in data["retrievers"].items()}
+        return redact_value(data) if info.mode_is_json() else data
 
     @model_validator(mode="after")
     def _baseline_known(self) -> RunConfig:
@@ -99,19 +150,40 @@ class RunConfig(BaseModel):
             raise ValueError(f"baseline {self.baseline!r} is not one of the retrievers ({', '.join(self.retrievers)})")
         return self
 
-    def specs(self, source: str | None = None, yaml_text: str | None = None) -> dict[str, SpecBase]:
-        """Validate every retriever spec with its type's model; check composition references."""
+    def specs(
+        self,
+        source: str | None = None,
+        yaml_text: str | None = None,
+        *,
+        config_dir: str | os.PathLike[str] | None = None,
+    ) -> dict[str, SpecBase]:
+        """Validate every retriever spec with its type's model; check composition references; with
+        ``config_dir``, also resolve what each spec will import or open (``SpecBase.preflight``)."""
         specs: dict[str, SpecBase] = {}
         for name, raw in self.retrievers.items():
             try:
                 cls = spec_class(str(raw.get("type")))
             except InputError as e:
                 raise _located(e.message, ("retrievers", name, "type"), source, yaml_text) from None
+            problem = strict_scalar_problem(cls, raw)
+            if problem is not None:
+                raise _located(problem[1], ("retrievers", name, *problem[0]), source, yaml_text)
             try:
                 specs[name] = cls.model_validate(raw)
             except ValidationError as e:
                 err = e.errors()[0]
-                raise _located(err["msg"], ("retrievers", name, *err["loc"]), source, yaml_text) from None
+                loc = ("retrievers", name, *err["loc"])
+                msg = err["msg"].removeprefix("Value error, ")
+                if err["type"] == "extra_forbidden":
+                    msg = f"unknown key for a {raw.get('type')} retriever (valid keys: {_spec_keys(cls)})"
+                raise _located(msg, loc, source, yaml_text) from None
+            if config_dir is not None:
+                try:
+                    specs[name].preflight(Path(config_dir))
+                    _preflight_builtin(specs[name], Path(config_dir))
+                except InputError as e:
+                    loc = ("retrievers", name, *([e.field] if e.field else []))
+                    raise _located(e.message, loc, source, yaml_text) from None
         for name, spec in specs.items():
             for dep in spec.inputs():
                 if dep not in specs:
@@ -125,6 +197,63 @@ class RunConfig(BaseModel):
                     raise _located("a retriever cannot build on itself", ("retrievers", name), source, yaml_text)
         _check_acyclic(specs, source, yaml_text)
         return specs
+
+
+def name_problem(name: Any) -> str | None:
+    """Why ``name`` cannot be a retriever name, or ``None``. Names label table rows, log lines and run
+    files, so they must be one printable line of sensible length (characters that cannot be in a file
+    name are escaped when the run file is written, not refused here)."""
+    if not isinstance(name, str):
+        return f"names must be text, not {type(name).__name__} (quote it: '{name}')"
+    if not name.strip():
+        return "a name must not be empty or blank"
+    if len(name) > MAX_NAME_CHARS:
+        return f"a name must be at most {MAX_NAME_CHARS} characters (this one has {len(name)})"
+    bad = next((c for c in name if ord(c) < 32 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029"), None)
+    if bad is not None:
+        return f"a name must not contain control characters or line breaks (found {bad!r})"
+    if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
+        return "a name must not contain lone surrogates (not valid Unicode text)"
+    return None
+
+
+def _spec_keys(cls: type[BaseModel]) -> str:
+    return ", ".join((f.alias or n) for n, f in cls.model_fields.items())
+
+
+def _mask_raw_spec(raw: Any) -> Any:
+    """A raw retriever mapping with its type's secret fields masked (unknown types: as given)."""
+    if not isinstance(raw, dict):
+        return raw
+    try:
+        cls = spec_class(str(raw.get("type")))
+    except InputError:
+        return raw
+    out = dict(raw)
+    for name in cls.secret_fields():
+        field = cls.model_fields[name]
+        for key in {name, field.alias or name}:
+            if key in out and out[key] not in (None, "", {}, []):
+                value = out[key]
+                out[key] = {k: "<set>" for k in value} if isinstance(value, Mapping) else "<set>"
+    return out
+
+
+def _preflight_builtin(spec: SpecBase, config_dir: Path) -> None:
+    """Checks for built-in types whose spec class has no ``preflight`` of its own yet."""
+    if spec.type == "run_file" and type(spec).preflight is SpecBase.preflight:
+        raw = Path(str(getattr(spec, "path", ""))).expanduser()
+        path = raw if raw.is_absolute() else config_dir / raw
+        if not path.is_file():
+            what = "is a folder, not a run file" if path.is_dir() else "run file not found"
+            raise InputError(f"{what}: {path}", field="path")
+
+
+def redacted(config: RunConfig | SpecBase) -> dict[str, Any]:
+    """What may be written about a config or spec: JSON-ready, secrets as ``"<set>"``, ``${ENV_VAR}``
+    values as their templates. (The same as ``model_dump(mode="json")``, which is redacted by default;
+    ``spec.reveal()`` is the only way to the real values, and is for building adapters.)"""
+    return config.model_dump(mode="json")
 
 
 def _check_acyclic(specs: Mapping[str, SpecBase], source: str | None, yaml_text: str | None) -> None:
@@ -175,11 +304,23 @@ def _located(msg: str, loc: tuple[Any, ...], source: str | None, yaml_text: str 
     return InputError(msg, path=source, line=_line_of(yaml_text, loc), field=field or None)
 
 
-def parse_config(data: Any, *, source: str | None = None, yaml_text: str | None = None) -> RunConfig:
+def parse_config(
+    data: Any,
+    *,
+    source: str | None = None,
+    yaml_text: str | None = None,
+    config_dir: str | os.PathLike[str] | None = None,
+) -> RunConfig:
+    """Validate a config mapping (``${ENV_VAR}`` expanded first); with ``config_dir``, also resolve the
+    imports, files and URLs the retrievers need, so a config that cannot run fails here, exit 2."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
         raise InputError("a config must be a YAML mapping (key: value)", path=source, line=1)
+    data = expand_env(data, source=source, yaml_text=yaml_text)
+    problem = strict_scalar_problem(RunConfig, data)
+    if problem is not None:
+        raise _located(problem[1], problem[0], source, yaml_text)
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as e:
@@ -191,8 +332,70 @@ def parse_config(data: Any, *, source: str | None = None, yaml_text: str | None 
         raise _located(msg, loc, source, yaml_text) from None
     except InputError as e:  # metric names
         raise _located(e.message, ("metrics",), source, yaml_text) from None
-    config.specs(source, yaml_text)
+    config.specs(source, yaml_text, config_dir=config_dir)
     return config
+
+
+# ------------------------------------------------------------------------------- ${ENV_VAR}
+_ENV_REF = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def expand_env(data: Any, *, source: str | None = None, yaml_text: str | None = None) -> Any:
+    """``data`` with ``${VAR}`` / ``${VAR:-default}`` expanded in every string value (``$${`` is a
+    literal ``${``). Expansions under ``retrievers`` (where tokens and keys live) are remembered, so
+    dumps show the template, never the value, and error messages have the value scrubbed."""
+
+    def walk(value: Any, path: tuple[Any, ...]) -> Any:
+        if isinstance(value, str):
+            return _expand(value, path) if "${" in value else value
+        if isinstance(value, Mapping):
+            return {k: walk(v, (*path, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, (*path, i)) for i, v in enumerate(value)]
+        return value
+
+    def _expand(text: str, path: tuple[Any, ...]) -> str:
+        secret = bool(path) and path[0] == "retrievers"
+
+        def sub(m: re.Match[str]) -> str:
+            whole = m.group(0)
+            if whole == "$${":
+                return "${"
+            inner = m.group(1)
+            if inner is None:
+                raise _located("'${' without a closing '}' (write $${ for a literal ${)", path, source, yaml_text)
+            name, sep, default = inner.partition(":-")
+            if not _ENV_NAME.fullmatch(name):
+                raise _located(
+                    f"${{{inner}}} is not an environment variable reference (${{NAME}} or ${{NAME:-default}})",
+                    path,
+                    source,
+                    yaml_text,
+                )
+            value = os.environ.get(name)
+            if value is None or (sep and value == ""):
+                if not sep:
+                    raise _located(
+                        f"environment variable {name} is not set (export it, or write ${{{name}:-default}})",
+                        path,
+                        source,
+                        yaml_text,
+                    )
+                value = default
+            if secret:
+                register_secret(value)
+            return value
+
+        expanded = _ENV_REF.sub(sub, text)
+        if expanded != text and secret:
+            # only retriever values (where tokens live): a top-level `split: ${SPLIT}` is recorded as
+            # the split it was, and a common word like "test" is not rewritten everywhere
+            ENV_TEMPLATES[expanded] = text
+            register_secret(expanded)
+        return expanded
+
+    return walk(data, ())
 
 
 def _valid_keys(loc: tuple[Any, ...]) -> str:
@@ -207,7 +410,73 @@ def _valid_keys(loc: tuple[Any, ...]) -> str:
     return ", ".join(model.model_fields)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``safe_load`` that refuses duplicate keys (naming both lines) instead of keeping the last."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = (key_node.tag, key_node.value)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key_node.value!r} on lines {seen[key]} and {line} (a YAML mapping "
+                        "keeps only one: remove or rename one of them)",
+                        key_node.start_mark,
+                    )
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(root: yaml.Node, cap: int) -> int:
+    """Nodes the document has once every alias is expanded (aliases share nodes, so a 1 kB "billion
+    laughs" document is tiny here but a billion nodes to whatever walks the result); stops past ``cap``."""
+    sizes: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in sizes:
+            continue
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        total = 1 + sum(sizes.get(id(c), 0) for c in children)
+        sizes[id(node)] = min(total, cap + 1)
+        if total > cap:
+            return total
+    return sizes.get(id(root), 0)
+
+
+def _safe_load(text: str) -> Any:
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node, MAX_YAML_NODES)
+        if size > MAX_YAML_NODES:
+            raise InputError(
+                f"the YAML expands to more than {MAX_YAML_NODES} values through aliases (&anchor/*alias); "
+                "a config needs far fewer (write the values out)"
+            )
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def load_config(path: str | os.PathLike[str]) -> RunConfig:
+    """Read, expand and check a config file; everything a run needs is resolved here (exit 2 on error)."""
     p = Path(path).expanduser()
     if not p.is_file():
         raise InputError("config file not found", path=p)
@@ -216,47 +485,13 @@ def load_config(path: str | os.PathLike[str]) -> RunConfig:
     except UnicodeDecodeError as e:
         raise InputError(f"not valid UTF-8 (byte {e.start})", path=p) from None
     try:
-        data = yaml.safe_load(text)
+        data = _safe_load(text)
+    except InputError as e:
+        raise InputError(e.message, path=p, line=e.line, field=e.field) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"invalid YAML: {problem}", path=p, line=mark.line + 1 if mark else None) from None
-    return parse_config(data, source=str(p), yaml_text=text)
-
-
-def default_config() -> RunConfig:
-    """What bare ``harness run`` (and ``make bench``) runs: the demo dataset; BM25 (the baseline),
-    dense, their RRF hybrid, MMR over dense, and a cross-encoder rerank of the hybrid when a
-    reranker is available offline (otherwise one log line says how to get one)."""
-    import importlib.util
-    import logging
-
-    metrics = list(DEFAULT_METRICS)
-    if importlib.util.find_spec("harness.metrics.diversity") is not None:
-        metrics.append("ild@10")
-    retrievers: dict[str, dict[str, Any]] = {
-        "bm25": {"type": "bm25"},
-        "dense": {"type": "dense"},
-        "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
-        "dense_mmr": {"type": "mmr", "of": "dense", "lambda": 0.7},
-    }
-    try:
-        from retrievers.rerank import default_reranker, recommended_interpolate
-    except ImportError:
-        model = None
-    else:
-        model = default_reranker()
-    if model:
-        retrievers["hybrid_rerank"] = {"type": "rerank", "of": "hybrid", "top_n": 50, "model": model}
-        alpha = recommended_interpolate(model)
-        if alpha is not None and alpha < 1:
-            retrievers["hybrid_rerank"]["interpolate"] = alpha
-    else:
-        logging.getLogger("harness").info(
-            "no cross-encoder reranker available offline, so no hybrid_rerank row; to add one: "
-            "`harness train-reranker --dataset PATH --split train` (saved where bare `harness run` finds it), "
-            "or set $HARNESS_RERANKER to a CrossEncoder folder or hub name"
-        )
-    return parse_config(
-        {"dataset": {"path": "demo", "split": "test"}, "metrics": metrics, "baseline": "bm25", "retrievers": retrievers}
-    )
+    except RecursionError:
+        raise InputError("invalid YAML: nested too deeply", path=p) from None
+    return parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)

@@ -6,6 +6,7 @@ field, so the CLI can print one line and exit 2 instead of a traceback from deep
 
 from __future__ import annotations
 
+import logging
 from os import PathLike
 
 
@@ -13,6 +14,9 @@ class HarnessError(Exception):
     """An error the user can fix; the CLI prints ``error: <message>`` and exits with ``exit_code``."""
 
     exit_code = 2
+
+    def __str__(self) -> str:
+        return scrub(super().__str__())
 
 
 class InputError(HarnessError, ValueError):
@@ -39,10 +43,50 @@ class InputError(HarnessError, ValueError):
         elif self.line is not None:
             where = f"line {self.line}: "
         field = f"{self.field}: " if self.field else ""
-        return f"{where}{field}{self.message}"
+        return scrub(f"{where}{field}{self.message}")
 
 
 class RetrieverError(HarnessError):
     """A retriever (ours or a team's) failed or returned something unusable."""
 
     exit_code = 1
+
+
+# ---------------------------------------------------------------------------- secrets
+#: Values that must never be written: header values and secret spec fields, and every value a
+#: ``${ENV_VAR}`` in a config expanded to. Error messages are scrubbed of them (a service that echoes
+#: the request, or a team's exception that quotes its API key, must not put it in results.json).
+_SECRETS: set[str] = set()
+
+#: Shorter values are not scrubbed from free text: replacing every "1" or "on" in a message would
+#: garble it and protect nothing (a secret that short is not a secret).
+MIN_SCRUB_CHARS = 6
+
+REDACTED = "<redacted>"
+
+
+def register_secret(value: object) -> None:
+    """Remember ``value`` as secret so :func:`scrub` removes it from any text."""
+    if isinstance(value, str) and len(value) >= MIN_SCRUB_CHARS:
+        _SECRETS.add(value)
+
+
+def scrub(text: str) -> str:
+    """``text`` with every registered secret replaced by ``<redacted>`` (longest first, so a secret
+    that contains another is removed whole)."""
+    if not _SECRETS or not text:
+        return text
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+class ScrubFilter(logging.Filter):
+    """Scrubs registered secrets from log records (attach it to the handlers that write logs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if _SECRETS:
+            message = scrub(record.getMessage())
+            record.msg, record.args = message, None
+        return True

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.model import GoldenDataset
+from harness.registry import redact_value
 
 LIBRARIES = [
     "retrieval-harness",
@@ -85,15 +86,17 @@ def machine() -> dict[str, Any]:
 def build_manifest(
     *, dataset: GoldenDataset, config: dict[str, Any], seed: int, retrievers: dict[str, Any], latency_queries: int
 ) -> dict[str, Any]:
+    # redacted once more here, whatever the caller passed: a secret (http header, ${ENV} value) never
+    # reaches results.json or a baseline through the manifest
     return {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": sys.argv,
+        "command": redact_value(list(sys.argv)),
         "versions": library_versions(),
         "git": git_commit(),
         "machine": machine(),
         "seed": seed,
         "dataset": dataset.summary(),
-        "config": config,
-        "retrievers": retrievers,
+        "config": redact_value(config),
+        "retrievers": redact_value(retrievers),
         "latency_queries": latency_queries,
     }

@@ -7,22 +7,49 @@ packages add types through the entry-point group ``retrieval_harness.retrievers`
 A spec class is a pydantic model with a ``type`` field, and:
 - ``inputs() -> list[str]``: names of other retrievers in the config it builds on (default none);
 - ``build(ctx: BuildContext) -> Retriever | Stage``.
+
+Secrets: a spec field is secret when it is typed ``SecretStr`` or declared with
+``Field(..., json_schema_extra={"secret": True})`` (``http``'s ``headers`` is). ``model_dump`` of a
+spec is *redacted by default*: a secret field that was set reads ``"<set>"`` (a mapping keeps its
+keys: ``{"Authorization": "<set>"}``), and a value that came from ``${ENV_VAR}`` in the config reads as
+that template, so whatever records a spec (results.json, the manifest, a baseline) cannot leak one.
+``spec.reveal()`` gives the real values, for ``build`` only. (A Python-mode dump masks the secret
+fields only; a JSON-mode dump, what gets written, also shows ``${ENV_VAR}`` values as templates.)
 """
 
 from __future__ import annotations
 
 import importlib
+import math
+import types
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SecretStr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-from harness.errors import InputError
+from harness.errors import InputError, register_secret, scrub
 
 ENTRY_POINT_GROUP = "retrieval_harness.retrievers"
+
+#: What a secret field that was set reads as in every dump.
+SET = "<set>"
+
+#: Strings a ``${ENV_VAR}`` expanded to -> the template as written (``"Bearer ${TOKEN}"``); dumps show
+#: the template, never the value. Filled by :func:`harness.config.expand_env`.
+ENV_TEMPLATES: dict[str, str] = {}
 
 BUILTIN: dict[str, str] = {
     "bm25": "retrievers.bm25:BM25Spec",
@@ -43,11 +70,157 @@ class SpecBase(BaseModel):
 
     type: str
 
+    @model_validator(mode="before")
+    @classmethod
+    def _strict(cls, data: Any) -> Any:
+        """Booleans are not numbers and strings are not numbers (``depth: true``, ``k1: "1.2"``): pydantic's
+        lax mode would take them as 1 and 1.2. (Configs get the same check, located, before this.)"""
+        problem = strict_scalar_problem(cls, data)
+        if problem is not None:
+            raise ValueError(f"{'.'.join(map(str, problem[0]))}: {problem[1]}")
+        return data
+
+    def preflight(self, config_dir: Path) -> None:
+        """Check what can be checked before any retriever runs (imports, files), raising ``InputError``
+        with ``field`` set; called while the config is checked. Nothing here may be slow."""
+        return None
+
+    def model_post_init(self, __context: Any) -> None:
+        for name in self.secret_fields():
+            _register(getattr(self, name, None))
+
+    @classmethod
+    def secret_fields(cls) -> list[str]:
+        """Names of the fields whose values are never written (``SecretStr`` or ``{"secret": True}``)."""
+        return [n for n, f in cls.model_fields.items() if _is_secret(f)]
+
+    @model_serializer(mode="wrap")
+    def _redacted(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if info.context and info.context.get("reveal"):
+            return _unwrap(data)
+        if not isinstance(data, dict):  # pragma: no cover - a spec always dumps to a mapping
+            return data
+        for name in self.secret_fields():
+            field = type(self).model_fields[name]
+            for key in {name, field.alias or name}:
+                if key in data:
+                    data[key] = _mask(data[key])
+        # a JSON dump is what gets written: env-expanded values as their templates, secrets scrubbed;
+        # a Python dump is what adapters are built from, so other fields keep their real values
+        return redact_value(data) if info.mode_is_json() else data
+
+    def reveal(self, **kwargs: Any) -> dict[str, Any]:
+        """``model_dump`` with the real secret values: for building the adapter, never for writing."""
+        return self.model_dump(context={"reveal": True}, **kwargs)
+
     def inputs(self) -> list[str]:
         return []
 
     def build(self, ctx: BuildContext) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+
+def _scalar_kinds(annotation: Any) -> set[type]:
+    """The plain scalar types an annotation admits (``int | None`` -> {int, NoneType})."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        out: set[type] = set()
+        for arg in typing.get_args(annotation):
+            out |= _scalar_kinds(arg)
+        return out
+    if origin is typing.Annotated:
+        return _scalar_kinds(typing.get_args(annotation)[0])
+    return {annotation} if isinstance(annotation, type) else set()
+
+
+def strict_scalar_problem(model: type[BaseModel], data: Any) -> tuple[tuple[str, ...], str] | None:
+    """``(field path, what is wrong)`` for the first number field given a bool, a string or (for an int)
+    a float, descending into nested models; ``None`` when every number is a real number."""
+    if not isinstance(data, Mapping):
+        return None
+    by_key = {(f.alias or n): (n, f) for n, f in model.model_fields.items()}
+    by_key.update({n: (n, f) for n, f in model.model_fields.items()})
+    for key, value in data.items():
+        if key not in by_key:
+            continue
+        _, field = by_key[key]
+        kinds = _scalar_kinds(field.annotation)
+        nested = [k for k in kinds if issubclass(k, BaseModel)]
+        if nested and isinstance(value, Mapping):
+            inner = strict_scalar_problem(nested[0], value)
+            if inner is not None:
+                return (str(key), *inner[0]), inner[1]
+            continue
+        if bool in kinds or not kinds & {int, float}:
+            continue
+        number = "an integer" if float not in kinds else "a number"
+        if isinstance(value, bool):
+            return (str(key),), f"must be {number}, not {str(value).lower()} (a boolean)"
+        if isinstance(value, str) and str not in kinds:
+            return (str(key),), f"must be {number}, not the string {value!r:.40} (write it without quotes)"
+        if isinstance(value, float) and float not in kinds:
+            shown = repr(value) if math.isfinite(value) else str(value)
+            return (str(key),), f"must be a plain integer, not {shown} (a float)"
+    return None
+
+
+def _is_secret(field: Any) -> bool:
+    extra = field.json_schema_extra
+    if isinstance(extra, dict) and extra.get("secret"):
+        return True
+    ann = field.annotation
+    return ann is SecretStr or SecretStr in getattr(ann, "__args__", ())
+
+
+def _register(value: Any) -> None:
+    if isinstance(value, SecretStr):
+        register_secret(value.get_secret_value())
+    elif isinstance(value, str):
+        register_secret(value)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _register(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _register(v)
+
+
+def _mask(value: Any) -> Any:
+    """``"<set>"`` for a value that was given; a mapping keeps its keys, so results say *which* header
+    was sent."""
+    if value is None or value == "" or value == {} or value == []:
+        return value
+    if isinstance(value, dict):
+        return {k: _mask(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_mask(v) for v in value]
+    return SET
+
+
+def _unwrap(value: Any) -> Any:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    return value
+
+
+def redact_value(value: Any) -> Any:
+    """``value`` (a dump: dicts, lists, scalars) with every string that came from ``${ENV_VAR}`` shown as
+    its template and every registered secret scrubbed out of the rest."""
+    if isinstance(value, str):
+        template = ENV_TEMPLATES.get(value)
+        return template if template is not None else scrub(value)
+    if isinstance(value, SecretStr):
+        return SET
+    if isinstance(value, dict):
+        return {(redact_value(k) if isinstance(k, str) else k): redact_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v) for v in value]
+    return value
 
 
 @dataclass

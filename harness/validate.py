@@ -6,13 +6,16 @@ so problems are errors that name the retriever and the query.
 
 from __future__ import annotations
 
+import json
+import numbers
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from harness.errors import InputError, RetrieverError
-from harness.model import Query
+from harness.model import GoldenDataset, Query
 from harness.run import Run
 
 #: vocabularies already found equal to the corpus's, by id (the arrays are held so ids stay
@@ -85,6 +88,8 @@ def _rankings(result: Mapping[Any, Any]) -> dict[str, Any]:
     for qid, ranking in result.items():
         q = str(qid)
         if isinstance(ranking, Mapping):
+            for pos, (doc, score) in enumerate(ranking.items()):
+                _check_score(q, pos, doc, score)
             out[q] = ranking
             continue
         if isinstance(ranking, (str, bytes)) or not isinstance(ranking, Iterable):
@@ -97,5 +102,90 @@ def _rankings(result: Mapping[Any, Any]) -> dict[str, Any]:
             if not pair:
                 hint = " (doc ids alone carry no score: return (doc_id, score) pairs)" if isinstance(item, str) else ""
                 raise InputError(f"query {q!r}, item {pos}: expected a (doc_id, score) pair, got {item!r:.80}{hint}")
+        for pos, (doc, score) in enumerate(items):
+            _check_score(q, pos, doc, score)
         out[q] = items
     return out
+
+
+def _check_score(qid: str, pos: int, doc: Any, score: Any) -> None:
+    """A score is a real number: ``True`` is not 1 and ``"3.5"`` is not 3.5 (both would be scored
+    silently as numbers otherwise)."""
+    if isinstance(score, (bool, np.bool_)) or not isinstance(score, numbers.Real):
+        kind = "a boolean" if isinstance(score, (bool, np.bool_)) else type(score).__name__
+        raise InputError(
+            f"query {qid!r}, item {pos}, doc {doc!r:.60}: score {score!r:.40} is not a number ({kind}; return a float)"
+        )
+
+
+# ---------------------------------------------------------------------------- the dataset's text
+def check_corpus_encodable(dataset: GoldenDataset) -> None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate such as ``\\ud800``, which JSON
+    allows as an escape), *before* any retriever runs: otherwise a run file, a results.json or a team
+    service's request fails after hours of work. Names the file, line (found again on this error path
+    only) and field; the document or query id otherwise."""
+    for doc in dataset.corpus:
+        for field in ("id", "title", "text"):
+            value = getattr(doc, field)
+            if not _encodable(value):
+                raise _unencodable(dataset, "corpus", doc.id, field, value)
+    for q in dataset.queries:
+        for field, value in (("id", q.id), ("text", q.text), *(("keywords", k) for k in q.keywords)):
+            if not _encodable(value):
+                raise _unencodable(dataset, "queries", q.id, field, value)
+    for qid, judged in dataset.qrels.items():
+        for value in (qid, *judged):
+            if not _encodable(value):
+                raise InputError(
+                    f"id {value!r:.60} is not valid Unicode text (a lone surrogate)", path=dataset.source, field="qrels"
+                )
+
+
+def _encodable(value: str) -> bool:
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _unencodable(dataset: GoldenDataset, kind: str, rid: str, field: str, value: str) -> InputError:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        pos, char = e.start, value[e.start]
+    what = "document" if kind == "corpus" else "query"
+    message = (
+        f"{what} {rid!r:.60}: character {pos} is a lone surrogate ({char!r}), not valid Unicode text; "
+        "fix the escape in the file (e.g. a \\ud83d without its pair)"
+    )
+    json_field = {"id": "_id"}.get(field, field)
+    path, line = _find_record(dataset.source, f"{kind}.jsonl", rid)
+    if path is None:
+        return InputError(message, path=dataset.source, field=json_field)
+    return InputError(message, path=path, line=line, field=json_field)
+
+
+def _find_record(source: str | None, name: str, rid: str) -> tuple[Path | None, int | None]:
+    """File and line of the JSONL record with ``_id == rid`` (an error path: read once, stop when found)."""
+    if not source:
+        return None, None
+    path = Path(source) / name
+    if not path.is_file():
+        return None, None
+    try:
+        with path.open(encoding="utf-8", errors="surrogateescape") as fh:
+            for lineno, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict) and str(obj.get("_id")) == rid:
+                    return path, lineno
+    except OSError:
+        return path, None
+    return path, None

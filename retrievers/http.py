@@ -11,29 +11,47 @@ so the run does not depend on which reply came first. Connection errors, timeout
 replies are retried with exponential backoff; anything else, or running out of retries, is a
 :class:`~harness.errors.RetrieverError` naming the URL, the status and the start of the body, and
 fails this retriever only.
+
+Deadlines that hold against a hostile or broken service:
+
+- ``timeout_s`` is the *total* time of one attempt (connect, send, and reading the whole body), not
+  a per-read timeout: a service that trickles one byte a second fails at ``timeout_s``.
+- ``max_response_mb`` caps the body as received *and* after decompression (the body is inflated
+  here, in bounded steps), so a 4 MB gzip that inflates to 4 GiB fails at the cap without the memory.
+- :meth:`HttpRetriever.cancel` aborts what is in flight and makes every later call fail at once.
+  Requests run on daemon threads, so nothing an abandoned request leaves behind keeps the
+  interpreter alive at exit.
+- Header values are secrets: they are sent, never written (results record ``"<set>"``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import queue
 import threading
 import time
 import weakref
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+import zlib
+from collections.abc import Callable, Sequence
+from contextlib import suppress
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import httpx
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from harness.errors import InputError, RetrieverError
+from harness.errors import RetrieverError
 from harness.model import Document, Query
-from harness.registry import BuildContext, SpecBase
+from harness.registry import BuildContext, SpecBase, redact_value
 
 #: Statuses worth retrying: the service is overloaded or restarting, not wrong.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 SNIPPET_CHARS = 200
+#: Bytes read from the socket at a time, and the most one inflation step may produce.
+CHUNK = 64 * 1024
+
+T = TypeVar("T")
 
 
 class HttpSpec(SpecBase):
@@ -42,17 +60,54 @@ class HttpSpec(SpecBase):
     type: Literal["http"] = "http"
     url: str = Field(description="endpoint that answers POST {queries, k}")
     batch_size: int = Field(32, ge=1, description="queries per request")
-    timeout_s: float = Field(30.0, gt=0, description="per request")
+    timeout_s: float = Field(30.0, gt=0, description="total per request: connect, send and read the whole reply")
     retries: int = Field(2, ge=0, description="extra attempts after a connection error, timeout, 429 or 5xx")
     backoff_s: float = Field(0.5, ge=0, description="wait before the first retry; doubles each retry")
     concurrency: int = Field(4, ge=1, description="requests in flight at once")
-    headers: dict[str, str] = Field(default_factory=dict, description="sent with every request (auth tokens, ...)")
+    max_response_mb: float = Field(64.0, gt=0, description="largest reply accepted, in MiB, after decompression")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="sent with every request (auth tokens, ...); values are secret: never written",
+        json_schema_extra={"secret": True},
+    )
     allow_unknown_docs: bool = Field(False, description="score doc ids that are not in our corpus (as non-relevant)")
 
+    @field_validator("url")
+    @classmethod
+    def _url_syntax(cls, v: str) -> str:
+        """Checked with the config, before any retriever runs (syntax only: no request is made)."""
+        try:
+            parts = urlsplit(v)
+            parts.port  # noqa: B018 - raises on a port that is not a number
+        except ValueError as e:
+            raise ValueError(f"{v!r} is not a valid URL ({e})") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{v!r} is not an http:// or https:// URL with a host")
+        if any(c.isspace() or ord(c) < 32 for c in v):
+            raise ValueError(f"{v!r} contains whitespace or control characters")
+        return v
+
+    @field_validator("headers")
+    @classmethod
+    def _header_syntax(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, value in v.items():
+            if not name or any(c.isspace() or ord(c) < 33 or c == ":" for c in name):
+                raise ValueError(f"header name {name!r} is not a valid HTTP header name")
+            if any(c in value for c in "\r\n\0"):
+                # the value is secret: say which header, never what it holds
+                raise ValueError(f"header {name!r}: the value contains a line break or NUL")
+        return v
+
     def build(self, ctx: BuildContext) -> HttpRetriever:
-        if not self.url.startswith(("http://", "https://")):
-            raise InputError(f"{self.url!r} is not an http:// or https:// URL", field="url")
-        return HttpRetriever(**self.model_dump(exclude={"type", "allow_unknown_docs"}))
+        return HttpRetriever(**self.reveal(exclude={"type", "allow_unknown_docs"}))
+
+
+class _Abort(Exception):
+    """One attempt ended without a usable reply; ``retry`` says whether another attempt may help."""
+
+    def __init__(self, message: str, *, retry: bool) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 class HttpRetriever:
@@ -67,22 +122,26 @@ class HttpRetriever:
         backoff_s: float = 0.5,
         concurrency: int = 4,
         headers: dict[str, str] | None = None,
+        max_response_mb: float = 64.0,
     ) -> None:
         self.name = "http"
         self.url, self.batch_size, self.timeout_s = url, batch_size, timeout_s
         self.retries, self.backoff_s, self.concurrency = retries, backoff_s, concurrency
+        self.max_response_bytes = int(max_response_mb * 1024 * 1024)
         self.headers = dict(headers or {})
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
+        self._cancelled = threading.Event()
 
     def params(self) -> dict[str, Any]:
         # header values may hold secrets: record which headers were sent, not their values
         return {
-            "url": self.url,
+            "url": redact_value(self.url),  # a URL from ${ENV} is recorded as its template
             "batch_size": self.batch_size,
             "timeout_s": self.timeout_s,
             "retries": self.retries,
             "concurrency": self.concurrency,
+            "max_response_mb": self.max_response_bytes / (1024 * 1024),
             "headers": sorted(self.headers),
         }
 
@@ -90,10 +149,12 @@ class HttpRetriever:
     def client(self) -> httpx.Client:
         """One pooled client, kept for every call (latency is measured per query: no reconnects)."""
         with self._lock:
+            if self._cancelled.is_set():
+                raise RetrieverError(f"{self.url}: cancelled")
             if self._client is None:
                 self._client = httpx.Client(
                     timeout=self.timeout_s,
-                    headers=self.headers,
+                    headers={**self.headers, "Accept-Encoding": "gzip, deflate"},
                     limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
                 )
                 weakref.finalize(self, self._client.close)
@@ -102,8 +163,18 @@ class HttpRetriever:
     def close(self) -> None:
         with self._lock:
             if self._client is not None:
-                self._client.close()
-                self._client = None
+                client, self._client = self._client, None
+                with suppress(Exception):  # a request still in flight on another thread: its thread ends it
+                    client.close()
+
+    def cancel(self) -> None:
+        """Abort requests in flight and fail every later call at once (the run gave up on us)."""
+        self._cancelled.set()
+        self.close()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
 
     def index(self, corpus: Sequence[Document]) -> None:
         """The service holds its own index."""
@@ -114,45 +185,202 @@ class HttpRetriever:
         if len(batches) <= 1 or self.concurrency == 1:
             replies = [self._post(b, k) for b in batches]
         else:
-            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
-                replies = list(pool.map(lambda b: self._post(b, k), batches))  # map keeps batch order
+            replies = self._parallel(lambda b: self._post(b, k), batches, min(self.concurrency, len(batches)))
         out: dict[str, list[tuple[str, float]]] = {}
         for batch, reply in zip(batches, replies):
             out.update(self._parse(batch, reply))
         return out
 
     # ------------------------------------------------------------------ transport
+    def _parallel(self, fn: Callable[[Any], T], items: list[Any], workers: int) -> list[T]:
+        """``[fn(x) for x in items]`` on ``workers`` daemon threads, in order; the first error wins.
+
+        Not a ``ThreadPoolExecutor``: its threads are joined when the interpreter exits, so one stuck
+        request would keep the process alive after the run gave up on it.
+        """
+        todo: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(len(items)):
+            todo.put(i)
+        results: list[Any] = [None] * len(items)
+        errors: list[BaseException] = []
+        finished = threading.Semaphore(0)
+
+        def work() -> None:
+            while not errors and not self._cancelled.is_set():
+                try:
+                    i = todo.get_nowait()
+                except queue.Empty:
+                    break
+                try:
+                    results[i] = fn(items[i])
+                except BaseException as e:  # reported by the caller's thread
+                    errors.append(e)
+                    break
+            finished.release()
+
+        for n in range(workers):
+            threading.Thread(target=work, daemon=True, name=f"harness-http-{n}").start()
+        done = 0
+        while done < workers:
+            if finished.acquire(timeout=0.05):
+                done += 1
+            elif errors or self._cancelled.is_set():
+                break  # the workers still running end on their own deadline; they are daemons
+        if errors:
+            raise errors[0]
+        if self._cancelled.is_set():
+            raise RetrieverError(f"{self.url}: cancelled")
+        return results
+
     def _post(self, batch: list[Query], k: int) -> Any:
         payload = {"queries": [{"id": q.id, "text": q.text} for q in batch], "k": k}
+        body = json.dumps(payload).encode()
         last = ""
         for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            if attempt and self._cancelled.wait(self.backoff_s * 2 ** (attempt - 1)):
+                break
+            if self._cancelled.is_set():
+                break
             try:
-                response = self.client.post(self.url, json=payload)
-            except httpx.TimeoutException:
-                last = f"no reply within {self.timeout_s:g} s (timeout_s)"
-                continue
-            except httpx.ConnectError as e:
-                last = f"ConnectError: {e} (is the service running?)"
-                continue
-            except httpx.TransportError as e:
-                last = f"{type(e).__name__}: {e}"
-                continue
-            if response.status_code in RETRY_STATUSES:
-                last = f"HTTP {response.status_code}: {_snippet(response.text)}"
-                continue
-            if response.status_code >= 400:
-                raise RetrieverError(f"{self.url} answered HTTP {response.status_code}: {_snippet(response.text)}")
-            try:
-                return response.json()
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                raise RetrieverError(
-                    f"{self.url} answered HTTP {response.status_code} with a body that is not JSON: "
-                    f"{_snippet(response.text)}"
-                ) from None
+                return self._attempt(body)
+            except _Abort as e:
+                if not e.retry:
+                    raise RetrieverError(str(e)) from None
+                last = str(e)
+        if self._cancelled.is_set():
+            raise RetrieverError(f"{self.url}: cancelled" + (f" (last: {last})" if last else ""))
         tries = self.retries + 1
         raise RetrieverError(f"{self.url} failed {tries} time{'s' if tries > 1 else ''}; last: {last}")
+
+    def _attempt(self, body: bytes) -> Any:
+        """One request on a daemon thread, waited for until the total deadline (or a cancel)."""
+        box: dict[str, Any] = {}
+        done = threading.Event()
+        try:
+            client = self.client  # made before the clock starts: building its TLS context takes ~0.3 s
+        except RetrieverError:
+            raise _Abort("cancelled", retry=False) from None
+        deadline = time.monotonic() + self.timeout_s
+
+        def run() -> None:
+            try:
+                box["value"] = self._exchange(client, body, deadline)
+            except BaseException as e:
+                box["error"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=run, daemon=True, name="harness-http-request").start()
+        while not done.wait(min(0.05, max(0.0, deadline - time.monotonic()))):
+            if self._cancelled.is_set():
+                raise _Abort("cancelled", retry=False)
+            if time.monotonic() >= deadline:
+                # the request thread sees the deadline between reads and ends itself; it is a daemon
+                raise _Abort(self._timeout_message(), retry=True)
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _timeout_message(self) -> str:
+        return f"no reply within {self.timeout_s:g} s (timeout_s: the total time of one request, body included)"
+
+    def _exchange(self, client: httpx.Client, body: bytes, deadline: float) -> Any:
+        def left() -> float:
+            rem = deadline - time.monotonic()
+            if rem <= 0:
+                raise _Abort(self._timeout_message(), retry=True)
+            if self._cancelled.is_set():
+                raise _Abort("cancelled", retry=False)
+            return rem
+
+        try:
+            request = client.build_request(
+                "POST",
+                self.url,
+                content=body,
+                headers={"Content-Type": "application/json"},
+                timeout=httpx.Timeout(left()),
+            )
+            response = client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise _Abort(self._timeout_message(), retry=True) from None
+        except httpx.ConnectError as e:
+            raise _Abort(f"ConnectError: {e} (is the service running?)", retry=True) from None
+        except (httpx.TransportError, RuntimeError) as e:  # RuntimeError: the client was closed (cancel)
+            if self._cancelled.is_set():
+                raise _Abort("cancelled", retry=False) from None
+            raise _Abort(f"{type(e).__name__}: {e}", retry=True) from None
+        try:
+            raw = self._read_body(response, left)
+        finally:
+            response.close()
+        status = response.status_code
+        text = raw.decode("utf-8", errors="replace")
+        if status in RETRY_STATUSES:
+            raise _Abort(f"HTTP {status}: {_snippet(text)}", retry=True)
+        if status >= 400:
+            raise _Abort(f"{self.url} answered HTTP {status}: {_snippet(text)}", retry=False)
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            raise _Abort(
+                f"{self.url} answered HTTP {status} with a body that is not JSON: {_snippet(text)}", retry=False
+            ) from None
+
+    def _read_body(self, response: httpx.Response, left: Callable[[], float]) -> bytes:
+        """The whole body, inflated here in bounded steps, within the deadline and the size cap."""
+        cap = self.max_response_bytes
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding in ("gzip", "x-gzip"):
+            inflater: Any = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            inflater = zlib.decompressobj()
+        elif encoding in ("identity", ""):
+            inflater = None
+        else:
+            raise _Abort(f"{self.url} answered with Content-Encoding {encoding!r} (gzip or deflate only)", retry=False)
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise _Abort(self._too_big(f"Content-Length {int(declared)}"), retry=False)
+        out = bytearray()
+        received = 0
+        try:
+            for chunk in response.iter_raw(CHUNK):  # as received: each socket read is bounded by the time left
+                left()
+                received += len(chunk)
+                if received > cap:
+                    raise _Abort(self._too_big(f"more than {cap} bytes received"), retry=False)
+                if inflater is None:
+                    out += chunk
+                else:
+                    data = chunk
+                    while data:
+                        out += inflater.decompress(data, cap + 1 - len(out))
+                        if len(out) > cap:
+                            raise _Abort(self._too_big("the reply inflates past it"), retry=False)
+                        data = inflater.unconsumed_tail
+                        left()
+                if len(out) > cap:
+                    raise _Abort(self._too_big(f"more than {cap} bytes"), retry=False)
+            if inflater is not None:
+                out += inflater.flush()
+                if len(out) > cap:
+                    raise _Abort(self._too_big("the reply inflates past it"), retry=False)
+        except httpx.TimeoutException:
+            raise _Abort(self._timeout_message(), retry=True) from None
+        except zlib.error as e:
+            raise _Abort(f"{self.url} sent a {encoding} body that does not decompress: {e}", retry=False) from None
+        except (httpx.TransportError, RuntimeError) as e:
+            if self._cancelled.is_set():
+                raise _Abort("cancelled", retry=False) from None
+            raise _Abort(f"{type(e).__name__} while reading the reply: {e}", retry=True) from None
+        return bytes(out)
+
+    def _too_big(self, what: str) -> str:
+        return (
+            f"{self.url}: the reply is over max_response_mb ({self.max_response_bytes / 2**20:g} MiB): {what}; "
+            "raise max_response_mb if it is really that large"
+        )
 
     def _parse(self, batch: list[Query], reply: Any) -> dict[str, list[tuple[str, float]]]:
         """The ``results`` of one reply, checked against the wire format; every asked query must be there."""

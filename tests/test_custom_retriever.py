@@ -92,7 +92,7 @@ def test_builds_class_from_config_folder_and_restores_sys_path(team_module, cach
     obj = PythonSpec.model_validate({"type": "python", "class": f"{name}:Overlap", "params": {"boost": 2.0}}).build(
         ctx(folder, cache_dir)
     )
-    assert type(obj).__name__ == "Overlap" and obj.boost == 2.0
+    assert type(obj.inner).__name__ == "Overlap" and obj.boost == 2.0
     assert sys.path == before
 
 
@@ -107,7 +107,7 @@ def test_builds_from_pythonpath(team_module, cache_dir, tmp_path_factory, monkey
 def test_function(team_module, cache_dir, tiny_dataset) -> None:
     name, folder = team_module
     obj = PythonSpec.model_validate({"type": "python", "function": f"{name}:search"}).build(ctx(folder, cache_dir))
-    assert isinstance(obj, FunctionRetriever)
+    assert isinstance(obj.inner, FunctionRetriever)
     assert obj.search(tiny_dataset.queries[:1], 1) == {"q1": [("d1", 1.0)]}
     assert obj.params()["function"] == f"{name}:search"
 

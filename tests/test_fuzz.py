@@ -18,12 +18,23 @@ from harness.io.beir import load_beir
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_dicts, evaluate_run
 from harness.run import Run
+from harness.validate import check_corpus_encodable
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
+#: hostile text: lone surrogates and digits that ``int()``/``float()`` accept but are not ASCII
+hostile = st.text(
+    alphabet=st.one_of(
+        st.characters(), st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), st.sampled_from("٣۳१１𝟙_#")
+    ),
+    min_size=1,
+    max_size=6,
+)
 token = st.one_of(
     st.sampled_from(["q1", "q2", "Q0", "0", "1", "2", "-1", "d1", "d2", "nan", "inf", "1e400", "0.5", "#", "x"]),
+    st.sampled_from(["٣", "1_0", "１", "99999999999999999999999", "#q1", "\ud800", "2.0", "+1"]),
     st.text(min_size=1, max_size=6),
+    hostile,
 )
 line = st.lists(token, min_size=0, max_size=8).map(" ".join)
 text_file = st.lists(line, max_size=12).map("\n".join)
@@ -54,6 +65,7 @@ def test_qrels_parser_never_crashes(content):
     qrels = _only_input_errors(read_qrels, _write(content))
     if qrels is not None:
         assert all(isinstance(g, int) for judged in qrels.values() for g in judged.values())
+        assert all(-(2**63) <= g < 2**63 for judged in qrels.values() for g in judged.values())
 
 
 @FUZZ
@@ -77,7 +89,7 @@ def test_parsers_survive_arbitrary_bytes(data):
 
 
 json_value = st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)),
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8), hostile),
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)),
     max_leaves=8,
 )
@@ -104,6 +116,11 @@ def test_beir_loader_never_crashes(docs, queries, qrels):
             pass
         else:
             assert ds.queries and all(q.id in ds.qrels for q in ds.queries)
+            try:  # text that cannot be written as UTF-8 is found before any work, located
+                check_corpus_encodable(ds)
+            except InputError as e:
+                assert "lone surrogate" in str(e) or "not valid Unicode" in str(e)
+                assert "\n" not in str(e)
 
 
 config_value = st.recursive(

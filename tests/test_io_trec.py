@@ -42,9 +42,54 @@ def test_beir_tsv_without_header(tmp_path):
 
 
 def test_grades_written_as_integral_floats_are_accepted(tmp_path):
-    assert read_qrels(write(tmp_path, "q", "1 0 d1 1.0\n1 0 d2 2e0\n1 0 d3 -1\n")) == {
-        "1": {"d1": 1, "d2": 2, "d3": -1}
+    assert read_qrels(write(tmp_path, "q", "1 0 d1 1.0\n1 0 d2 2.00\n1 0 d3 -1\n1 0 d4 +2\n")) == {
+        "1": {"d1": 1, "d2": 2, "d3": -1, "d4": 2}
     }
+
+
+@pytest.mark.parametrize(
+    ("grade", "needle"),
+    [
+        ("1_0", "no '_' separators"),
+        ("\u0663", "non-ASCII digits"),
+        ("\uff11", "non-ASCII digits"),
+        ("2e0", "is not an integer"),
+        ("1.5", "is not an integer"),
+        ("99999999999999999999999", "out of range"),
+        ("-9223372036854775809", "out of range"),
+        ("nan", "is not an integer"),
+    ],
+)
+def test_grades_are_plain_ascii_int64(tmp_path, grade, needle):
+    with pytest.raises(InputError, match=needle) as e:
+        read_qrels(write(tmp_path, "q", f"1 0 d1 1\n1 0 d2 {grade}\n"))
+    assert e.value.line == 2 and e.value.field == "grade"
+
+
+def test_int64_bounds_are_accepted(tmp_path):
+    q = read_qrels(write(tmp_path, "q", "1 0 d1 9223372036854775807\n1 0 d2 -9223372036854775808\n"))
+    assert q == {"1": {"d1": 2**63 - 1, "d2": -(2**63)}}
+
+
+@pytest.mark.parametrize("score", ["1_0", "\u0663.5", "0x10", "1e", "infinity", "1.5e3x"])
+def test_run_scores_are_plain_ascii_numbers(tmp_path, score):
+    with pytest.raises(InputError, match="score") as e:
+        read_run(write(tmp_path, "r", f"q1 Q0 d1 1 2.5 t\nq1 Q0 d2 2 {score} t\n"))
+    assert e.value.line == 2
+
+
+def test_hash_comments_only_at_line_start_and_ids_may_start_with_hash(tmp_path, caplog):
+    text = "# a comment\n#q01 0 d1 1\n#\n#just-a-comment\nq2 0 d#2 0\n"
+    assert read_qrels(write(tmp_path, "q", text)) == {"#q01": {"d1": 1}, "q2": {"d#2": 0}}
+    assert "read as data, for id '#q01'" in caplog.text
+    run = read_run(write(tmp_path, "r", "# comment\n#q01 Q0 d1 1 2.5 t\n"))
+    assert run.query_ids == ["#q01"]
+    with pytest.raises(InputError, match="columns"):  # an indented '#' is not a comment
+        read_qrels(write(tmp_path, "i", "q1 0 d1 1\n  # indented\n"))
+
+
+def test_beir_qrels_with_hash_query_id(tmp_path):
+    assert read_qrels(write(tmp_path, "t.tsv", "query-id\tcorpus-id\tscore\n#q01\td1\t1\n")) == {"#q01": {"d1": 1}}
 
 
 def test_crlf_and_bom(tmp_path):
@@ -192,7 +237,8 @@ def test_format_run_ranks_are_canonical():
 
 def test_iter_lines_skips_comments_only_when_asked(tmp_path):
     p = write(tmp_path, "f", "a\n  # c\n\n#d\nb\n")
-    assert list(iter_lines(p, "file")) == [(1, "a"), (5, "b")]
+    # a comment starts at the first character of a line: an indented '#' is data (issue 13 row 11)
+    assert list(iter_lines(p, "file")) == [(1, "a"), (2, "  # c"), (5, "b")]
     assert list(iter_lines(p, "file", skip_comments=False)) == [(1, "a"), (2, "  # c"), (4, "#d"), (5, "b")]
 
 

@@ -4,7 +4,7 @@ trec_eval-style comment lines, and errors that carry ``FILE:LINE``."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness.errors import InputError
@@ -24,10 +24,28 @@ def open_checked(path: str | os.PathLike[str], what: str) -> Path:
     return p
 
 
-def iter_lines(path: str | os.PathLike[str], what: str, *, skip_comments: bool = True) -> Iterator[tuple[int, str]]:
+def is_comment(line: str, is_data: Callable[[str], bool] | None = None) -> bool:
+    """A comment is a line whose *first* character is ``#`` (an indented ``#`` is data, and so is a
+    ``#`` inside a line). ``#`` followed by a space, or alone, is always a comment (trec_eval's
+    ``# comment here``); ``#q01 0 d1 1`` is a comment only if it does not have the file's data shape
+    (``is_data``), so an id may start with ``#``."""
+    if not line.startswith("#"):
+        return False
+    if len(line) == 1 or line[1].isspace() or is_data is None:
+        return True
+    return not is_data(line)
+
+
+def iter_lines(
+    path: str | os.PathLike[str],
+    what: str,
+    *,
+    skip_comments: bool = True,
+    is_data: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each non-blank line, without the trailing newline.
 
-    Lines whose first non-blank character is ``#`` are comments (as trec_eval treats them).
+    With ``skip_comments``, lines that :func:`is_comment` says are comments are skipped.
     """
     p = open_checked(path, what)
     try:
@@ -46,7 +64,7 @@ def iter_lines(path: str | os.PathLike[str], what: str, *, skip_comments: bool =
             if lineno == 1 and line.startswith("\ufeff"):
                 line = line[1:]
             stripped = line.strip()
-            if not stripped or (skip_comments and stripped.startswith("#")):
+            if not stripped or (skip_comments and is_comment(line, is_data)):
                 continue
             yield lineno, line
 

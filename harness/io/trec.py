@@ -5,13 +5,20 @@ Formats (whitespace separated):
 - BEIR qrels: ``query-id<TAB>corpus-id<TAB>score`` with an optional header line.
 - TREC run: ``qid Q0 docno rank score tag`` (``Q0`` and ``rank`` ignored: trec_eval ranks by score);
   text after the sixth column is tolerated, as trec_eval does.
-Lines starting with ``#`` are comments.
+
+Scalars are strict: a grade is a plain ASCII integer within int64 (``1``, ``-1``, ``2.0``; not
+``1_0``, ``٣``, ``1e3`` or ``99999999999999999999999``); a score is a plain ASCII decimal number.
+Comments: a line whose first character is ``#`` followed by a space (or nothing) is a comment, as in
+trec_eval's test files; a line starting ``#`` directly (``#q01 0 d1 1``) is a comment only when it does
+not have the data shape, so a query id may start with ``#`` (see :func:`harness.io.lines.is_comment`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -21,19 +28,51 @@ from harness.io.lines import iter_lines
 from harness.model import Qrels
 from harness.run import Run
 
+log = logging.getLogger("harness")
+
+#: A plain ASCII integer, optionally written with a zero fraction (``2.0``, as some exports do).
+_INT = re.compile(r"[+-]?[0-9]+(?:\.0*)?\Z")
+#: A plain ASCII decimal number (``float()`` would also take ``1_0``, ``٣.٥``, `` nan`` and ``infinity``).
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
 
 def _grade(token: str, path: Path, lineno: int) -> int:
-    try:
-        return int(token)
-    except ValueError:
-        pass
-    try:
-        value = float(token)
-    except ValueError:
-        value = math.nan
-    if value.is_integer():
-        return int(value)
-    raise InputError(f"relevance grade {token!r} is not an integer", path=path, line=lineno, field="grade")
+    if not _INT.match(token):
+        hint = ""
+        if any(c.isdigit() for c in token) and not token.isascii():
+            hint = " (non-ASCII digits are not accepted)"
+        elif "_" in token:
+            hint = " (no '_' separators)"
+        raise InputError(
+            f"relevance grade {token!r:.40} is not an integer{hint}", path=path, line=lineno, field="grade"
+        )
+    value = int(token.partition(".")[0])
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise InputError(
+            f"relevance grade {token:.40} is out of range (a 64-bit integer)", path=path, line=lineno, field="grade"
+        )
+    return value
+
+
+def _qrels_shape(line: str) -> bool:
+    parts = line.split()
+    return len(parts) in (3, 4) and bool(_INT.match(parts[-1]))
+
+
+def _run_shape(line: str) -> bool:
+    parts = line.split()
+    return len(parts) >= 6 and bool(_FLOAT.match(parts[4]))
+
+
+def _hash_data(path: Path, lineno: int, line: str) -> None:
+    if line.startswith("#"):
+        log.warning(
+            "%s:%d: read as data, for id %r (a comment line starts with '# ', a hash and a space)",
+            path,
+            lineno,
+            line.split()[0],
+        )
 
 
 def read_qrels(path: str | os.PathLike[str]) -> Qrels:
@@ -45,7 +84,8 @@ def read_qrels(path: str | os.PathLike[str]) -> Qrels:
     p = Path(path)
     qrels: Qrels = {}
     ncols: int | None = None
-    for lineno, line in iter_lines(p, "qrels file"):
+    for lineno, line in iter_lines(p, "qrels file", is_data=_qrels_shape):
+        _hash_data(p, lineno, line)
         parts = line.split()
         if ncols is None:
             if len(parts) == 3 and _is_header(parts):
@@ -111,7 +151,7 @@ def _is_number(token: str) -> bool:
         float(token)
     except ValueError:
         return False
-    return True
+    return True  # any number, even '٣': a header's third column is a word
 
 
 def write_qrels(path: str | os.PathLike[str], qrels: Qrels) -> Path:
@@ -127,17 +167,20 @@ def read_run(path: str | os.PathLike[str], *, name: str | None = None, doc_ids: 
     vocab: dict[str, int] = {d: i for i, d in enumerate(doc_ids)} if fixed else {}
     rows: dict[str, tuple[list[int], list[float]]] = {}
     tags: set[str] = set()
-    for lineno, line in iter_lines(p, "run file"):
+    for lineno, line in iter_lines(p, "run file", is_data=_run_shape):
+        _hash_data(p, lineno, line)
         parts = line.split()
         if len(parts) < 6:
             raise InputError(
                 f"expected 6 columns (qid Q0 docno rank score tag), found {len(parts)}", path=p, line=lineno
             )
         qid, _, doc, _, s, tag = parts[:6]
+        if not _FLOAT.match(s) and s.strip("+-").lower() not in ("nan", "inf", "infinity"):
+            raise InputError(f"score {s!r:.40} is not a number", path=p, line=lineno, field="score")
         try:
             score = float(s)
-        except ValueError:
-            raise InputError(f"score {s!r} is not a number", path=p, line=lineno, field="score") from None
+        except ValueError:  # pragma: no cover - the pattern admits only what float() reads
+            raise InputError(f"score {s!r:.40} is not a number", path=p, line=lineno, field="score") from None
         if not math.isfinite(score):
             raise InputError(f"score is {s} (scores must be finite)", path=p, line=lineno, field="score")
         i = vocab.get(doc)
