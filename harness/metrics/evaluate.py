@@ -462,4 +462,3 @@ def evaluate(
             run = Run.coerce(run)
     result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)
     return result.per_query() if per_query else result.means()
-
