@@ -401,6 +401,8 @@ def check_overlap(
       (the unranked ones score 0 and stay in the mean); ``None`` when the overlap is fine.
     """
     cq = cq if isinstance(cq, CompiledQrels) else CompiledQrels(cq)
+    if not isinstance(run, Run) and not all(isinstance(r, Mapping) for r in run.values()):
+        run = Run.coerce(run)  # {qid: [(doc_id, score), ...]}
     run_qids = run.query_ids if isinstance(run, Run) else [str(q) for q in run]
     qpos = {q: i for i, q in enumerate(run_qids)}
     common = [(r, qpos[q]) for r, q in enumerate(cq.query_ids) if q in qpos]

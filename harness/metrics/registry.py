@@ -211,6 +211,8 @@ def parse_metric(name: str | Metric) -> Metric:
         if sep in text:
             head, _, tail = text.rpartition(sep)
             if _ASCII_DIGITS.match(tail):
+                if len(tail.lstrip("0")) > 12:  # also keeps int() below Python's digit limit
+                    raise InputError(f"metric {raw[:40]!r}...: the cutoff is too large", field="metrics")
                 kind, k = head, int(tail)
                 break
             if tail.isdigit() or tail.isdecimal() or tail.isnumeric():  # '٣', '²', '三': digits, not ASCII
