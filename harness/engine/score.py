@@ -61,7 +61,8 @@ def score(
     contextual = [m for m in metrics if m.needs_context]
     if embedded and embed is None and runs:
         raise InputError(
-            f"{', '.join(m.name for m in embedded)} needs document embeddings, which these runs do not carry",
+            f"{', '.join(m.name for m in embedded)} needs document embeddings, which these runs do not carry; "
+            "`harness run` computes it from the configured dense model",
             field="metrics",
         )
     if contextual and context is None and runs:
