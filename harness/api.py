@@ -33,7 +33,7 @@ from harness.paths import cache_dir_of
 from harness.protocol import Retriever, Stage
 from harness.registry import BuildContext, SpecBase, spec_class
 from harness.results import Results
-from harness.validate import check_corpus_encodable
+from harness.validate import check_dataset_usable
 
 log = logging.getLogger("harness")
 
@@ -119,7 +119,7 @@ def run_config(
         if split:
             section["split"] = split
         ds = load_from_config(section, base)
-    check_corpus_encodable(ds)  # a lone surrogate fails here, not after hours of work
+    check_dataset_usable(ds)  # an empty corpus or a lone surrogate fails here, not after hours of work
     cache = cache_dir_of(config.cache_dir)
     ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
     specs = config.specs()
@@ -210,7 +210,7 @@ def benchmark(
     if not retrievers:
         raise InputError("benchmark() needs at least one retriever", field="retrievers")
     ds = load_dataset(dataset, split)
-    check_corpus_encodable(ds)
+    check_dataset_usable(ds)
     cache = cache_dir_of(cache_dir)
     ctx = BuildContext(cache_dir=cache, config_dir=Path.cwd(), seed=seed, depth=depth, show_progress=False)
     nodes: list[Node] = []

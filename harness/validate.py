@@ -119,6 +119,17 @@ def _check_score(qid: str, pos: int, doc: Any, score: Any) -> None:
 
 
 # ---------------------------------------------------------------------------- the dataset's text
+def check_dataset_usable(dataset: GoldenDataset) -> None:
+    """Refuse, before any retriever runs, a dataset nothing can be measured on: no documents, or no
+    judged query (every row would fail, or score 0, hours later)."""
+    where = dataset.source
+    if not len(dataset.corpus):
+        raise InputError("the corpus holds no documents", path=where, field="corpus")
+    if not dataset.queries or not dataset.qrels:
+        raise InputError("no judged query: nothing to score", path=where, field="qrels")
+    check_corpus_encodable(dataset)
+
+
 def check_corpus_encodable(dataset: GoldenDataset) -> None:
     """Refuse text that cannot be written as UTF-8 (a lone surrogate such as ``\\ud800``, which JSON
     allows as an escape), *before* any retriever runs: otherwise a run file, a results.json or a team
