@@ -238,8 +238,10 @@ class Encoder:
         return self._cache
 
     # ------------------------------------------------------------------ encoding
-    def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        ex = remote_executor()
+    def _encode(self, texts: Sequence[str], progress: bool = False, *, local: bool = False) -> np.ndarray:
+        # queries stay in this process (``local``): a query's latency is the retriever's, not a
+        # round trip to a cluster; documents, the bulk of the work, go to the executor
+        ex = None if local else remote_executor()
         if ex is not None:  # the config's executor (Ray): the same model on its workers
             t0 = time.perf_counter()
             settings = EncoderSettings(self.location, self.max_length, self.normalize, self.device)
@@ -324,7 +326,7 @@ class Encoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if not use_cache:
-            return self._encode(texts)
+            return self._encode(texts, local=True)
         memo = _QUERY_MEMO.setdefault(digest(self.identity), OrderedDict())
         keys = [text_key(t) for t in texts]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -342,7 +344,7 @@ class Encoder:
                 out[todo[j]] = memo[keys[todo[j]]] = rows[j].copy()
             todo = [i for i, f in zip(todo, found.tolist()) if not f]
         if todo:
-            fresh = self._encode([texts[i] for i in todo])
+            fresh = self._encode([texts[i] for i in todo], local=True)
             out[todo] = fresh
             if self.cache is not None and len(todo) >= _MIN_QUERY_ROWS_ON_DISK:
                 self.cache.put([keys[i] for i in todo], fresh)

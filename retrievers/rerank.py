@@ -261,8 +261,10 @@ class Rerank:
         return np.asarray(out, dtype=np.float64).reshape(len(pairs))
 
     def _predict(self, pairs: Sequence[tuple[str, str]], progress: bool) -> np.ndarray:
-        ex = remote_executor()
-        if ex is not None:  # the config's executor (Ray): the same cross-encoder on its workers
+        # a batch goes to the config's executor (Ray); a single query's pairs (the latency loop) stay
+        # here, so latency measures the reranker, not a round trip to a cluster
+        ex = remote_executor() if len(pairs) > self.spec.batch_size else None
+        if ex is not None:
             settings = CrossEncoderSettings(self.location, self.spec.max_length, self.spec.device)
             return np.asarray(ex.score_pairs(list(pairs), settings, self.spec.batch_size), dtype=np.float32)
         import torch
