@@ -27,6 +27,8 @@ install-dev: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed
 	$(BIN)/harness run
+	@echo "== the same retrievers over two chunkings of the demo (rows retriever[chunking]; docs/chunking.md)"
+	$(BIN)/harness run --config configs/demo-chunked.yaml --out results/demo-chunked-$$(date +%Y%m%d-%H%M%S)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples

@@ -44,5 +44,11 @@ def default_config() -> RunConfig:
             "or set $HARNESS_RERANKER to a CrossEncoder folder or hub name"
         )
     return parse_config(
-        {"dataset": {"path": "demo", "split": "test"}, "metrics": metrics, "baseline": "bm25", "retrievers": retrievers}
+        {
+            "dataset": {"path": "demo", "split": "test"},
+            "metrics": metrics,
+            "baseline": "bm25",
+            "retrievers": retrievers,
+            "slices": "tag",
+        }
     )

@@ -92,6 +92,8 @@ class Section(BaseModel):
     selection_of_default: float
     test_of_default: float
     n_test: int
+    #: the sweep metric per test query: ``{query_id: {"chosen": v, "default": v}}`` (held out)
+    per_query: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     @property
     def gap(self) -> float:
@@ -328,6 +330,10 @@ def _section(
         selection_of_default=sel_default,
         test_of_default=rows[0].default,
         n_test=len(test_ids),
+        per_query={
+            q: {"chosen": float(c), "default": float(d)}
+            for q, c, d in zip(test_ids, chosen_vals[metrics[0]], default_vals[metrics[0]], strict=True)
+        },
     )
 
 

@@ -117,7 +117,8 @@ def test_rows(result: SweepResult) -> list[list[str]]:
     rows = []
     for s in result.sections:
         t = s.test[0]
-        rows.append([s.retriever, "default", _f(s.selection_of_default), _f(t.default), "", "", ""])
+        default_gap = s.selection_of_default - s.test_of_default
+        rows.append([s.retriever, "default", _f(s.selection_of_default), _f(t.default), f"{default_gap:+.4f}", "", ""])
         rows.append(
             [
                 "",
@@ -139,8 +140,8 @@ def test_legend(result: SweepResult) -> list[str]:
     perms = result.stats.get("permutations", 10000)
     lines = [
         honesty_note(result),
-        f"selection / test: mean {result.metric}; gap = selection - test of the chosen point (how much the "
-        "choice flattered itself).",
+        f"selection / test: mean {result.metric}; gap = selection - test. The default's gap is how much easier "
+        "the selection queries are; what the chosen point's gap adds to it is how much the choice flattered itself.",
         f"Δ test = chosen - default on the test queries; p: paired randomization test ({perms:,} sign flips), "
         "test queries only.",
     ]
