@@ -143,8 +143,10 @@ def test_test_numbers_are_test_queries_only(train_sweep, two_splits: Path) -> No
     assert row.default == alone.summary["default"]["ndcg@10"]
     assert row.p_value == alone.significance["chosen"]["ndcg@10"]["p_value"]
     assert bm25.n_test == len(alone.query_ids)
-    chosen, default = alone.query_scores("chosen"), alone.query_scores("default")
-    assert bm25.per_query == {q: {"chosen": chosen[q]["ndcg@10"], "default": default[q]["ndcg@10"]} for q in chosen}
+    by_chosen, by_default = alone.query_scores("chosen"), alone.query_scores("default")
+    assert bm25.per_query == {
+        q: {"chosen": by_chosen[q]["ndcg@10"], "default": by_default[q]["ndcg@10"]} for q in by_chosen
+    }
     assert bm25.gap == bm25.selection_of_chosen - bm25.test_of_chosen
     # the hybrid's default is the config's setting all the way down (default bm25 under it)
     plain = {"type": "bm25", "stemmer": None, "k1": 1.2, "b": 0.75}
