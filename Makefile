@@ -30,23 +30,27 @@ bench: $(VENV)/.installed
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples
+	$(BIN)/lint-imports
 
 # run the nightly config, then check it against the committed baseline (docs/nightly.md); a failed
 # retriever does not stop the run step: `harness check` reports it and exits 1
 nightly: NIGHTLY_CONFIG ?= configs/nightly.yaml
 nightly: NIGHTLY_BASELINE ?= results/baselines/demo/nightly.json
 nightly: NIGHTLY_OUT ?= results/nightly
+nightly: NIGHTLY_HISTORY ?=
 nightly: $(VENV)/.installed
 	@# a crashed run must not leave last night's results to be checked: clear the old results folder
 	if [ -f $(NIGHTLY_OUT)/results.json ]; then rm -rf $(NIGHTLY_OUT); fi
 	-$(BIN)/harness run --config $(NIGHTLY_CONFIG) --out $(NIGHTLY_OUT) --no-progress
 	$(BIN)/harness check --baseline $(NIGHTLY_BASELINE) --current $(NIGHTLY_OUT) \
 	  $(if $(wildcard $(NIGHTLY_BASELINE:.json=.tolerances.yaml)),--tolerances $(NIGHTLY_BASELINE:.json=.tolerances.yaml)) \
-	  --summary $(NIGHTLY_OUT)/check.md --junit $(NIGHTLY_OUT)/check.xml
+	  --summary $(NIGHTLY_OUT)/check.md --junit $(NIGHTLY_OUT)/check.xml \
+	  $(if $(NIGHTLY_HISTORY),--history $(NIGHTLY_HISTORY))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

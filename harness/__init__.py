@@ -2,7 +2,8 @@
 
 Public API (imported lazily so ``harness --help`` starts fast):
 ``evaluate``, ``benchmark``, ``load_dataset``, ``Document``, ``Query``, ``GoldenDataset``, ``Run``,
-``Retriever``, ``Stage``.
+``Retriever``, ``Stage``, ``Results`` (with ``.table()`` and ``.save()``), and composition
+(``R``, ``Hybrid``, ``Rerank``, ``MMR``: ``Hybrid(R("bm25"), R("dense")) >> Rerank(model)``).
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ _EXPORTS = {
     "Stage": "harness.protocol",
     "benchmark": "harness.api",
     "BenchmarkResults": "harness.api",
-    "Results": "harness.results",
+    "Results": "harness.api:BenchmarkResults",
     "HarnessError": "harness.errors",
+    "R": "harness.compose",
+    "Hybrid": "harness.compose",
+    "Rerank": "harness.compose",
+    "MMR": "harness.compose",
+    "score": "harness.engine",
+    "execute": "harness.engine",
     "InputError": "harness.errors",
 }
 
@@ -39,7 +46,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attr = module.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value
     return value
 

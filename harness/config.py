@@ -46,9 +46,8 @@ from pydantic import (
 
 from harness.errors import InputError, register_secret
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
+from harness.paths import DEFAULT_CACHE_DIR
 from harness.registry import ENV_TEMPLATES, SpecBase, redact_value, spec_class, strict_scalar_problem
-
-DEFAULT_CACHE_DIR = "~/.cache/retrieval-harness"
 
 #: Bounds that stop a typo from turning into hours of work or all the memory (``bootstrap: 1e12``).
 MAX_RESAMPLES = 1_000_000
@@ -496,41 +495,3 @@ def load_config(path: str | os.PathLike[str]) -> RunConfig:
     except RecursionError:
         raise InputError("invalid YAML: nested too deeply", path=p) from None
     return parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)
-
-
-def default_config() -> RunConfig:
-    """What bare ``harness run`` (and ``make bench``) runs: the demo dataset; BM25 (the baseline),
-    dense, their RRF hybrid, MMR over dense, and a cross-encoder rerank of the hybrid when a
-    reranker is available offline (otherwise one log line says how to get one)."""
-    import importlib.util
-    import logging
-
-    metrics = list(DEFAULT_METRICS)
-    if importlib.util.find_spec("harness.metrics.diversity") is not None:
-        metrics.append("ild@10")
-    retrievers: dict[str, dict[str, Any]] = {
-        "bm25": {"type": "bm25"},
-        "dense": {"type": "dense"},
-        "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
-        "dense_mmr": {"type": "mmr", "of": "dense", "lambda": 0.7},
-    }
-    try:
-        from retrievers.rerank import default_reranker, recommended_interpolate
-    except ImportError:
-        model = None
-    else:
-        model = default_reranker()
-    if model:
-        retrievers["hybrid_rerank"] = {"type": "rerank", "of": "hybrid", "top_n": 50, "model": model}
-        alpha = recommended_interpolate(model)
-        if alpha is not None and alpha < 1:
-            retrievers["hybrid_rerank"]["interpolate"] = alpha
-    else:
-        logging.getLogger("harness").info(
-            "no cross-encoder reranker available offline, so no hybrid_rerank row; to add one: "
-            "`harness train-reranker --dataset PATH --split train` (saved where bare `harness run` finds it), "
-            "or set $HARNESS_RERANKER to a CrossEncoder folder or hub name"
-        )
-    return parse_config(
-        {"dataset": {"path": "demo", "split": "test"}, "metrics": metrics, "baseline": "bm25", "retrievers": retrievers}
-    )

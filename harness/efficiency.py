@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import psutil
@@ -72,7 +73,30 @@ class Cost:
     n_queries: int = 0
     latencies_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
     peak_rss_mb: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """Everything, latencies included, so a stored run's cost re-enters a later summary
+        exactly (``--resume`` gives the same table as one uninterrupted run)."""
+        return {
+            "index_seconds": self.index_seconds,
+            "search_seconds": self.search_seconds,
+            "n_queries": self.n_queries,
+            "latencies_s": self.latencies_s.tolist(),
+            "peak_rss_mb": self.peak_rss_mb,
+            "extra": self.extra,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Cost:
+        return cls(
+            index_seconds=float(data.get("index_seconds", 0.0)),
+            search_seconds=float(data.get("search_seconds", 0.0)),
+            n_queries=int(data.get("n_queries", 0)),
+            latencies_s=np.asarray(data.get("latencies_s", []), dtype=np.float64),
+            peak_rss_mb=float(data.get("peak_rss_mb", 0.0)),
+            extra=dict(data.get("extra") or {}),
+        )
 
     @staticmethod
     def total(own: list[Cost], n_queries: int) -> dict[str, float]:

@@ -45,3 +45,40 @@ class Stage(Protocol):
     def index(self, corpus: Sequence[Document]) -> None: ...
 
     def transform(self, runs: Sequence[Run], queries: Sequence[Query], k: int) -> Run: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Optional hooks. A component may implement any of these; the engine checks with ``isinstance``
+# (they are runtime-checkable), so a team's class needs no import from us to use them.
+
+
+@runtime_checkable
+class HasParams(Protocol):
+    """``params()``: the settings a component actually used (defaults filled in), recorded in
+    results.json beside the spec it was built from."""
+
+    def params(self) -> Mapping[str, object]: ...
+
+
+@runtime_checkable
+class ReportsCost(Protocol):
+    """``efficiency_extra(k)``: cost figures only the component knows (``encode_seconds``,
+    ``build_seconds``, ``cache_hit_rate``, ``ann_recall@k``...), merged into its cost row."""
+
+    def efficiency_extra(self, k: int) -> Mapping[str, object]: ...
+
+
+@runtime_checkable
+class Cancellable(Protocol):
+    """``cancel()``: stop in-flight work (close connections, kill a child process) after a timeout,
+    so nothing the component started keeps the process alive."""
+
+    def cancel(self) -> None: ...
+
+
+@runtime_checkable
+class AllowsUnknownDocs(Protocol):
+    """A component whose rankings may name documents outside the corpus (a run file made against
+    another corpus version): such ids are kept instead of being an error."""
+
+    allow_unknown_docs: bool

@@ -54,7 +54,7 @@ HOW_TO_GET_ONE = (
 def reranker_home(cache_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where ``harness train-reranker`` saves by default: ``<cache_dir>/models/reranker``
     (``cache_dir`` left out: ``$HARNESS_CACHE_DIR``, else the default cache folder)."""
-    from harness.api import cache_dir_of
+    from harness.paths import cache_dir_of
 
     root = Path(cache_dir).expanduser() if cache_dir is not None else cache_dir_of(None)
     return root / "models" / "reranker"

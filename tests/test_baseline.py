@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.check import check
 from harness.cli import main
 from harness.cli.baseline import KEEP, baseline_payload
 from harness.errors import InputError
+from harness.gate import check
 from harness.io import atomic
 from harness.results import Results
 from tests.test_check import base_scores, make_results
@@ -22,7 +22,7 @@ def results_dir(tmp_path):
     res.intervals = {"bm25": {"ndcg@10": [0.1, 0.2]}}
     res.manifest["git"] = {"commit": "0123456789abcdef", "dirty": False}
     folder = tmp_path / "run"
-    atomic.write_json(folder / "results.json", res.model_dump(mode="json"))
+    atomic.write_json(folder / "results.json", res.to_json())
     (folder / "runs").mkdir()
     (folder / "runs" / "bm25.trec").write_text("q000 Q0 d1 1 1.0 bm25\n")
     return folder
@@ -57,7 +57,7 @@ def test_overwrite_needs_force_and_prints_changes(results_dir, tmp_path, capsys)
 
     better = make_results({"bm25": {m: v + 0.1 for m, v in base_scores().items()}})
     newer = tmp_path / "newer.json"
-    atomic.write_json(newer, better.model_dump(mode="json"))
+    atomic.write_json(newer, better.to_json())
     assert main(["baseline", "save", str(newer), "--to", str(target), "--force"]) == 0
     out = capsys.readouterr().out
     assert "replaced the previous baseline" in out and "bm25 ndcg@10:" in out and "(+0.1000)" in out
@@ -68,7 +68,7 @@ def test_overwrite_needs_force_and_prints_changes(results_dir, tmp_path, capsys)
 def test_failed_retrievers_refused_unless_left_out(tmp_path, capsys):
     res = make_results({"bm25": base_scores()}, failures={"dense": "boom"})
     src = tmp_path / "r.json"
-    atomic.write_json(src, res.model_dump(mode="json"))
+    atomic.write_json(src, res.to_json())
     target = tmp_path / "b.json"
     assert main(["baseline", "save", str(src), "--to", str(target)]) == 2
     assert "dense failed" in capsys.readouterr().err and not target.exists()

@@ -92,9 +92,24 @@ def test_same_numbers_and_folder_as_harness_run(team, tmp_path: Path) -> None:
         return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
     assert listing(api_out) == listing(cli_out)
-    for run in ("runs/bm25.trec", "runs/mine.trec", "qrels.tsv"):
-        assert (api_out / run).read_text() == (cli_out / run).read_text()
+    for name in ("bm25", "mine"):
+        assert cli["run_files"][name]["file"] == api["run_files"][name]["file"]
+        assert cli["run_files"][name]["sha256"] == api["run_files"][name]["sha256"]
+    assert (api_out / "qrels.tsv").read_text() == (cli_out / "qrels.tsv").read_text()
     assert Results.load(api_out).summary == results.summary
+
+    # `harness compare` on the stored run files: the same scorer, so the same numbers
+    files = [str(cli_out / cli["run_files"][n]["file"]) for n in ("bm25", "mine")]
+    cmp_out = tmp_path / "compare"
+    argv = ["compare", *files, "--qrels", str(cli_out / "qrels.tsv"), "--metrics", ",".join(METRICS)]
+    argv += ["--bootstrap", "200", "--permutations", "500", "--out", str(cmp_out)]
+    assert cli_main(argv) == 0
+    cmp = json.loads((cmp_out / "results.json").read_text())
+    stem = {Path(f).stem: n for f, n in zip(files, ("bm25", "mine"))}
+    renamed = {key: {stem[k]: v for k, v in cmp[key].items()} for key in ("summary", "per_query", "significance")}
+    for key in ("summary", "per_query", "significance"):
+        assert renamed[key] == cli[key], key
+    assert cmp["query_ids"] == cli["query_ids"]
 
 
 def test_dataset_as_demo_path_or_object(demo_dataset) -> None:
@@ -125,16 +140,18 @@ def test_table_and_dataframes(tiny_dataset) -> None:
 
     summary = results.to_dataframe()
     assert summary.index.name == "retriever" and list(summary.index) == ["bm25", "mine"]
-    assert list(summary.columns) == METRICS
+    assert [c for c in summary.columns if " " not in c] == METRICS
+    assert summary.loc["mine", "ndcg@10 ci_low"] == results.intervals["mine"]["ndcg@10"][0]
+    assert summary.loc["mine", "ndcg@10 p"] == results.significance["mine"]["ndcg@10"].p_holm
     assert summary.loc["mine", "ndcg@10"] == results.summary["mine"]["ndcg@10"]
 
     long = results.to_dataframe(per_query=True)
     assert list(long.columns) == ["retriever", "query_id", "metric", "value"]
     assert len(long) == 2 * len(tiny_dataset.queries) * len(METRICS)
     means = long.groupby(["retriever", "metric"])["value"].mean().unstack()
-    pd.testing.assert_frame_equal(means[METRICS], summary, check_names=False, check_exact=False, rtol=1e-12)
+    pd.testing.assert_frame_equal(means[METRICS], summary[METRICS], check_names=False, check_exact=False, rtol=1e-12)
     wide = long.pivot_table(index="query_id", columns=["retriever", "metric"], values="value")
-    assert wide.loc["q1", ("mine", "ndcg@10")] == results.per_query["mine"]["q1"]["ndcg@10"]
+    assert wide.loc["q1", ("mine", "ndcg@10")] == results.query_scores("mine")["q1"]["ndcg@10"]
 
 
 def test_empty_results_dataframes() -> None:

@@ -1,4 +1,4 @@
-"""harness.check: the regression rule (drop beyond tolerance AND significant) on synthetic results."""
+"""harness.gate: the regression rule (drop beyond tolerance AND significant) on synthetic results."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.check import CheckReport, Tolerances, check
 from harness.errors import InputError
+from harness.gate import CheckReport, Tolerances, check
+from harness.gate.junit import to_junit
+from harness.gate.render import to_markdown, to_text
 from harness.results import Results
 
 FP = "sha256:" + "a" * 64
@@ -28,7 +30,9 @@ def make_results(
         per_query[name] = {q: {m: float(v[i]) for m, v in mets.items()} for i, q in enumerate(ids)}
         summary[name] = {m: float(np.mean(v)) for m, v in mets.items()}
     dataset = {"name": "syn", "split": "test", "fingerprint": fingerprint} if fingerprint else {}
-    return Results(manifest={"dataset": dataset}, summary=summary, per_query=per_query, failures=failures or {})
+    # schema 1's nested shape, upgraded by the loader: the helper does not depend on the storage layout
+    data = {"manifest": {"dataset": dataset}, "summary": summary, "per_query": per_query, "failures": failures or {}}
+    return Results.from_json(data)
 
 
 def base_scores(n: int = 100, seed: int = 1) -> dict[str, np.ndarray]:
@@ -59,7 +63,7 @@ def test_real_drop_is_a_regression_and_named():
     assert row(report, "bm25", "recall@100").verdict == "ok"
     assert report.exit_code == 1
     assert report.sorted_rows()[0].metric == "ndcg@10"  # regressions first
-    md = report.to_markdown()
+    md = to_markdown(report)
     assert "FAIL: 1 regression" in md and "| **REGRESSION** | bm25 | ndcg@10 |" in md
     assert md.index("ndcg@10") < md.index("recall@100")
 
@@ -94,7 +98,7 @@ def test_noise_below_tolerance_never_fails(n, tol, seed):
     b = {m: rng.uniform(0, 1, n) for m in METRICS}
     c = {m: v + rng.uniform(-tol, tol, n) for m, v in b.items()}  # per-query noise within the tolerance
     report = check(make_results({"r": b}), make_results({"r": c}), tolerances=tol, permutations=200)
-    assert report.exit_code == 0, report.to_text()
+    assert report.exit_code == 0, to_text(report)
 
 
 def test_improvement_is_reported_not_failed():
@@ -249,7 +253,7 @@ def test_junit_is_valid_and_counts_failures():
         failures={"dense": "boom"},
     )
     report = check(b, c)
-    root = ET.fromstring(report.to_junit())
+    root = ET.fromstring(to_junit(report))
     suite = root.find("testsuite")
     cases = suite.findall("testcase")
     assert len(cases) == len(report.rows) + 1  # + the dataset case
@@ -262,7 +266,69 @@ def test_junit_is_valid_and_counts_failures():
 def test_text_table_lists_failures_first():
     b = make_results({"a": base_scores(), "b": base_scores(seed=3)})
     c = make_results({"a": base_scores(), "b": {m: v - 0.1 for m, v in base_scores(seed=3).items()}})
-    text = check(b, c).to_text()
+    text = to_text(check(b, c))
     lines = [ln for ln in text.splitlines() if ln.startswith(("REGRESSION", "ok "))]
     assert lines[0].startswith("REGRESSION") and lines[-1].startswith("ok")
     assert text.rstrip().endswith("FAIL: 2 regressions (4 checks: 2 ok)")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_scores_are_bad_input_never_a_verdict(bad):
+    b = base_scores()
+    c = {m: v.copy() for m, v in b.items()}
+    c["ndcg@10"][3] = bad
+    current = make_results({"bm25": c})
+    current.summary["bm25"]["ndcg@10"] = 0.5  # a finite mean: the per-query value is what is wrong
+    with pytest.raises(InputError, match=r"per_query\.bm25\.q003\.ndcg@10: not a finite number"):
+        check(make_results({"bm25": b}), current)
+    with pytest.raises(InputError, match=r"summary\.bm25\.ndcg@10: not a finite number"):
+        check(Results(summary={"bm25": {"ndcg@10": 0.4}}), Results(summary={"bm25": {"ndcg@10": bad}}))
+
+
+@pytest.mark.parametrize("tol", [float("nan"), float("inf"), -0.01])
+def test_non_finite_tolerance_or_alpha_in_the_api(tol):
+    res = make_results({"bm25": base_scores()})
+    with pytest.raises(InputError, match="tolerance"):
+        check(res, res, tolerances=tol)
+    with pytest.raises(InputError, match="alpha"):
+        check(res, res, alpha=tol)
+
+
+def test_per_query_scores_on_one_side_only_say_which_side():
+    b = make_results({"bm25": base_scores()})
+    c = Results(summary={"bm25": {m: float(v.mean()) - 0.05 for m, v in base_scores().items()}})
+    report = check(b, c)
+    r = row(report, "bm25", "ndcg@10")
+    assert r.verdict == "regression" and r.p_value is None
+    assert r.note == "no per-query scores in current: tolerance only"
+
+
+def test_missing_rows_carry_the_baseline_value():
+    b = make_results({"bm25": base_scores()})
+    c = make_results({"bm25": {"ndcg@10": base_scores()["ndcg@10"]}})
+    r = row(check(b, c), "bm25", "recall@100")
+    assert r.verdict == "missing" and r.failing and r.baseline == pytest.approx(base_scores()["recall@100"].mean())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from([float("nan"), float("inf"), float("-inf")]),
+    st.sampled_from(["baseline", "current"]),
+    st.sampled_from(["summary", "per_query"]),
+    st.integers(0, 19),
+    st.sampled_from(METRICS),
+)
+def test_any_non_finite_value_anywhere_is_named_never_judged(bad, side, where, q, metric):
+    scores = {"baseline": base_scores(20), "current": base_scores(20, seed=5)}
+    if where == "per_query":
+        scores[side][metric] = scores[side][metric].copy()
+        scores[side][metric][q] = bad
+        key = f"per_query.bm25.q{q:03d}.{metric}"
+    else:
+        key = f"summary.bm25.{metric}"
+    b, c = make_results({"bm25": scores["baseline"]}), make_results({"bm25": scores["current"]})
+    target = b if side == "baseline" else c
+    target.summary["bm25"][metric] = bad if where == "summary" else 0.5  # a finite mean: the query is wrong
+    with pytest.raises(InputError) as e:
+        check(b, c, baseline_label="b.json", current_label="c.json")
+    assert str(e.value) == f"{side} {side[0]}.json: {key}: not a finite number"

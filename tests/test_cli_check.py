@@ -15,7 +15,7 @@ from tests.test_check import base_scores, make_results
 
 
 def write(path: Path, res) -> Path:
-    atomic.write_json(path, res.model_dump(mode="json"))
+    atomic.write_json(path, res.to_json())
     return path
 
 
@@ -171,3 +171,195 @@ def test_end_to_end_nfcorpus_bm25(tmp_path, capsys):
     # a real but tiny change (k1 0.9 -> 0.95) stays within tolerance, both ways
     assert main(["check", "--baseline", str(baseline), "--current", str(runs["tiny"])]) == 0
     assert main(["check", "--baseline", str(runs["tiny"]), "--current", str(runs["base"])]) == 0
+
+
+# ---------------------------------------------------------------------- row 2: the gate is never fooled
+def _write_raw(path: Path, data: dict) -> Path:
+    """JSON as Python writes it with allow_nan: NaN / Infinity literals, as a hostile or broken writer would."""
+    path.write_text(json.dumps(data, allow_nan=True))
+    return path
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("side", ["current", "baseline"])
+def test_non_finite_per_query_value_is_bad_input(files, capsys, tmp_path, bad, side):
+    _, base, _ = files
+    data = json.loads(base.read_text())
+    data["per_query"]["bm25"]["ndcg@10"][data["query_ids"].index("q012")] = bad
+    poisoned = _write_raw(tmp_path / "poisoned.json", data)
+    args = {"baseline": str(base), "current": str(base), side: str(poisoned)}
+    summary = tmp_path / "check.md"
+    code = main(["check", "--baseline", args["baseline"], "--current", args["current"], "--summary", str(summary)])
+    assert code == 2
+    line = one_line_error(capsys)
+    assert line == f"error: {side} {poisoned}: per_query.bm25.q012.ndcg@10: not a finite number"
+    assert "not a finite number" in summary.read_text()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_summary_is_bad_input_never_improved(tmp_path, capsys, bad):
+    """Summary-only results (no per-query scores): Infinity must not read as an improvement."""
+    base = _write_raw(tmp_path / "b.json", {"summary": {"bm25": {"ndcg@10": 0.4}}})
+    cur = _write_raw(tmp_path / "c.json", {"summary": {"bm25": {"ndcg@10": bad}}})
+    assert main(["check", "--baseline", str(base), "--current", str(cur)]) == 2
+    assert one_line_error(capsys) == f"error: current {cur}: summary.bm25.ndcg@10: not a finite number"
+
+
+def test_non_finite_in_a_results_folder_names_its_results_json(files, capsys, tmp_path):
+    _, base, _ = files
+    data = json.loads(base.read_text())
+    data["summary"]["dense"]["recall@100"] = float("nan")
+    folder = tmp_path / "nightly"
+    folder.mkdir()
+    _write_raw(folder / "results.json", data)
+    assert main(["check", "--baseline", str(base), "--current", str(folder)]) == 2
+    assert (
+        one_line_error(capsys)
+        == f"error: current {folder / 'results.json'}: summary.dense.recall@100: not a finite number"
+    )
+
+
+@pytest.mark.parametrize(
+    "flags, expect",
+    [
+        (["--tolerance", "nan"], "--tolerance: a tolerance must be a finite number"),
+        (["--tolerance", "inf"], "--tolerance: a tolerance must be a finite number"),
+        (["--tolerance", "-0.1"], "--tolerance: a tolerance must be >= 0"),
+        (["--alpha", "nan"], "--alpha: must be a number in (0, 1)"),
+        (["--alpha", "-0.05"], "--alpha: must be a number in (0, 1)"),
+        (["--alpha", "1"], "--alpha: must be a number in (0, 1)"),
+        (["--permutations", "0"], "--permutations must be >= 1"),
+    ],
+)
+def test_non_finite_or_out_of_range_flags_exit_2(files, capsys, flags, expect):
+    _, base, degraded = files
+    assert main(["check", "--baseline", str(base), "--current", str(degraded), *flags]) == 2
+    assert expect in one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("default: .nan\n", "default"),
+        ("default: .inf\n", "default"),
+        ("metrics: {ndcg@10: .nan}\n", "metrics.ndcg@10"),
+        ("metrics: {ndcg@10: .inf}\n", "metrics.ndcg@10"),
+        ("retrievers: {bm25: {default: .nan}}\n", "retrievers.bm25.default"),
+        ("retrievers: {bm25: {recall@100: -.inf}}\n", "retrievers.bm25.recall@100"),
+        ("alpha: .nan\n", "alpha"),
+        ("alpha: -0.05\n", "alpha"),
+    ],
+)
+def test_non_finite_tolerances_file_exit_2_naming_file_and_key(files, capsys, tmp_path, text, key):
+    _, base, degraded = files
+    tol = tmp_path / "tol.yaml"
+    tol.write_text(text)
+    assert main(["check", "--baseline", str(base), "--current", str(degraded), "--tolerances", str(tol)]) == 2
+    line = one_line_error(capsys)
+    assert line.startswith(f"error: {tol}: {key}: "), line
+
+
+# ---------------------------------------------------------------------- row 8: outputs never overwrite an input
+def _check(base: Path, cur: Path, *extra: str) -> int:
+    return main(["check", "--baseline", str(base), "--current", str(cur), *extra])
+
+
+@pytest.fixture
+def folders(files, tmp_path):
+    """A baseline file and a current results folder (results.json + runs/), as a nightly job has them."""
+    _, base, degraded = files
+    cur = tmp_path / "nightly"
+    (cur / "runs").mkdir(parents=True)
+    (cur / "results.json").write_bytes(degraded.read_bytes())
+    (cur / "runs" / "bm25.trec").write_text("q000 Q0 d1 1 1.0 bm25\n")
+    return base, cur
+
+
+def _snapshot(*paths: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in paths}
+
+
+@pytest.mark.parametrize("flag", ["--summary", "--junit", "--history"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "baseline",
+        "baseline via ..",
+        "baseline via symlink",
+        "baseline hard link",
+        "current results.json",
+        "current folder",
+        "current runs file",
+        "new file in current runs",
+    ],
+)
+def test_outputs_never_overwrite_an_input(folders, tmp_path, capsys, flag, target):
+    base, cur = folders
+    if target == "baseline hard link":
+        import os
+
+        os.link(base, tmp_path / "hard.json")
+    paths = {
+        "baseline": base,
+        "baseline via ..": cur / ".." / base.name,
+        "baseline via symlink": tmp_path / "link.json",
+        "baseline hard link": tmp_path / "hard.json",
+        "current results.json": cur / "results.json",
+        "current folder": cur,
+        "current runs file": cur / "runs" / "bm25.trec",
+        "new file in current runs": cur / "runs" / "check.xml",
+    }
+    if target == "baseline via symlink":
+        paths[target].symlink_to(base)
+    before = _snapshot(base, cur / "results.json", cur / "runs" / "bm25.trec")
+    other = tmp_path / "other.xml"  # a valid second output: must not be written either
+    second = ["--junit", str(other)] if flag != "--junit" else ["--summary", str(other)]
+    assert _check(base, cur, flag, str(paths[target]), *second) == 2
+    line = one_line_error(capsys)
+    assert flag in line and "Traceback" not in line
+    assert _snapshot(*before) == before
+    assert not other.exists() and not (cur / "runs" / "check.xml").exists()
+
+
+def test_outputs_refuse_a_users_file_but_replace_their_own(folders, tmp_path, capsys):
+    base, cur = folders
+    mine = tmp_path / "notes.md"
+    mine.write_text("# my notes\n")
+    assert _check(base, cur, "--summary", str(mine)) == 2
+    assert "not written by harness check" in one_line_error(capsys)
+    assert mine.read_text() == "# my notes\n"
+    xml = tmp_path / "report.xml"
+    xml.write_text("<testsuites/>\n")
+    assert _check(base, cur, "--junit", str(xml)) == 2
+    assert "not written by harness check" in one_line_error(capsys)
+    assert xml.read_text() == "<testsuites/>\n"
+    hist = tmp_path / "log.jsonl"
+    hist.write_text('{"event": "deploy"}\n')
+    assert _check(base, cur, "--history", str(hist)) == 2
+    assert "not a history file" in one_line_error(capsys)
+    assert hist.read_text() == '{"event": "deploy"}\n'
+    # outputs in the current results folder (not results.json or runs/) are fine, and ours are replaced
+    summary, junit = cur / "check.md", cur / "check.xml"
+    for _ in range(2):
+        assert _check(base, cur, "--summary", str(summary), "--junit", str(junit)) == 1
+    assert summary.read_text().rstrip().endswith("-->") and ET.parse(junit).getroot().tag == "testsuites"
+    # the tolerances file is an input too
+    tol = tmp_path / "tol.yaml"
+    tol.write_text("default: 0.01\n")
+    assert _check(base, cur, "--tolerances", str(tol), "--summary", str(tol)) == 2
+    assert "names an input" in one_line_error(capsys) and tol.read_text() == "default: 0.01\n"
+    # two outputs naming one file
+    assert _check(base, cur, "--summary", str(summary), "--junit", str(summary)) == 2
+    assert "name the same file" in capsys.readouterr().err
+
+
+def test_nightly_nfcorpus_config_names_the_shared_data():
+    """docs/nightly.md names configs/nightly-nfcorpus.yaml: it exists and points at ../shared/data/nfcorpus."""
+    from harness.config import load_config
+
+    repo = Path(__file__).resolve().parents[1]
+    cfg = load_config(repo / "configs" / "nightly-nfcorpus.yaml")
+    assert (repo / "configs" / cfg.dataset.path).resolve() == (repo.parent / "shared" / "data" / "nfcorpus").resolve()
+    assert cfg.dataset.split == "test" and list(cfg.retrievers) == ["bm25"]
+    assert cfg.metrics == ["ndcg@10", "mrr@10", "recall@100", "hit_rate@5", "precision@5", "map@100"]
+    assert "configs/nightly-nfcorpus.yaml" in (repo / "docs" / "nightly.md").read_text()

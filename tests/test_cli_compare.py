@@ -58,7 +58,8 @@ def test_compare_prints_the_table_and_writes_a_results_folder(files):
     for name in ("table.md", "table.csv", "table.html", "table.tex", "metric_at_k.png", "qrels.tsv"):
         assert (out / name).is_file(), name
     assert not (out / "quality_latency.png").exists()  # nothing was timed
-    assert sorted(p.name for p in (out / "runs").iterdir()) == ["base.trec", "good.trec", "same.trec"]
+    files = sorted(res["run_files"][n]["file"] for n in ("base", "good", "same"))
+    assert sorted(f"runs/{p.name}" for p in (out / "runs").glob("*.trec")) == files
     assert "index s" not in (out / "table.md").read_text()
 
 

@@ -50,11 +50,26 @@ def folders(tmp_path_factory):
     return out, qids
 
 
-def test_report_rerenders_the_folder(folders):
+def test_report_prints_and_leaves_the_folder_alone(folders):
+    folder = folders[0]["ids_only"]
+    before = {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+    (folder / "table.md").unlink()
+    for args in ([], ["--no-write"]):  # --no-write: the old spelling of the default, still accepted
+        proc = harness("report", str(folder), *args)
+        assert proc.returncode == 0, proc.stderr
+        assert "base (baseline)" in proc.stdout
+        assert not (folder / "table.md").exists()  # nothing re-rendered
+        assert {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()} == {
+            k: v for k, v in before.items() if k != "table.md"
+        }
+    (folder / "table.md").write_bytes(before["table.md"])
+
+
+def test_report_write_rerenders_the_folder(folders):
     folder = folders[0]["with_text"]
     (folder / "table.md").unlink()
     (folder / "metric_at_k.png").unlink()
-    proc = harness("report", str(folder))
+    proc = harness("report", str(folder), "--write")
     assert proc.returncode == 0, proc.stderr
     assert (folder / "table.md").is_file() and (folder / "metric_at_k.png").is_file()
     assert "demo (test, " in proc.stdout and "base (baseline)" in proc.stdout
@@ -66,7 +81,7 @@ def test_report_rerenders_the_folder(folders):
 
 def test_worst_lists_losses_with_text_and_first_relevant_ranks(folders):
     out, qids = folders
-    proc = harness("report", str(out["with_text"]), "--worst", "2", "--metric", "MRR@10", "--no-write")
+    proc = harness("report", str(out["with_text"]), "--worst", "2", "--metric", "MRR@10")
     assert proc.returncode == 0, proc.stderr
     assert "worse vs base: 2 worst queries on mrr@10" in proc.stdout
     texts = {q.id: q.text for q in load_dataset("demo").queries}
@@ -77,36 +92,53 @@ def test_worst_lists_losses_with_text_and_first_relevant_ranks(folders):
     assert "1st rel. worse" in section and "1st rel. base" in section
     row = next(line for line in section.splitlines() if f" {qids[0]} " in line)
     cells = [c.strip() for c in row.split("│") if c.strip()]
-    assert cells[-2:] == ["10", "1"]  # first relevant: rank 10 in worse, 1 in base
+    assert cells[4:6] == ["10", "1"]  # first relevant: rank 10 in worse, 1 in base
+    # per query: what worse ranked first (unjudged fillers) beside the relevant documents, with text
+    docs = proc.stdout.split(f"{qids[0]}: what worse ranked first (rank), and the relevant documents")[1]
+    docs = docs.split("┘")[0]
+    dataset = load_dataset("demo")
+    corpus = {d.id: d.content for d in dataset.corpus}
+    judged = dataset.qrels[qids[0]]
+    best = max(judged, key=lambda d: (judged[d], d))  # the one the run files place
+    best_row = next(line for line in docs.splitlines() if f" {best} " in line)
+    assert [c.strip() for c in best_row.split("│")][1:3] == ["10", "1"]  # rank in worse, in base
+    assert "rank in base" in docs
+    assert " ".join(corpus[best].split())[:60] in " ".join(docs.split())
+    assert "filler0" in docs and "(not in the dataset)" in docs and "unjudged" in docs
+    missed = [d for d, g in judged.items() if g >= 1 and d != best]
+    if missed:  # relevant, but the run files rank only the best one: in neither run's 10 documents
+        assert "not in the top 10" in docs
 
 
 def test_worst_lists_only_losses(folders):
     out, _ = folders
-    proc = harness("report", str(out["with_text"]), "--worst", "5", "--retriever", "worse", "--no-write")
+    proc = harness("report", str(out["with_text"]), "--worst", "5", "--retriever", "worse")
     assert proc.returncode == 0, proc.stderr
     assert "worse vs base: 3 worst queries on ndcg@10" in proc.stdout  # only three queries lose
 
 
 def test_without_a_dataset_ids_only(folders):
     out, qids = folders
-    proc = harness("report", str(out["ids_only"]), "--worst", "1", "--no-write")
+    proc = harness("report", str(out["ids_only"]), "--worst", "1")
     assert proc.returncode == 0, proc.stderr
-    assert "query text unavailable" in proc.stdout
+    assert "query and document text unavailable" in proc.stdout
     row = next(line for line in proc.stdout.splitlines() if f" {qids[2]} " in line)  # largest nDCG loss
-    assert [c.strip() for c in row.split("│") if c.strip()][1] == "–"  # no text
+    assert [c.strip() for c in row.split("│") if c.strip()][-1] == "–"  # no text
+    assert "filler0" in proc.stdout  # document ids still shown
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--worst", "0"], "--worst"),
+        (["--worst", "1", "--docs", "-1"], "--docs"),
         (["--worst", "2", "--metric", "recall@7"], "metric 'recall@7' is not in these results"),
         (["--worst", "2", "--retriever", "nope"], "retriever 'nope' has no scores here"),
     ],
 )
 def test_bad_arguments_exit_2(folders, args, message):
     out, _ = folders
-    proc = harness("report", str(out["ids_only"]), "--no-write", *args)
+    proc = harness("report", str(out["ids_only"]), *args)
     assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
 
 

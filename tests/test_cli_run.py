@@ -54,7 +54,7 @@ retrievers:
     # the folder re-scores on its own: saved runs + qrels.tsv reproduce the summary exactly
     qrels = read_qrels(out / "qrels.tsv")
     for name in ("bm25", "bm25_rank"):
-        run = read_run(out / "runs" / f"{name}.trec")
+        run = read_run(out / res["run_files"][name]["file"])
         assert evaluate_run(qrels, run, res["summary"][name]).means() == res["summary"][name]
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import default_config, load_config, parse_config
+from harness.config import load_config, parse_config
+from harness.defaults import default_config
 from harness.errors import InputError
 
 

@@ -65,7 +65,7 @@ def test_ild_matches_pairwise_loop_and_is_order_free(e):
     assert ild(e[::-1]) == pytest.approx(value, abs=1e-12)
 
 
-# ---------------------------------------------------------------- the runner hook (real packaged model)
+# ---------------------------------------------------------------- embedding_metrics (embeddings from the caller)
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +76,20 @@ def encoder(cache_dir):
 
 
 @pytest.mark.slow
-def test_embedding_metrics_per_query_aligned(tiny_dataset, cache_dir, encoder):
+def test_embedding_metrics_with_the_packaged_model(tiny_dataset, encoder):
+    """The real packaged model's corpus matrix, handed over as an engine does: per-query values aligned
+    with query_ids, equal to ild over the same vectors, espresso documents closer than unrelated ones."""
+    from harness.metrics.diversity import matrix_embeddings
+
     docs = {d.id: d for d in tiny_dataset.corpus}
+    matrix = encoder.encode_documents(list(tiny_dataset.corpus))
     run = Run.from_lists(
         {"q2": [("d3", 3.0), ("d5", 2.0), ("d1", 1.0)], "q1": [("d1", 2.0), ("d6", 1.0)]},
         doc_ids=tiny_dataset.doc_ids,
     )
     qids = ["q1", "q2", "q3"]  # q3 is missing from the run
-    out = embedding_metrics(run, ["ild@2", "ild@10"], qids, tiny_dataset, cache_dir=cache_dir, show_progress=False)
+    embed = matrix_embeddings(matrix, tiny_dataset.doc_ids)
+    out = embedding_metrics(run, ["ild@2", "ild@10"], qids, embed)
     assert set(out) == {"ild@2", "ild@10"} and all(v.shape == (3,) for v in out.values())
 
     def expected(ids):
@@ -95,22 +101,62 @@ def test_embedding_metrics_per_query_aligned(tiny_dataset, cache_dir, encoder):
     assert out["ild@10"][2] == 0.0 and out["ild@2"][2] == 0.0
     # two espresso documents are closer than bike / plants / coffee
     assert out["ild@10"][0] < out["ild@10"][1]
-    one = embedding_metrics(run, ["ild@1"], qids, tiny_dataset, cache_dir=cache_dir, show_progress=False)
+    one = embedding_metrics(run, ["ild@1"], qids, embed)
     assert one["ild@1"].tolist() == [0.0, 0.0, 0.0]
 
 
-@pytest.mark.slow
-def test_embedding_metrics_leave_out_unknown_docs(tiny_dataset, cache_dir, encoder, caplog):
-    docs = {d.id: d for d in tiny_dataset.corpus}
-    run = Run.from_lists({"q1": [("d1", 3.0), ("ghost", 2.0), ("d3", 1.0)]})  # own vocabulary
-    out = embedding_metrics(run, ["ild@3"], ["q1"], tiny_dataset, cache_dir=cache_dir, show_progress=False)
-    assert out["ild@3"][0] == pytest.approx(ild(encoder.encode_documents([docs["d1"], docs["d3"]])))
-    assert "not in the corpus" in caplog.text
+def test_embedding_metrics_use_the_callers_embeddings():
+    """Whatever model the caller configured is the one measured: hand-made vectors, hand-computed ILD;
+    the callable is asked once, for the distinct documents of the top k only."""
+    vectors = {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 0.0], "d": [-1.0, 0.0]}
+    asked: list[list[str]] = []
+
+    def embed(ids):
+        asked.append(list(ids))
+        return np.array([vectors[d] for d in ids])
+
+    run = Run.from_lists({"q1": [("a", 4.0), ("b", 3.0), ("c", 2.0), ("d", 1.0)], "q2": [("c", 1.0), ("a", 0.5)]})
+    out = embedding_metrics(run, ["ild@2", "ild@3"], ["q2", "q1", "q0"], embed)
+    # q1 top 2: a b -> 1; top 3: a b c -> (1 + 0 + 1) / 3; q2: c a -> 0; q0 missing -> 0
+    assert out["ild@2"].tolist() == [0.0, 1.0, 0.0]
+    assert out["ild@3"] == pytest.approx([0.0, 2 / 3, 0.0])
+    assert len(asked) == 1 and sorted(asked[0]) == ["a", "b", "c"]  # d is below every cutoff
 
 
-def test_embedding_metrics_only_take_embedding_kinds(tiny_dataset, cache_dir):
+def test_embedding_metrics_leave_out_documents_without_embeddings(caplog):
+    from harness.metrics.diversity import matrix_embeddings
+
+    embed = matrix_embeddings(np.array([[1.0, 0.0], [0.0, 1.0]]), ["d1", "d3"])
+    run = Run.from_lists({"q1": [("d1", 3.0), ("ghost", 2.0), ("d3", 1.0)]})
+    out = embedding_metrics(run, ["ild@3"], ["q1"], embed)
+    assert out["ild@3"][0] == pytest.approx(1.0)  # d1 and d3 only
+    assert "no embedding" in caplog.text and "ghost" in caplog.text
+
+
+def test_embedding_metrics_check_their_inputs():
+    embed = lambda ids: np.zeros((len(ids), 2))  # noqa: E731
     with pytest.raises(ValueError, match="ndcg@10"):
-        embedding_metrics(Run.from_dict({}), ["ild@10", "ndcg@10"], ["q1"], tiny_dataset, cache_dir=cache_dir)
+        embedding_metrics(Run.from_dict({}), ["ild@10", "ndcg@10"], ["q1"], embed)
+    with pytest.raises(TypeError, match="callable"):
+        embedding_metrics(Run.from_dict({"q1": {"a": 1.0}}), ["ild@10"], ["q1"], np.zeros((1, 2)))
+    run = Run.from_lists({"q1": [("a", 2.0), ("b", 1.0)]})
+    with pytest.raises(ValueError, match="shape"):
+        embedding_metrics(run, ["ild@10"], ["q1"], lambda ids: np.zeros((1, 2)))
+
+
+def test_metrics_layer_builds_no_encoder():
+    """ild takes embeddings from the caller: the metrics package imports no adapter."""
+    import ast
+    from pathlib import Path
+
+    import harness.metrics
+
+    for path in Path(harness.metrics.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                assert not any(n.split(".")[0] == "retrievers" for n in names), (path.name, names)
 
 
 # ---------------------------------------------------------------- the CLI

@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from harness.api import BenchmarkResults
+from harness.engine import score
 from harness.io.trec import read_qrels, read_run
-from harness.metrics.evaluate import CompiledQrels, evaluate_run
-from harness.report import TABLE_FILES, build_table, to_markdown, write_reports
+from harness.metrics.evaluate import evaluate_run
+from harness.report import TABLE_FILES, build_table, render_table, to_markdown, write_reports
 from harness.report.csv_table import to_csv
 from harness.report.drilldown import drilldown, first_relevant_rank, worst_queries
 from harness.report.html_table import to_html
@@ -25,7 +27,6 @@ from harness.report.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
 from harness.report.terminal import make_console, print_results
 from harness.results import Results
 from harness.run import Run
-from harness.stats import compare
 
 N_Q = 30
 QIDS = [f"q{i:02d}" for i in range(N_Q)]
@@ -53,30 +54,34 @@ def make_results(with_failure: bool = True) -> Results:
         "lucky": {q: 1 if i < 3 else 2 for i, q in enumerate(QIDS)},
     }
     runs = {n: _run(r, n) for n, r in ranks.items()}
-    cq = CompiledQrels(QRELS)
     metrics = ["ndcg@10", "mrr@10"]
-    res = Results()
-    values = {}
-    for name, run in runs.items():
-        ev = evaluate_run(cq, run, metrics)
-        values[name] = ev.values
-        res.summary[name] = ev.means()
-        res.per_query[name] = ev.per_query()
-        res.efficiency[name] = {
+    efficiency = {
+        name: {
             "index_seconds": {"bm25": 0.5, "better": 2.0, "worse": 0.1, "lucky": 1.0}[name],
             "latency_ms_p50": {"bm25": 0.3, "better": 12.0, "worse": 1.0, "lucky": 5.0}[name],
             "latency_ms_p95": 2.0,
             "qps": {"bm25": 4000.0, "better": 50.0, "worse": 900.0, "lucky": 100.0}[name],
         }
-    res.efficiency["lucky"]["components"] = ["bm25", "lucky"]
-    res.significance, res.intervals = compare(values, "bm25", seed=0, query_ids=cq.query_ids, permutations=2000)
-    if with_failure:
-        res.failures["broken"] = "RetrieverError: connection refused | at http.py:12"
-    res.manifest = {
+        for name in runs
+    }
+    efficiency["lucky"]["components"] = ["bm25", "lucky"]
+    failures = {"broken": "RetrieverError: connection refused | at http.py:12"} if with_failure else {}
+    manifest = {
         "dataset": {"name": "tiny", "split": "test", "queries": N_Q},
         "config": {"baseline": "bm25", "depth": 9, "metrics": metrics, "stats": {"permutations": 2000}},
     }
-    return res.attach(runs, QRELS)
+    return score(
+        runs,
+        QRELS,
+        metrics,
+        baseline="bm25",
+        seed=0,
+        stats={"permutations": 2000},
+        efficiency=efficiency,
+        failures=failures,
+        manifest=manifest,
+        results_cls=BenchmarkResults,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +107,8 @@ def test_markdown(results):
     md = to_markdown(results)
     assert "| better | **0.7602**▲ [0.760, 0.760] | **1.0000**▲ [1.000, 1.000] | 2.00 |" in md
     assert "▼" in next(line for line in md.splitlines() if line.startswith("| worse |"))
-    assert "bm25 (baseline)" in md and "**FAILED**: RetrieverError: connection refused \\| at http.py:12" in md
+    assert "bm25 (baseline)" in md and "| broken | **FAILED** | |" in md
+    assert "**FAILED** broken: `RetrieverError: connection refused | at http.py:12`" in md  # under the table
     assert "95% bootstrap CI" in md and "Holm-corrected over 6 comparisons" in md
     assert "lucky = bm25 + lucky" in md  # composed efficiency explained
     assert "#### Against the baseline (bm25)" in md and "| better | ndcg@10 |" in md
@@ -123,7 +129,7 @@ def test_html_latex_csv(results):
     assert float(rows["bm25"]["ndcg@10"]) == results.summary["bm25"]["ndcg@10"]  # full precision
     assert float(rows["lucky"]["ndcg@10 ci_low"]) == results.intervals["lucky"]["ndcg@10"][0]
     assert rows["broken"]["status"] == "failed" and rows["broken"]["error"].startswith("RetrieverError")
-    assert results.table("latex") == tex and results.table("csv") == to_csv(table)
+    assert render_table(results, "latex") == tex and render_table(results, "csv") == to_csv(table)
 
 
 def test_terminal_prints_every_ci(results):
@@ -134,11 +140,81 @@ def test_terminal_prints_every_ci(results):
         for m in results.metrics:
             lo, hi = results.intervals[name][m]
             assert f"[{lo:.3f}, {hi:.3f}]" in out
-    assert "▲" in out and "▼" in out and "FAILED: RetrieverError" in out and "Against the baseline" in out
+    assert "▲" in out and "▼" in out and "Against the baseline" in out
+    assert "FAILED broken: RetrieverError: connection refused" in out  # the reason, under the table
+    assert "Bold: best" not in out  # no colour: bold does not show, so the legend does not claim it
     assert "95% bootstrap confidence intervals" not in out  # wide enough: CIs sit under the means
     narrow = io.StringIO()
     print_results(results, Console(file=narrow, width=60, color_system=None))
     assert "95% bootstrap confidence intervals of the means" in narrow.getvalue()
+
+
+def cost_results(**rates) -> Results:
+    """``make_results`` with split costs: encode/build seconds and a cache hit rate per retriever."""
+    res = make_results(with_failure=False)
+    for name, eff in res.efficiency.items():
+        eff["encode_seconds"] = {"bm25": 0.0, "better": 1192.0, "worse": 0.84, "lucky": 30.0}[name]
+        eff["build_seconds"] = {"bm25": 0.5, "better": 3.0, "worse": 0.2, "lucky": 1.0}[name]
+        eff["cache_hit_rate"] = rates.get(name)
+    return res
+
+
+def test_cost_columns_say_cold_or_warm_and_warm_is_never_best():
+    res = cost_results(better=0.0, worse=0.97, lucky=0.5)
+    table = build_table(res)
+    assert table.efficiency == [
+        "encode_seconds",
+        "build_seconds",
+        "cache_hit_rate",
+        "latency_ms_p50",
+        "latency_ms_p95",
+        "qps",
+    ]
+    rows = {r.name: r for r in table.rows}
+    assert rows["worse"].efficiency["encode_seconds"].state == "warm"
+    assert rows["lucky"].efficiency["encode_seconds"].state == "cold"  # exactly half: not over the rule
+    assert rows["bm25"].efficiency["build_seconds"].state == "cold"  # no cache involved: computed
+    assert rows["bm25"].efficiency["latency_ms_p50"].state is None  # latency is not marked
+    # worse's 0.84 s encode and 0.2 s build came from the cache: the best cold figures win
+    assert not rows["worse"].efficiency["encode_seconds"].best and rows["bm25"].efficiency["encode_seconds"].best
+    assert not rows["worse"].efficiency["build_seconds"].best and rows["bm25"].efficiency["build_seconds"].best
+    assert not any(r.efficiency["cache_hit_rate"].best for r in table.rows)
+    md = to_markdown(table)
+    assert "| encode s | build s | cache hit | p50 ms |" in md and "index s" not in md
+    assert "| 0.840 warm | 0.200 warm | 97% |" in md and "| **0.000 cold** | **0.500 cold** | – |" in md
+    assert "over 50% read from the cache" in md and "Bold: best in its column (warm figures excluded)." in md
+    rows_csv = {r["retriever"]: r for r in csv.DictReader(io.StringIO(to_csv(table)))}
+    assert rows_csv["worse"]["cache hit"] == "0.97" and rows_csv["worse"]["cache state"] == "warm"
+    assert rows_csv["bm25"]["cache hit"] == "" and rows_csv["bm25"]["cache state"] == "cold"
+    assert "0.840 warm" in to_html(table) and "0.840 warm" in to_latex(table)
+    out = io.StringIO()
+    print_results(table, Console(file=out, width=200, color_system=None))
+    assert "0.840 warm" in out.getvalue() and "cache hit" in out.getvalue()
+
+
+def test_old_results_keep_index_seconds():
+    table = build_table(make_results(with_failure=False))  # no encode/build/cache keys: as written before
+    assert "index_seconds" in table.efficiency and "encode_seconds" not in table.efficiency
+    assert not table.has_states and "index s" in to_markdown(table) and "cold" not in to_markdown(table)
+
+
+def test_alpha_comes_from_the_manifest_and_report_imports_no_config():
+    res = make_results(with_failure=False)
+    res.manifest["config"]["stats"] = {"alpha": 0.01}
+    assert "p < 0.01" in to_markdown(res)
+    res.manifest["config"].pop("stats")
+    assert "p < 0.05" in to_markdown(res)
+    import ast
+
+    for path in Path(__import__("harness.report").report.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert not name.startswith(
+                    ("harness.config", "harness.api", "harness.cli", "harness.gate", "harness.runner")
+                ), (path, name)
 
 
 def test_console_is_wide_when_not_a_terminal(monkeypatch):
@@ -191,7 +267,39 @@ def test_drilldown_without_dataset_says_so(results):
     found, metric, baseline, notes = drilldown(results, n=2, retriever="worse")
     assert metric == "ndcg@10" and baseline == "bm25" and list(found) == ["worse"]
     assert found["worse"][0].first_relevant == {"bm25": 2, "better": 1, "worse": 6, "lucky": 1}
-    assert any("query text unavailable" in n for n in notes)
+    assert any("query and document text unavailable" in n for n in notes)
+    # the retriever's first documents, then the relevant ones it ranked lower, ranks in both runs
+    docs = found["worse"][0].docs
+    assert [d.doc_id for d in docs] == ["x0", "x1", "x2", "rq00a", "rq00b"]
+    assert docs[0].ranks == {"worse": 1, "bm25": 1} and docs[0].grade == 0 and not docs[0].relevant
+    assert docs[3].ranks == {"worse": 6, "bm25": 2} and docs[3].grade == 2 and docs[3].relevant
+    assert docs[4].ranks == {"worse": None, "bm25": None} and docs[4].text is None  # never ranked; no dataset
+    assert found["worse"][0].depth["worse"] == 9
+
+
+def test_drilldown_text_and_not_in_the_top_n(results):
+    from harness.report.drilldown import Loss, print_drilldown, snippet
+
+    loss = drilldown(results, n=1, retriever="worse")[0]["worse"][0]
+    for line in loss.docs:
+        line.text = snippet(f"text of {line.doc_id} " + "word " * 60)
+    assert all(len(line.text) <= 120 and line.text.endswith("…") for line in loss.docs)
+    buf = io.StringIO()
+    print_drilldown({"worse": [loss]}, "ndcg@10", "bm25", [], Console(file=buf, width=200, color_system=None))
+    out = buf.getvalue()
+    assert "q00: what worse ranked first (rank), and the relevant documents" in out
+    assert "text of rq00a word" in out and "text of x0 word" in out
+    row = next(line for line in out.splitlines() if " rq00b " in line)
+    assert row.count("not in the top 9") == 2  # in neither run's 9 documents
+    assert "none ranked" not in out and ">N: not in the top N" in out
+    assert isinstance(loss, Loss)
+    # at 80 columns nothing is cut: ranks shorten to ">9" (the legend says what it means)
+    narrow = io.StringIO()
+    print_drilldown({"worse": [loss]}, "ndcg@10", "bm25", [], Console(file=narrow, width=80, color_system=None))
+    out = narrow.getvalue()
+    assert all(f" {d.doc_id} " in out for d in loss.docs) and ">9" in out
+    assert f"{loss.value:.4f}" in out and f"{loss.delta:+.4f}" in out and "rank of the first relevant document" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
 
 
 def test_drilldown_rejects_unknown_names(results):
@@ -213,6 +321,11 @@ PYTREC = {
 }
 
 
+def run_file(folder: Path, res: dict, name: str) -> Path:
+    """The saved ranking of ``name`` (``results.json`` records which file under ``runs/``)."""
+    return folder / res["run_files"][name]["file"]
+
+
 def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
     """Every saved run in ``runs/`` scored by pytrec_eval against ``qrels.tsv``: the summary the
     folder should hold. Judgment metrics only (ild needs embeddings); means over every judged query
@@ -224,7 +337,7 @@ def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
     qrels = read_qrels(folder / "qrels.tsv")
     out: dict[str, dict[str, float]] = {}
     for name in res["summary"]:
-        run = read_run(folder / "runs" / f"{name}.trec")
+        run = read_run(folder / json.loads((folder / "results.json").read_text())["run_files"][name]["file"])
         ranked = {q: run.ranking(q) for q in run.query_ids}
         out[name] = {}
         for metric in res["summary"][name]:
@@ -270,7 +383,7 @@ def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     # `harness compare` on the saved runs reproduces the run's statistics exactly
     again = tmp_path / "again"
     proc = harness(
-        "compare", str(out / "runs" / "bm25.trec"), str(out / "runs" / "bm25_k12.trec"),
+        "compare", *(str(out / res["run_files"][n]["file"]) for n in ("bm25", "bm25_k12")),
         "--qrels", str(out / "qrels.tsv"), "--metrics", ",".join(res["manifest"]["config"]["metrics"]),
         "--out", str(again),
     )  # fmt: skip
@@ -282,5 +395,5 @@ def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     proc = harness("report", str(out), "--worst", "3", "--retriever", "bm25_k12")
     assert proc.returncode == 0, proc.stderr
     assert "worst queries on ndcg@10" in proc.stdout and "1st rel. bm25" in proc.stdout
-    assert "query text unavailable" not in proc.stdout
+    assert "text unavailable" not in proc.stdout and "what bm25_k12 ranked first" in proc.stdout
     assert np.isfinite(res["summary"]["bm25"]["ndcg@10"])

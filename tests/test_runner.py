@@ -53,7 +53,8 @@ def test_results_have_every_section(tiny_dataset):
     )
     assert set(res.summary) == {"bm25", "overlap"}
     assert set(res.summary["bm25"]) == {"ndcg@10", "mrr"}
-    assert set(res.per_query["overlap"]) == {"q1", "q2", "q3"}
+    assert set(res.query_ids) == {"q1", "q2", "q3"}
+    assert set(res.query_scores("overlap")) == {"q1", "q2", "q3"}
     for name in ("bm25", "overlap"):
         eff = res.efficiency[name]
         for key in ("index_seconds", "latency_ms_p50", "latency_ms_p95", "latency_ms_p99", "qps", "peak_rss_mb"):
@@ -61,7 +62,7 @@ def test_results_have_every_section(tiny_dataset):
     assert res.manifest["dataset"]["fingerprint"] == tiny_dataset.fingerprint
     assert res.manifest["seed"] == 0 and res.manifest["versions"]["numpy"]
     assert res.counts["bm25"]["queries"] == 3
-    mean = sum(v["mrr"] for v in res.per_query["overlap"].values()) / 3
+    mean = sum(v["mrr"] for v in res.query_scores("overlap").values()) / 3
     assert res.summary["overlap"]["mrr"] == pytest.approx(mean, abs=0)
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from harness.stats import bootstrap_ci, compare, holm
+from harness.stats import bootstrap_ci, bootstrap_cis, compare, holm
 
 
 def _values(rng: np.random.Generator, n: int = 40) -> dict[str, dict[str, np.ndarray]]:
@@ -141,3 +141,52 @@ def test_holm_is_monotone_and_bounded(ps):
     assert all(p <= a <= 1.0 for p, a in zip(ps, adj))
     order = np.argsort(ps, kind="stable")
     assert all(adj[i] <= adj[j] for i, j in itertools.pairwise(order))
+
+
+def _gather_bootstrap_ci(x: np.ndarray, n: int, seed: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The per-column bootstrap as main had it before the shared resample (a gather per interval)."""
+    rng = np.random.default_rng(seed)
+    means = np.empty(n)
+    block = max(1, 2**22 // x.size)
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        means[start:stop] = x[rng.integers(0, x.size, size=(stop - start, x.size))].mean(axis=1)
+    alpha = (1 - confidence) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+@pytest.mark.parametrize("size", [2, 37, 5000, 2**20 + 1])  # the last: 3 resamples per drawing block
+def test_shared_resample_draws_what_the_per_column_gather_drew(size):
+    """Same generator calls, same blocks: the intervals of before, up to the order of summation."""
+    x = np.random.default_rng(size).random(size)
+    n = 10 if size > 10**5 else 400
+    assert bootstrap_ci(x, n=n, seed=5) == pytest.approx(_gather_bootstrap_ci(x, n, 5), rel=1e-12, abs=1e-15)
+
+
+def test_a_column_interval_does_not_depend_on_its_neighbours():
+    cols = np.random.default_rng(3).random((300, 70))
+    together = bootstrap_cis(cols, n=300, seed=9)
+    assert together == [bootstrap_ci(cols[:, j], n=300, seed=9) for j in range(70)]
+    assert bootstrap_cis(cols[:, 33:40], n=300, seed=9) == together[33:40]
+
+
+PINNED = (0.3475, 0.595)  # bootstrap_ci(np.arange(20) / 20, n=1000, seed=0), the same before and after
+
+
+def test_bootstrap_values_pinned():
+    """The seeded draw is part of the results: a change here changes every saved interval."""
+    lo, hi = bootstrap_ci(np.arange(20) / 20, n=1000, seed=0)
+    assert (lo, hi) == pytest.approx(_gather_bootstrap_ci(np.arange(20) / 20, 1000, 0), rel=1e-12)
+    assert (round(lo, 6), round(hi, 6)) == PINNED
+
+
+def test_compare_shares_one_resample_for_intervals_and_differences():
+    vals = _values(np.random.default_rng(4))
+    sig, ci = compare(vals, "base", seed=2, bootstrap=300, permutations=500)
+    for r, ms in vals.items():
+        for m, v in ms.items():
+            assert ci[r][m] == list(bootstrap_ci(v, n=300, seed=2))
+            if r != "base":
+                d = v - vals["base"][m]
+                assert (sig[r][m]["ci_low"], sig[r][m]["ci_high"]) == bootstrap_ci(d, n=300, seed=2)

@@ -17,7 +17,19 @@ from harness import __version__
 from harness.errors import HarnessError
 
 #: Subcommand modules under ``harness.cli``; each defines ``register(subparsers)``.
-COMMANDS = ["run", "evaluate", "compare", "report", "check", "baseline", "train_reranker", "retrievers"]
+COMMANDS = [
+    "run",
+    "evaluate",
+    "compare",
+    "report",
+    "check",
+    "baseline",
+    "history",
+    "sweep",
+    "convert",
+    "train_reranker",
+    "retrievers",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

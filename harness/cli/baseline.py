@@ -27,7 +27,7 @@ from harness.results import Results
 log = logging.getLogger("harness")
 
 #: the parts of results.json a baseline keeps
-KEEP = ("schema_version", "manifest", "summary", "per_query", "counts")
+KEEP = ("schema", "schema_version", "manifest", "summary", "query_ids", "per_query", "counts")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,7 +72,7 @@ def baseline_payload(results: Results, *, retrievers: list[str] | None = None, s
         names = list(dict.fromkeys(retrievers))
     if not names:
         raise InputError("these results hold no scores; nothing to keep as a baseline")
-    data = results.model_dump(mode="json", include=set(KEEP))
+    data = {k: v for k, v in results.to_json().items() if k in KEEP}
     for key in ("summary", "per_query", "counts"):
         data[key] = {n: data[key][n] for n in names if n in data.get(key, {})}
     manifest = dict(data.get("manifest") or {})
@@ -103,7 +103,12 @@ def save(args: argparse.Namespace) -> int:
         atomic.write_json(target, payload)
     except OSError as e:
         raise InputError(f"cannot write ({e.strerror or e})", path=target) from None
-    n_queries = max((len(v) for v in payload["per_query"].values()), default=0)
+    except ValueError:  # NaN / infinity: not JSON, and never a score a check could compare
+        raise InputError(
+            "these results hold a non-finite score (NaN or infinity); a baseline must hold finite scores",
+            path=f"results {args.results}",
+        ) from None
+    n_queries = len(payload.get("query_ids") or [])
     print(
         f"baseline written to {target}: {len(payload['summary'])} retriever(s), {n_queries} queries, "
         f"dataset {(payload['manifest'].get('dataset') or {}).get('name', '?')}"

@@ -2,17 +2,33 @@
 
 Exit codes: 0 no regression, 1 a regression (or a missing/failed retriever, a changed dataset),
 2 bad input (one line, ``error: ...``). The table always goes to stdout; ``--summary`` and
-``--junit`` write files for CI, atomically, also when the check fails or the input is bad.
+``--junit`` write files for CI, atomically, also when the check fails or the input is bad, and
+``--history`` appends the night to a JSON-lines file (``harness history`` plots it).
+
+Outputs are checked before anything is written (:mod:`harness.gate.outputs`): none may be an input
+or inside a results folder's ``results.json``/``runs/``, and an existing file is replaced only when
+``harness check`` wrote it.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from harness.check import DEFAULT_ALPHA, DEFAULT_TOLERANCE, TESTS, CheckReport, Tolerances, check
 from harness.errors import InputError
+from harness.gate import (
+    DEFAULT_ALPHA,
+    DEFAULT_TOLERANCE,
+    TESTS,
+    CheckReport,
+    Tolerances,
+    check,
+    history,
+    junit,
+    outputs,
+)
+from harness.gate.render import error_markdown, to_markdown, to_text
+from harness.gate.tolerances import check_alpha, check_tolerance
 from harness.results import Results
 
 
@@ -46,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-dataset-change", action="store_true", help="compare on the common queries instead")
     p.add_argument("--summary", metavar="FILE.md", help="write a markdown summary (for $GITHUB_STEP_SUMMARY)")
     p.add_argument("--junit", metavar="FILE.xml", help="write JUnit XML: one test case per retriever x metric")
+    p.add_argument(
+        "--history", metavar="FILE.jsonl", help="append this night (means, verdicts, commit) to a history file"
+    )
     p.set_defaults(func=run)
 
 
@@ -69,9 +88,9 @@ def load_results(path: str, what: str) -> Results:
 def build_report(args: argparse.Namespace) -> CheckReport:
     tol = Tolerances.load(args.tolerances) if args.tolerances else Tolerances()
     if args.tolerance is not None:
-        if args.tolerance < 0:
-            raise InputError("--tolerance must be >= 0")
-        tol = tol.model_copy(update={"default": args.tolerance})
+        tol = tol.model_copy(update={"default": check_tolerance(args.tolerance, "--tolerance")})
+    if args.alpha is not None:
+        check_alpha(args.alpha, "--alpha")
     if args.permutations < 1:
         raise InputError("--permutations must be >= 1")
     baseline = load_results(args.baseline, "baseline")
@@ -92,41 +111,31 @@ def build_report(args: argparse.Namespace) -> CheckReport:
 
 
 def run(args: argparse.Namespace) -> int:
+    # before anything is read or written: no output may land on an input or a user's file
+    outputs.guard(
+        {"--summary": args.summary, "--junit": args.junit, "--history": args.history},
+        [args.baseline, args.current, args.tolerances],
+    )
     try:
         report = build_report(args)
     except InputError as e:
         _write_error(args, str(e))
         raise
-    sys.stdout.write(report.to_text())
-    _write(args.summary, report.to_markdown(), "--summary")
-    _write(args.junit, report.to_junit(), "--junit")
+    sys.stdout.write(to_text(report))
+    outputs.write(args.summary, to_markdown(report), "--summary")
+    outputs.write(args.junit, junit.to_junit(report), "--junit")
+    if args.history:
+        line = history.append(args.history, history.night(report))
+        print(f"history: night {line} appended to {args.history}")
     return report.exit_code
 
 
-def _write(path: str | None, text: str, flag: str) -> None:
-    if not path:
-        return
-    from harness.io.atomic import write_text
-
-    try:
-        write_text(Path(path).expanduser(), text)
-    except OSError as e:
-        raise InputError(f"{flag}: cannot write ({e.strerror or e})", path=path) from None
-
-
 def _write_error(args: argparse.Namespace, message: str) -> None:
-    """Bad input still leaves a summary and a JUnit error, so a CI page says what went wrong."""
-    import xml.etree.ElementTree as ET
-
+    """Bad input still leaves a summary, a JUnit error and a history night saying what went wrong."""
     try:
-        _write(args.summary, f"## ❌ harness check: ERROR\n\n`error: {message}`\n", "--summary")
-        if args.junit:
-            root = ET.Element("testsuites", {"name": "harness check", "tests": "1", "errors": "1", "failures": "0"})
-            suite = ET.SubElement(root, "testsuite", {"name": "harness check", "tests": "1", "errors": "1"})
-            case = ET.SubElement(suite, "testcase", {"classname": "harness.check", "name": "input"})
-            ET.SubElement(case, "error", {"type": "InputError", "message": message}).text = message
-            ET.indent(root)
-            xml = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-            _write(args.junit, xml, "--junit")
+        outputs.write(args.summary, error_markdown(message), "--summary")
+        outputs.write(args.junit, junit.error_junit(message), "--junit")
+        if args.history:
+            history.append(args.history, history.error_night(message, baseline=args.baseline, current=args.current))
     except InputError:
         pass  # the original error is the one to report

@@ -54,18 +54,19 @@ def _dataset_entry(args: argparse.Namespace, n_queries: int, n_judgments: int) -
 
 
 def build_results(args: argparse.Namespace):
-    """A :class:`~harness.results.Results` for the run files (no efficiency: nothing was timed here)."""
+    """Score the run files with :func:`harness.engine.score` (the scorer ``harness run`` uses), for
+    a :class:`~harness.api.BenchmarkResults` with no efficiency (nothing was timed here)."""
     from pydantic import ValidationError
 
+    from harness.api import BenchmarkResults
     from harness.cli.evaluate import _run_names
     from harness.config import StatsConfig
+    from harness.engine import score
     from harness.errors import InputError
     from harness.io.trec import read_qrels, read_run
     from harness.manifest import git_commit, library_versions
-    from harness.metrics.evaluate import CompiledQrels, evaluate_run
+    from harness.metrics.evaluate import CompiledQrels, check_overlap
     from harness.metrics.names import parse_metrics
-    from harness.results import Results
-    from harness.stats import compare
 
     try:
         stats = StatsConfig(bootstrap=args.bootstrap, permutations=args.permutations, alpha=args.alpha)
@@ -87,20 +88,13 @@ def build_results(args: argparse.Namespace):
         if baseline not in by_path:
             raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
         baseline = by_path[baseline]
-    res = Results()
-    runs, values = {}, {}
-    for name, path in zip(names, args.runs):
-        run = read_run(path, name=name)
-        ev = evaluate_run(cq, run, metrics)
-        runs[name], values[name] = run, ev.values
-        res.summary[name] = ev.means()
-        res.per_query[name] = ev.per_query()
-        res.counts[name] = ev.counts
-    res.significance, res.intervals = compare(
-        values, baseline, seed=args.seed, query_ids=cq.query_ids, **stats.model_dump()
-    )
+    runs = {name: read_run(path, name=name) for name, path in zip(names, args.runs)}
+    for (name, run), path in zip(runs.items(), args.runs):
+        warning = check_overlap(cq, run, run_label=path, qrels_label=args.qrels)
+        if warning:
+            log.warning("%s", warning)
     depth = max((r.depth for r in runs.values()), default=0)
-    res.manifest = {
+    manifest = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": sys.argv,
         "versions": library_versions(),
@@ -120,15 +114,24 @@ def build_results(args: argparse.Namespace):
             for n, p in zip(names, args.runs)
         },
     }
-    return res.attach(runs, qrels)
+    return score(
+        runs,
+        cq,
+        metrics,
+        baseline=baseline,
+        seed=args.seed,
+        stats=stats.model_dump(),
+        manifest=manifest,
+        results_cls=BenchmarkResults,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.engine import check_out_dir
     from harness.report.terminal import print_results
-    from harness.results import check_writable
 
     if args.out:
-        check_writable(Path(args.out))
+        check_out_dir(Path(args.out))
     results = build_results(args)
     if args.out:
         out = results.save(args.out)

@@ -9,9 +9,11 @@ import json
 import sys
 from pathlib import Path
 
+from harness.engine import score
 from harness.io.trec import read_qrels, read_run
-from harness.metrics.evaluate import CompiledQrels, Evaluation, evaluate_run
+from harness.metrics.evaluate import CompiledQrels, check_overlap
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
+from harness.results import Results
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,9 +32,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _stored_name(path: str) -> str | None:
+    """The retriever name of a run file stored in a results folder (its record beside it)."""
+    record = Path(path).with_suffix(".json")
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("name"), str) and data.get("file", "").endswith(Path(path).name):
+        return data["name"]
+    return None
+
+
 def _run_names(paths: list[str]) -> list[str]:
-    """File stems, or file names (then full paths) where stems collide."""
-    stems = [Path(p).stem for p in paths]
+    """Retriever names of runs stored by the harness, else file stems, or file names (then full
+    paths) where stems collide."""
+    stems = [_stored_name(p) or Path(p).stem for p in paths]
     names = [Path(p).name for p in paths]
     return [
         s if stems.count(s) == 1 else (n if names.count(n) == 1 else str(p)) for p, s, n in zip(paths, stems, names)
@@ -42,31 +57,34 @@ def _run_names(paths: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metrics)
     qrels = CompiledQrels(read_qrels(args.qrels))
-    results: dict[str, Evaluation] = {}
-    for name, path in zip(_run_names(args.runs), args.runs):
-        results[name] = evaluate_run(qrels, read_run(path, name=name), metrics)
+    runs = {name: read_run(path, name=name) for name, path in zip(_run_names(args.runs), args.runs)}
+    for run, path in zip(runs.values(), args.runs):
+        warning = check_overlap(qrels, run, run_label=path, qrels_label=args.qrels)
+        if warning:
+            print(f"harness: warning: {warning}", file=sys.stderr)
+    # the one scorer every command uses; evaluate prints means and per-query values, no statistics
+    results = score(runs, qrels, metrics, statistics=False)
     out = render(results, args.format, args.per_query)
     sys.stdout.write(out)
     return 0
 
 
-def render(results: dict[str, Evaluation], fmt: str, per_query: bool) -> str:
+def render(results: Results, fmt: str, per_query: bool) -> str:
     if fmt == "json":
-        payload = {"runs": {}}
-        for name, ev in results.items():
-            entry = {"metrics": ev.means()}
+        payload: dict = {"runs": {}}
+        for name, means in results.summary.items():
+            entry: dict = {"metrics": means}
             if per_query:
-                entry["per_query"] = ev.per_query()
-            entry["counts"] = ev.counts
+                entry["per_query"] = results.query_scores(name)
+            entry["counts"] = results.counts[name]
             payload["runs"][name] = entry
         return json.dumps(payload, indent=1) + "\n"
-    metric_names = list(next(iter(results.values())).values)
+    metric_names = results.metrics
     rows: list[list[str]] = []
-    for name, ev in results.items():
-        means = ev.means()
+    for name, means in results.summary.items():
         rows.append([name, "all", *(repr(means[m]) if fmt == "csv" else f"{means[m]:.4f}" for m in metric_names)])
         if per_query:
-            for q, vals in ev.per_query().items():
+            for q, vals in results.query_scores(name).items():
                 rows.append([name, q, *(repr(vals[m]) if fmt == "csv" else f"{vals[m]:.4f}" for m in metric_names)])
     header = ["run", "query", *metric_names]
     if fmt == "csv":
@@ -90,10 +108,9 @@ def render(results: dict[str, Evaluation], fmt: str, per_query: bool) -> str:
     return buf.getvalue() + _counts_note(results)
 
 
-def _counts_note(results: dict[str, Evaluation]) -> str:
+def _counts_note(results: Results) -> str:
     notes = []
-    for name, ev in results.items():
-        c = ev.counts
+    for name, c in results.counts.items():
         parts = [f"{c['queries']} judged queries"]
         for key, label in [
             ("missing_from_run", "missing from the run (scored 0)"),

@@ -1,4 +1,4 @@
-"""``harness report DIR``: re-render a results folder (tables, plots) and print its table;
+"""``harness report DIR``: print a results folder's table (``--write`` re-renders its files);
 ``--worst N`` drills down to the queries where a retriever loses most against the baseline."""
 
 from __future__ import annotations
@@ -12,38 +12,51 @@ log = logging.getLogger("harness")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
-        help="re-render a results folder and print its table; --worst N lists the queries that lose most",
-        description="Re-write the tables and plots of a results folder (from results.json, runs/ and qrels.tsv) "
-        "and print the comparison table.",
+        help="print a results folder's table; --worst N lists the queries that lose most",
+        description="Print the comparison table of a results folder (from results.json). The folder is left "
+        "as it is unless --write asks to re-render its tables and plots (from results.json, runs/ and qrels.tsv).",
     )
     p.add_argument("folder", metavar="DIR", help="results folder (holding results.json)")
+    p.add_argument("--write", action="store_true", help="re-write the folder's tables and plots, then print")
+    # printing only is the default now; the old flag stays accepted so existing scripts keep working
+    p.add_argument("--no-write", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worst", type=int, metavar="N", help="list the N queries where each retriever loses most")
     p.add_argument("--retriever", metavar="NAME", help="with --worst: only this retriever")
     p.add_argument("--metric", metavar="M", help="with --worst: the metric to rank losses by (default: the first)")
     p.add_argument("--baseline", metavar="NAME", help="with --worst: compare with this retriever instead")
-    p.add_argument("--no-write", action="store_true", help="print only; leave the folder's files as they are")
+    p.add_argument(
+        "--docs",
+        type=int,
+        metavar="K",
+        default=3,
+        help="with --worst: per query, the retriever's first K documents beside the relevant ones (default 3; 0: none)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from harness.api import BenchmarkResults as Results
     from harness.errors import InputError
     from harness.report import write_reports
     from harness.report.drilldown import attach_folder, drilldown, print_drilldown
     from harness.report.terminal import make_console, print_results
-    from harness.results import Results
 
     if args.worst is not None and args.worst < 1:
         raise InputError("--worst needs a positive number of queries", field="--worst")
+    if args.docs < 0:
+        raise InputError("--docs needs a number of documents >= 0", field="--docs")
+    if args.write and args.no_write:
+        raise InputError("--write and --no-write contradict each other", field="--write")
     results = Results.load(args.folder)
     console = make_console()
-    if not args.no_write:
+    if args.write:
         attach_folder(results)
         written = write_reports(results, results.folder)
         log.info("re-wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     print_results(results, console)
     if args.worst is not None:
         found, metric, baseline, notes = drilldown(
-            results, n=args.worst, metric=args.metric, retriever=args.retriever, baseline=args.baseline
+            results, n=args.worst, metric=args.metric, retriever=args.retriever, baseline=args.baseline, docs=args.docs
         )
         print_drilldown(found, metric, baseline, notes, console)
     return 0

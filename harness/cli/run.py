@@ -9,7 +9,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from harness.config import RunConfig, default_config, load_config
+from harness.config import RunConfig, load_config
+from harness.defaults import default_config
+from harness.errors import InputError
 from harness.results import Results
 
 log = logging.getLogger("harness")
@@ -26,7 +28,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="results folder (default: results/<time>-<dataset>/)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' (overrides the config)")
     p.add_argument("--split", help="qrels split to evaluate (overrides the config)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true", help="no progress display")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the results folder in --out: retrievers whose stored run matches their config are not run again",
+    )
+    p.add_argument(
+        "--retrievers", metavar="A,B", help="run only these retrievers of the config (and what they build on)"
+    )
+    p.add_argument("--metrics", metavar="M1,M2", help="score only these metrics (default: the config's)")
     p.set_defaults(func=run)
 
 
@@ -46,24 +57,37 @@ def resolve_config(args: argparse.Namespace) -> tuple[RunConfig, Path]:
     return default_config(), Path.cwd()
 
 
+def _split(value: str | None) -> list[str] | None:
+    return [x.strip() for x in value.split(",") if x.strip()] if value else None
+
+
 def run(args: argparse.Namespace) -> int:
     from harness.api import run_config
+    from harness.engine import check_out_dir
+    from harness.metrics.names import parse_metrics
     from harness.report.terminal import print_results
 
     config, config_dir = resolve_config(args)
+    metrics = [m.name for m in parse_metrics(args.metrics)] if args.metrics else None
+    if args.resume and not args.out:
+        raise InputError("--resume continues a results folder: give it with --out DIR", field="--resume")
     if args.out:
-        from harness.results import check_writable
-
-        check_writable(Path(args.out))  # fail before hours of work, not after
+        out = Path(args.out)
+    else:
+        name = args.dataset or config.dataset.name or Path(str(config.dataset.path)).name
+        out = default_out_dir(name)
+    check_out_dir(out)  # fail before hours of work, not after
     results: Results = run_config(
         config,
         config_dir=config_dir,
         dataset=args.dataset,
         split=args.split,
-        show_progress=not args.no_progress and sys.stderr.isatty(),
+        show_progress=not args.no_progress,
+        out=out,
+        resume=args.resume,
+        retrievers=_split(args.retrievers),
+        metrics=metrics,
     )
-    out = Path(args.out) if args.out else default_out_dir(results.manifest["dataset"]["name"])
-    results.save(out)
     print_results(results)
     log.info("results written to %s", out)
     if results.failures:

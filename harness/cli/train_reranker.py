@@ -69,8 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from harness.api import cache_dir_of
     from harness.errors import InputError
+    from harness.paths import cache_dir_of
     from retrievers.reranker_training import TrainConfig, train_reranker
 
     try:

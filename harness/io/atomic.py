@@ -10,11 +10,22 @@ import io
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+_UMASK_LOCK = threading.Lock()
+
+
+def umask() -> int:
+    """The process umask (read by setting it and setting it back, under a lock)."""
+    with _UMASK_LOCK:
+        old = os.umask(0o022)
+        os.umask(old)
+    return old
 
 
 def _atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> Path:
@@ -22,6 +33,13 @@ def _atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) ->
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        # mkstemp creates 0600; the file we publish keeps the mode of the file it replaces, or gets
+        # what open() would give it (0666 - umask), so teammates and CI users can read it
+        try:
+            mode = target.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666 & ~umask()
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()

@@ -1,16 +1,23 @@
-"""The metrics core: names, the one numpy implementation, and the evaluation entry points."""
+"""The metrics core: the registry of metrics, the one numpy implementation, and the evaluation entry points."""
 
-from harness.metrics.evaluate import Evaluation, evaluate, evaluate_dicts, evaluate_run
-from harness.metrics.names import DEFAULT_METRICS, KINDS, Metric, parse_metric, parse_metrics
+from harness.metrics.evaluate import CompiledQrels, Evaluation, check_overlap, evaluate, evaluate_dicts, evaluate_run
+from harness.metrics.names import DEFAULT_METRICS, KINDS, Metric, parse_metric, parse_metrics, valid_names
+from harness.metrics.registry import MetricSpec, register, specs
 
 __all__ = [
     "DEFAULT_METRICS",
     "KINDS",
+    "CompiledQrels",
     "Evaluation",
     "Metric",
+    "MetricSpec",
+    "check_overlap",
     "evaluate",
     "evaluate_dicts",
     "evaluate_run",
     "parse_metric",
     "parse_metrics",
+    "register",
+    "specs",
+    "valid_names",
 ]

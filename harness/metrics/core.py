@@ -1,22 +1,17 @@
-"""The one implementation of every judgment-based metric, on ranked grade matrices.
+"""The one implementation of every judgment-based metric, on ranked blocks of queries.
 
-Input per block of queries: ``grades[i, j]`` is the judged grade of the document at rank ``j+1``
-of query ``i`` (0 for unjudged and for padding), already in canonical order; ``num_rel[i]`` the
-number of judged documents with grade >= 1; ``ideal[i]`` the positive judged grades sorted
-descending (zero padded). Definitions follow trec_eval (DESIGN section 5):
+Input per block of queries (a :class:`Ranked`): the judged documents found in the rankings, as
+``(row, rank - 1, grade)`` triples in canonical rank order (from a padded grade matrix with
+:meth:`Ranked.from_dense`, or straight from the array path's lookup); ``num_rel[i]`` the number of
+judged documents with grade >= 1; ``ideal[i]`` the positive judged grades sorted descending (zero
+padded); and, for the metrics that ask for them, every judged document (grade 0 included) and
+each ranking's length. Definitions follow trec_eval (DESIGN section 5); each metric's formula is
+the docstring of its compute function below, which is also its one registration
+(:mod:`harness.metrics.registry`).
 
-- ``hit_rate@k`` = 1[rel_k > 0]                                  (success.k)
-- ``mrr@k``      = 1 / rank of the first relevant doc if <= k, else 0   (recip_rank)
-- ``precision@k``= rel_k / k                                       (P.k)
-- ``recall@k``   = rel_k / R                                       (recall.k)
-- ``ndcg@k``     = sum_{r<=k} g_r / log2(r+1)  /  sum_{r<=k} g*_r / log2(r+1),
-                   g = max(grade, 0), g* the ideal (all judged grades sorted)   (ndcg_cut.k)
-- ``ndcg_exp@k`` = the same with g = 2^grade - 1 for grade > 0                  (ndcg_burges)
-- ``map@k``      = sum_{r<=k, rel_r} (rel_r / r)  /  R             (map_cut.k; map: k = inf)
-- ``r_precision``= rel_R / R                                       (Rprec)
-
-where ``rel_k`` counts relevant (grade >= 1) documents in the top k and R = ``num_rel``.
-Every metric is 0 for a query with R = 0 or with nothing retrieved; nothing is rounded.
+Notation: ``rel_k`` counts relevant (grade >= 1) documents in the top k and R = ``num_rel``.
+Every metric is 0 for a query with R = 0 or with nothing retrieved (``judged@k``: nothing
+retrieved); nothing is rounded.
 """
 
 from __future__ import annotations
@@ -25,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from harness.metrics.names import Metric
+from harness.metrics.registry import Metric, register, spec
 
 
 def _log_ranks(n: int) -> np.ndarray:
@@ -77,77 +72,256 @@ def _nth_in_row(rows: np.ndarray, nq: int) -> np.ndarray:
     return np.arange(rows.size) - starts[rows] + 1
 
 
+class Ranked:
+    """One block of ranked queries as every judgment metric sees it: the judged documents found in
+    the rankings, as sparse ``(row, rank - 1, grade)`` triples in row-major (rank) order, with the
+    intermediate sums that several metrics share (relevant found in the top k, gain and precision
+    terms) computed once per block and cached.
+
+    Only ranked documents with a nonzero grade matter to the grade-based metrics, and they are a
+    small share of a ranking, so nothing here passes over every rank of every query. When
+    ``complete_judged`` is true the triples also hold every ranked document judged 0 (what
+    ``judged@k`` needs); ``retrieved`` is each query's ranking length.
+    """
+
+    def __init__(
+        self,
+        shape: tuple[int, int],
+        rows: np.ndarray,
+        cols: np.ndarray,
+        grades: np.ndarray,
+        num_rel: np.ndarray,
+        ideal: np.ndarray,
+        *,
+        complete_judged: bool = False,
+        retrieved: np.ndarray | None = None,
+    ) -> None:
+        self.nq, self.depth = shape
+        self.rows, self.cols = rows, cols
+        self.grades = np.asarray(grades, dtype=np.float64)
+        self.num_rel = np.asarray(num_rel, dtype=np.float64)
+        self.ideal = ideal
+        self.complete_judged = complete_judged
+        self._retrieved = retrieved
+        rel = self.grades >= 1.0
+        self.rel_rows, self.rel_cols = rows[rel], cols[rel]
+        self.logs = _log_ranks(max(self.depth, ideal.shape[1]))
+        self._counts: dict[int, np.ndarray] = {}
+        self._terms: dict[str, _Terms] = {}
+
+    @classmethod
+    def from_dense(
+        cls,
+        grades: np.ndarray,
+        num_rel: np.ndarray,
+        ideal: np.ndarray,
+        *,
+        judged: np.ndarray | None = None,
+        retrieved: np.ndarray | None = None,
+    ) -> Ranked:
+        """From a ``(queries, depth)`` grade matrix (0 for unjudged and padding) and, optionally,
+        the matching judged-at-all matrix."""
+        grades = np.asarray(grades, dtype=np.float64)
+        rows, cols = np.nonzero(grades != 0 if judged is None else (judged | (grades != 0)))
+        return cls(
+            grades.shape,
+            rows,
+            cols,
+            grades[rows, cols],
+            num_rel,
+            ideal,
+            complete_judged=judged is not None,
+            retrieved=retrieved,
+        )
+
+    @property
+    def retrieved(self) -> np.ndarray:
+        """Ranking length per query (float64)."""
+        if self._retrieved is None:
+            raise ValueError("this metric needs the ranking lengths (compute(..., retrieved=...))")
+        return np.asarray(self._retrieved, dtype=np.float64)
+
+    def _cut(self, k: int | None) -> int:
+        return self.depth if k is None else min(k, self.depth)
+
+    def found(self, k: int | None) -> np.ndarray:
+        """Relevant docs in the top k (integer counts: exact in any order)."""
+        kk = self._cut(k)
+        if kk not in self._counts:
+            sel = self.rel_rows if kk >= self.depth else self.rel_rows[self.rel_cols < kk]
+            self._counts[kk] = np.bincount(sel, minlength=self.nq).astype(np.float64)
+        return self._counts[kk]
+
+    def judged_in_top(self, k: int | None) -> np.ndarray:
+        """Documents carrying any judgment (grade 0 and negatives too) in the top k."""
+        if not self.complete_judged:
+            raise ValueError("this metric needs every judged document (compute(..., judged=...))")
+        kk = self._cut(k)
+        sel = self.rows if kk >= self.depth else self.rows[self.cols < kk]
+        return np.bincount(sel, minlength=self.nq).astype(np.float64)
+
+    def first_relevant(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per query: whether any relevant doc was retrieved, and the 0-based rank of the first."""
+        has = np.zeros(self.nq, dtype=bool)
+        first = np.zeros(self.nq, dtype=np.int64)
+        if self.rel_rows.size:
+            starts = np.flatnonzero(np.concatenate(([True], self.rel_rows[1:] != self.rel_rows[:-1])))
+            has[self.rel_rows[starts]] = True
+            first[self.rel_rows[starts]] = self.rel_cols[starts]
+        return has, first
+
+    def gain_terms(self, exponential: bool) -> _Terms:
+        key = f"gain{exponential}"
+        if key not in self._terms:
+            pos = self.grades > 0
+            rows, cols, g = self.rows[pos], self.cols[pos], self.grades[pos]
+            self._terms[key] = _Terms(self.nq, rows, cols, (np.exp2(g) - 1.0 if exponential else g) / self.logs[cols])
+        return self._terms[key]
+
+    def precision_terms(self) -> _Terms:
+        if "ap" not in self._terms:
+            rows, cols = self.rel_rows, self.rel_cols
+            self._terms["ap"] = _Terms(self.nq, rows, cols, _nth_in_row(rows, self.nq) / (cols + 1.0))
+        return self._terms["ap"]
+
+
+# ----------------------------------------------------------------------------- the metrics
+# Each is declared once: its @register line (name, aliases, cutoff rule, inputs) and its formula.
+
+
+@register("hit_rate", cutoff="optional", aliases=("hitrate", "hit", "success"))
+def hit_rate(r: Ranked, k: int | None) -> np.ndarray:
+    """1 if any relevant doc is in the top k (trec_eval success.k): ``hit_rate@k = 1[rel_k > 0]``."""
+    return (r.found(k) > 0).astype(np.float64)
+
+
+@register("mrr", cutoff="optional", aliases=("recip_rank", "rr"))
+def mrr(r: Ranked, k: int | None) -> np.ndarray:
+    """Reciprocal rank of the first relevant doc within the top k, else 0 (trec_eval recip_rank).
+
+    ``mrr@k = 1 / min{rank r : grade_r >= 1}`` if that rank is <= k, else 0.
+    """
+    has, first = r.first_relevant()
+    if k is not None:
+        has &= first < k
+    return np.where(has, 1.0 / (first + 1.0), 0.0)
+
+
+@register("precision", cutoff="required", aliases=("p",))
+def precision(r: Ranked, k: int | None) -> np.ndarray:
+    """Relevant in the top k divided by k, even when fewer were retrieved (trec_eval P.k): ``rel_k / k``."""
+    return r.found(k) / float(k)
+
+
+@register("recall", cutoff="optional", aliases=("r",))
+def recall(r: Ranked, k: int | None) -> np.ndarray:
+    """Relevant in the top k over all relevant judged (trec_eval recall.k): ``rel_k / R``."""
+    return _safe_div(r.found(k), r.num_rel)
+
+
+@register("hits", cutoff="optional")
+def hits(r: Ranked, k: int | None) -> np.ndarray:
+    """Number of relevant docs in the top k, a count (ranx hits@k): ``hits@k = rel_k``.
+
+    Not a rate: ``hit_rate@k`` (alias ``success``) is the 0/1 variant.
+    """
+    return r.found(k).copy()
+
+
+@register("ndcg", cutoff="optional", aliases=("ndcg_cut",), ideal=True)
+def ndcg(r: Ranked, k: int | None) -> np.ndarray:
+    """nDCG with linear gain = grade (trec_eval ndcg_cut.k / ndcg).
+
+    ``ndcg@k = sum_{r<=k} g_r / log2(r+1)  /  sum_{r<=k} g*_r / log2(r+1)``, with
+    ``g = max(grade, 0)`` and ``g*`` the ideal ranking (all judged grades sorted descending).
+    """
+    return _ndcg(r, k, exponential=False)
+
+
+@register("ndcg_exp", cutoff="optional", aliases=("ndcg_burges",), ideal=True)
+def ndcg_exp(r: Ranked, k: int | None) -> np.ndarray:
+    """nDCG with exponential gain 2^grade - 1 (ranx ndcg_burges).
+
+    As ``ndcg@k`` with ``g = 2^grade - 1`` for grade > 0, else 0 (ideal gains likewise).
+    """
+    return _ndcg(r, k, exponential=True)
+
+
+def _ndcg(r: Ranked, k: int | None, exponential: bool) -> np.ndarray:
+    width = r.ideal.shape[1] if k is None else min(k, r.ideal.shape[1])
+    idcg = np.cumsum(_gain(r.ideal[:, :width], exponential) / r.logs[:width], axis=1)
+    return _safe_div(r.gain_terms(exponential).sum_to(k), idcg[:, -1] if width else np.zeros(r.nq))
+
+
+@register("map", cutoff="optional", aliases=("ap", "map_cut"))
+def average_precision(r: Ranked, k: int | None) -> np.ndarray:
+    """Average precision, cut at k (trec_eval map_cut.k; ``map``: the whole ranking).
+
+    ``map@k = sum_{r<=k, grade_r >= 1} (rel_r / r)  /  R``.
+    """
+    return _safe_div(r.precision_terms().sum_to(k), r.num_rel)
+
+
+@register("r_precision", cutoff="none", aliases=("rprec", "r-precision", "rprecision"))
+def r_precision(r: Ranked, k: int | None) -> np.ndarray:
+    """Relevant in the top R over R, R = number of relevant judged (trec_eval Rprec): ``rel_R / R``."""
+    within = r.rel_cols < r.num_rel[r.rel_rows]
+    return _safe_div(np.bincount(r.rel_rows[within], minlength=r.nq).astype(np.float64), r.num_rel)
+
+
+@register("judged", cutoff="optional", judged=True)
+def judged(r: Ranked, k: int | None) -> np.ndarray:
+    """Share of the top k that carries any judgment, whatever its grade (ir_measures Judged@k).
+
+    ``judged@k = |{r <= min(k, n) : doc_r is judged}| / min(k, n)``, n = documents retrieved (so a
+    ranking shorter than k is not penalised, as in ir_measures / OpenNIR); 0 when nothing is
+    retrieved. Grade 0 and negative grades count as judged; it needs no relevant document.
+    """
+    count = r.judged_in_top(k)
+    n = r.retrieved
+    return _safe_div(count, n if k is None else np.minimum(n, float(k)))
+
+
+# ----------------------------------------------------------------------------- dispatch
+
+
 def compute(
     grades: np.ndarray,
     num_rel: np.ndarray,
     ideal: np.ndarray,
     metrics: Sequence[Metric],
+    *,
+    judged: np.ndarray | None = None,
+    retrieved: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per-query values (float64, shape ``(n_queries,)``) of every metric, keyed by name."""
-    grades = np.asarray(grades, dtype=np.float64)
-    nq, depth = grades.shape
-    num_rel = np.asarray(num_rel, dtype=np.float64)
-    rel = grades >= 1.0
-    logs = _log_ranks(max(depth, ideal.shape[1]))
-    counts: dict[int, np.ndarray] = {}
-    terms: dict[str, _Terms] = {}
+    """Per-query values (float64, shape ``(n_queries,)``) of every metric, keyed by name.
 
-    def found(k: int | None) -> np.ndarray:
-        """Relevant docs in the top k (integer counts: exact in any order)."""
-        kk = depth if k is None else min(k, depth)
-        if kk not in counts:
-            counts[kk] = np.count_nonzero(rel[:, :kk], axis=1).astype(np.float64)
-        return counts[kk]
+    ``judged`` (bool, the shape of ``grades``) and ``retrieved`` (ranking lengths) are needed only
+    by metrics registered with ``judged=True``; see :func:`needs_judged`.
+    """
+    return compute_ranked(Ranked.from_dense(grades, num_rel, ideal, judged=judged, retrieved=retrieved), metrics)
 
-    def gain_terms(exponential: bool) -> _Terms:
-        key = f"gain{exponential}"
-        if key not in terms:
-            rows, cols = np.nonzero(grades > 0)
-            g = grades[rows, cols]
-            terms[key] = _Terms(nq, rows, cols, (np.exp2(g) - 1.0 if exponential else g) / logs[cols])
-        return terms[key]
 
-    def precision_terms() -> _Terms:
-        if "ap" not in terms:
-            rows, cols = np.nonzero(rel)
-            terms["ap"] = _Terms(nq, rows, cols, _nth_in_row(rows, nq) / (cols + 1.0))
-        return terms["ap"]
-
+def compute_ranked(ranked: Ranked, metrics: Sequence[Metric]) -> dict[str, np.ndarray]:
+    """Per-query values of every metric for one block in sparse form (see :class:`Ranked`)."""
     out: dict[str, np.ndarray] = {}
     for m in metrics:
-        k = m.k
-        if m.kind == "hit_rate":
-            v = (found(k) > 0).astype(np.float64)
-        elif m.kind == "precision":
-            v = found(k) / float(k)
-        elif m.kind == "recall":
-            v = _safe_div(found(k), num_rel)
-        elif m.kind == "mrr":
-            has = rel.any(axis=1) if depth else np.zeros(nq, dtype=bool)
-            first = np.argmax(rel, axis=1) if depth else np.zeros(nq, dtype=np.int64)
-            if k is not None:
-                has &= first < k
-            v = np.where(has, 1.0 / (first + 1.0), 0.0)
-        elif m.kind in ("ndcg", "ndcg_exp"):
-            exponential = m.kind == "ndcg_exp"
-            width = ideal.shape[1] if k is None else min(k, ideal.shape[1])
-            idcg = np.cumsum(_gain(ideal[:, :width], exponential) / logs[:width], axis=1)
-            v = _safe_div(gain_terms(exponential).sum_to(k), idcg[:, -1] if width else np.zeros(nq))
-        elif m.kind == "map":
-            v = _safe_div(precision_terms().sum_to(k), num_rel)
-        elif m.kind == "r_precision":
-            within = np.arange(depth)[None, :] < num_rel[:, None]
-            v = _safe_div(np.count_nonzero(rel & within, axis=1).astype(np.float64), num_rel)
-        else:  # pragma: no cover - parse_metric guards this
-            raise ValueError(f"{m.name} is not a judgment-based metric")
-        out[m.name] = v
+        s = spec(m.kind)
+        if s.needs_embeddings:
+            raise ValueError(f"{m.name} is computed from embeddings, not judgments")
+        out[m.name] = s.compute(ranked, m.k)
     return out
 
 
 def ideal_length(metrics: Sequence[Metric], max_num_rel: int) -> int:
-    """How many ideal grades nDCG needs: the largest cutoff, or every judged doc when uncut."""
+    """How many ideal grades the metrics need (nDCG): the largest cutoff, or every judged doc when uncut."""
     need = 0
     for m in metrics:
-        if m.kind in ("ndcg", "ndcg_exp"):
+        if spec(m.kind).ideal:
             need = max(need, max_num_rel if m.k is None else min(m.k, max_num_rel))
     return need
+
+
+def needs_judged(metrics: Sequence[Metric]) -> bool:
+    """Whether any metric needs the judged-at-all matrix (so callers build it only then)."""
+    return any(spec(m.kind).judged for m in metrics)

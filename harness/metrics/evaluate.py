@@ -23,8 +23,6 @@ from harness.run import Run, rank_key, sort_rows_descending
 
 #: Elements per padded block: bounds memory when a few rankings are much longer than the rest.
 _BLOCK_ELEMENTS = 1 << 22
-#: Judgments per query up to which grade lookup compares against each query's list directly.
-_DENSE_LOOKUP_MAX = 16
 
 
 def mean(values: np.ndarray) -> float:
@@ -86,10 +84,26 @@ class CompiledQrels:
         self._ideal_rows, self._ideal_cols, self._ideal_vals = p_rows, np.arange(p_rows.size) - starts[p_rows], p_grades
         self.max_positive = int(n_pos.max(initial=0))
         self._judged, self._rows, self._grades_flat = judged, rows, grades
-        self._by_vocab: dict[int, tuple[object, _VocabJudgments]] = {}
+        self._by_vocab: dict[tuple[int, bool], tuple[object, _VocabJudgments]] = {}
+        self._pos_cache: tuple[object, np.ndarray] | None = None
+        self._rows_cache: tuple[object, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self.query_ids)
+
+    def rows_in(self, query_ids: list[str]) -> np.ndarray:
+        """For each judged query, its position in ``query_ids`` (a run's, unique), -1 if absent;
+        remembered for the last list seen, since the runs of one benchmark share their query list."""
+        hit = self._rows_cache
+        if hit is not None and hit[0] is query_ids:
+            return hit[1]
+        if query_ids == self.query_ids:  # the usual case: run and qrels from one dataset, same order
+            rows = np.arange(len(query_ids), dtype=np.int64)
+        else:
+            qpos = {q: i for i, q in enumerate(query_ids)}
+            rows = np.fromiter((qpos.get(q, -1) for q in self.query_ids), dtype=np.int64, count=len(self))
+        self._rows_cache = (query_ids, rows)
+        return rows
 
     def judged(self, row: int) -> Mapping[str, int]:
         """The judgments of one query, as given."""
@@ -103,10 +117,34 @@ class CompiledQrels:
             out[self._ideal_rows[sel], self._ideal_cols[sel]] = self._ideal_vals[sel]
         return out
 
-    def for_vocab(self, doc_ids: np.ndarray, doc_pos: Mapping[str, int] | None = None) -> _VocabJudgments:
+    def for_vocab(
+        self, doc_ids: np.ndarray, doc_pos: Mapping[str, int] | None = None, *, with_zeros: bool = False
+    ) -> _VocabJudgments:
         """The judgments in the positions of a run's vocabulary (a hash lookup per judgment), cached
-        per vocabulary, so the runs of one benchmark (which share the corpus vocabulary) pay once."""
-        hit = self._by_vocab.get(id(doc_ids))
+        per vocabulary, so the runs of one benchmark (which share the corpus vocabulary) pay once.
+
+        Grade-0 judgments change no grade-based metric and are left out, unless ``with_zeros`` (the
+        judged-at-all matrix of ``judged@k`` needs them)."""
+        hit = self._by_vocab.get((id(doc_ids), with_zeros))
+        if hit is not None and hit[0] is doc_ids:
+            return hit[1]
+        pos = self._vocab_positions(doc_ids, doc_pos)
+        keep = pos >= 0 if with_zeros else (pos >= 0) & (self._grades_flat != 0)
+        vj = _VocabJudgments(
+            len(self.query_ids),
+            max(len(doc_ids), 1),
+            self._rows[keep],
+            pos[keep],
+            self._grades_flat[keep].astype(np.float64),
+        )
+        if len(self._by_vocab) >= 8:
+            self._by_vocab.clear()
+        self._by_vocab[(id(doc_ids), with_zeros)] = (doc_ids, vj)
+        return vj
+
+    def _vocab_positions(self, doc_ids: np.ndarray, doc_pos: Mapping[str, int] | None) -> np.ndarray:
+        """Position of every judged doc (flattened, qrels order) in ``doc_ids``, -1 if absent."""
+        hit = self._pos_cache
         if hit is not None and hit[0] is doc_ids:
             return hit[1]
         if doc_pos is not None:
@@ -118,18 +156,8 @@ class CompiledQrels:
             )
         else:
             pos = _positions(doc_ids, list(chain.from_iterable(self._judged)))
-        keep = (pos >= 0) & (self._grades_flat != 0)
-        vj = _VocabJudgments(
-            len(self.query_ids),
-            max(len(doc_ids), 1),
-            self._rows[keep],
-            pos[keep],
-            self._grades_flat[keep].astype(np.float64),
-        )
-        if len(self._by_vocab) >= 8:
-            self._by_vocab.clear()
-        self._by_vocab[id(doc_ids)] = (doc_ids, vj)
-        return vj
+        self._pos_cache = (doc_ids, pos)
+        return pos
 
 
 def _positions(vocab: np.ndarray, names: list[str]) -> np.ndarray:
@@ -149,44 +177,50 @@ def _positions(vocab: np.ndarray, names: list[str]) -> np.ndarray:
 class _VocabJudgments:
     """Judged (query row, doc position, grade) triples for one vocabulary, ready for lookup.
 
-    ``keys`` are sorted ``query_row * n_docs + doc_position``; ``docs``/``grades`` hold the same
-    triples per query, padded (-2) to the most judged query.
+    Most judged documents are judged for one query only, so the join is direct addressing:
+    ``owner[p]`` is the one query row that judges the document at position ``p`` (``-1``: none,
+    ``-2``: several; one slot more at the end, which padding (-1) reads), ``owner_grade[p]`` its
+    grade. The judgments of documents several queries judge are kept as sorted keys
+    ``query_row * n_docs + doc_position`` for one binary search over just those.
     """
 
     def __init__(self, n_queries: int, n_docs: int, rows: np.ndarray, pos: np.ndarray, grades: np.ndarray) -> None:
         self.n_docs = n_docs
-        keys = rows * n_docs + pos
+        per_doc = np.bincount(pos, minlength=n_docs)
+        row_dtype = np.int32 if n_queries < np.iinfo(np.int32).max else np.int64
+        self.owner = np.full(n_docs + 1, -1, dtype=row_dtype)
+        self.owner_grade = np.zeros(n_docs + 1)
+        single = per_doc[pos] == 1
+        self.owner[pos[single]] = rows[single]
+        self.owner_grade[pos[single]] = grades[single]
+        self.owner[pos[~single]] = -2
+        keys = rows[~single] * n_docs + pos[~single]
         order = np.argsort(keys, kind="stable")
-        self.keys, self.key_grades = keys[order], grades[order]
-        rows = rows[order]
-        counts = np.bincount(rows, minlength=n_queries)
-        self.width = int(counts.max(initial=0))
-        self.docs = self.grades = None
-        if self.width <= _DENSE_LOOKUP_MAX:
-            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            cols = np.arange(rows.size) - starts[rows]
-            self.docs = np.full((n_queries, self.width), -2, dtype=np.int64)
-            self.grades = np.zeros((n_queries, self.width))
-            self.docs[rows, cols] = pos[order]
-            self.grades[rows, cols] = self.key_grades
+        self.keys, self.key_grades = keys[order], grades[~single][order]
 
-    def lookup(self, query_rows: np.ndarray, doc_positions: np.ndarray) -> np.ndarray:
-        """Grades of ranked documents (``doc_positions`` row-aligned with ``query_rows``, -1 padding);
-        0 where not judged. Few judgments per query: compare against each query's list; many: one
-        binary search over the sorted keys."""
-        out = np.zeros(doc_positions.shape)
-        if self.docs is not None:
-            d, g = self.docs[query_rows], self.grades[query_rows]
-            for c in range(self.width):
-                np.copyto(out, g[:, c : c + 1], where=doc_positions == d[:, c : c + 1])
-            return out
-        ok = doc_positions >= 0
-        if not self.keys.size or not ok.any():
-            return out
-        probe = (query_rows[:, None] * self.n_docs + doc_positions)[ok]
-        at = np.minimum(np.searchsorted(self.keys, probe), self.keys.size - 1)
-        out[ok] = np.where(self.keys[at] == probe, self.key_grades[at], 0.0)
-        return out
+    def lookup(self, query_rows: np.ndarray, doc_positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The judged documents among ranked ones (``doc_positions`` row-aligned with ``query_rows``,
+        -1 padding), as ``(row, column, grade)`` triples in row-major order (what
+        :class:`core.Ranked` takes): a ranking's judged documents are few, so nothing dense is built
+        beyond one gather and two comparisons per ranked document."""
+        width = doc_positions.shape[1]
+        owner = self.owner[doc_positions]
+        direct = np.flatnonzero(owner == query_rows[:, None].astype(owner.dtype))
+        r, c = np.divmod(direct, width) if width else (direct, direct)
+        grades = self.owner_grade[doc_positions[r, c]]
+        if self.keys.size:
+            shared = np.flatnonzero(owner == -2)
+            if shared.size:
+                sr, sc = np.divmod(shared, width)
+                probe = query_rows[sr] * self.n_docs + doc_positions[sr, sc]
+                at = np.searchsorted(self.keys, probe)
+                at[at == self.keys.size] = 0
+                found = self.keys[at] == probe
+                flat = np.concatenate((direct, shared[found]))
+                order = np.argsort(flat, kind="stable")
+                r, c = np.divmod(flat[order], width)
+                grades = np.concatenate((grades, self.key_grades[at[found]]))[order]
+        return r, c, grades
 
 
 def _blocks(lengths: np.ndarray) -> Iterator[np.ndarray]:
@@ -202,13 +236,27 @@ def _blocks(lengths: np.ndarray) -> Iterator[np.ndarray]:
 
 
 def _score(metrics: Sequence[Metric], cq: CompiledQrels, lengths: np.ndarray, grade_block) -> dict[str, np.ndarray]:
+    """Hand each block of ranked queries (``grade_block(rows, width, ideal) -> core.Ranked``) to the core."""
     ideal = cq.ideal(core.ideal_length(metrics, cq.max_positive))
     values = {m.name: np.zeros(len(cq)) for m in metrics}
     for rows in _blocks(lengths):
-        grades = grade_block(rows, int(lengths[rows].max(initial=0)))
-        for name, v in core.compute(grades, cq.num_rel[rows], ideal[rows], metrics).items():
+        ranked = grade_block(rows, int(lengths[rows].max(initial=0)), ideal[rows])
+        for name, v in core.compute_ranked(ranked, metrics).items():
             values[name][rows] = v
     return values
+
+
+def _run_block(indices: np.ndarray, run_rows: np.ndarray, width: int) -> np.ndarray:
+    """``indices[run_rows, :width]`` with -1 rows where ``run_rows`` is -1 (a query the run lacks);
+    a view, not a copy, when the rows are a contiguous range (run and qrels in the same order)."""
+    n = run_rows.size
+    contiguous = n and run_rows[0] >= 0 and run_rows[-1] - run_rows[0] == n - 1
+    if contiguous and width <= indices.shape[1] and (n == 1 or bool((np.diff(run_rows) == 1).all())):
+        return indices[run_rows[0] : run_rows[0] + n, :width]
+    idx = np.full((n, width), -1, dtype=indices.dtype)
+    ok = run_rows >= 0
+    idx[ok] = indices[run_rows[ok], :width]
+    return idx
 
 
 def _counts(cq: CompiledQrels, lengths: np.ndarray, run_qids, duplicates: int) -> dict[str, int]:
@@ -240,15 +288,17 @@ def evaluate_dicts(
 ) -> Evaluation:
     """Score ``{qid: {doc_id: score}}`` against ``{qid: {doc_id: grade}}`` (no ``Run`` built)."""
     ms = _metrics(metrics)
+    with_judged = core.needs_judged(ms)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
     empty: dict[str, float] = {}
     rankings = [run.get(q, empty) or empty for q in cq.query_ids]
     lengths = np.fromiter((len(r) for r in rankings), dtype=np.int64, count=len(rankings))
 
-    def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
+    def grade_block(rows: np.ndarray, width: int, ideal: np.ndarray) -> core.Ranked:
         # per-query dict lookups: each judged dict is small and cache-hot, unlike one global table
         scores = np.full((len(rows), width), -np.inf)
         grades = np.zeros((len(rows), width))
+        judged = np.zeros((len(rows), width), dtype=bool) if with_judged else None
         for i, r in enumerate(rows.tolist()):
             ranking = rankings[r]
             n = len(ranking)
@@ -256,6 +306,9 @@ def evaluate_dicts(
                 scores[i, :n] = np.fromiter(ranking.values(), dtype=np.float64, count=n)
                 get = cq.judged(r).get
                 grades[i, :n] = [get(d, 0) for d in ranking]
+                if judged is not None:
+                    has = cq.judged(r)
+                    judged[i, :n] = [d in has for d in ranking]
         valid = np.arange(width)[None, :] < lengths[rows][:, None]
         bad = valid & ~np.isfinite(scores)
         if bad.any():
@@ -266,7 +319,7 @@ def evaluate_dicts(
                 field="score",
             )
         key = rank_key(scores, valid)  # trec_eval ranks by the float32 score
-        sort_rows_descending(key, grades)
+        sort_rows_descending(key, grades, *(() if judged is None else (judged,)))
         for i in np.flatnonzero((key[:, 1:] == key[:, :-1]).any(axis=1)).tolist():
             # score ties go to the larger doc id (trec_eval); only tied rows pay for a string sort
             r = rows[i]
@@ -274,7 +327,11 @@ def evaluate_dicts(
                 ranked = sorted(rankings[r].items(), key=lambda kv: (float(np.float32(kv[1])), kv[0]), reverse=True)
             get = cq.judged(r).get
             grades[i, : len(ranked)] = [get(d, 0) for d, _ in ranked]
-        return grades
+            if judged is not None:
+                has = cq.judged(r)
+                judged[i, : len(ranked)] = [d in has for d, _ in ranked]
+        retrieved = lengths[rows] if with_judged else None
+        return core.Ranked.from_dense(grades, cq.num_rel[rows], ideal, judged=judged, retrieved=retrieved)
 
     values = _score(ms, cq, lengths, grade_block)
     return Evaluation(cq.query_ids, values, _counts(cq, lengths, run, 0))
@@ -287,23 +344,101 @@ def evaluate_run(
 ) -> Evaluation:
     """Score a canonical :class:`Run` (the array path: no Python loop over documents)."""
     ms = _metrics(metrics)
+    with_judged = core.needs_judged(ms)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
-    qpos = {q: i for i, q in enumerate(run.query_ids)}
-    run_rows = np.fromiter((qpos.get(q, -1) for q in cq.query_ids), dtype=np.int64, count=len(cq))
+    run_rows = cq.rows_in(run.query_ids)
     present = run_rows >= 0
     lengths = np.zeros(len(cq), dtype=np.int64)
     lengths[present] = run.lengths[run_rows[present]]
-    vj = cq.for_vocab(run.doc_ids, run._dpos)  # a dict the run already built, else a C hash
+    # a dict the run already built, else a C hash
+    vj = cq.for_vocab(run.doc_ids, run._dpos, with_zeros=with_judged)
 
-    def grade_block(rows: np.ndarray, width: int) -> np.ndarray:
+    def grade_block(rows: np.ndarray, width: int, ideal: np.ndarray) -> core.Ranked:
         r = run_rows[rows]
-        idx = np.full((len(rows), width), -1, dtype=np.int64)
-        ok = r >= 0
-        idx[ok] = run.indices[r[ok], :width]
-        return vj.lookup(rows, idx)
+        idx = _run_block(run.indices, r, width)
+        hit_rows, hit_cols, grades = vj.lookup(rows, idx)
+        return core.Ranked(
+            (len(rows), width),
+            hit_rows,
+            hit_cols,
+            grades,
+            cq.num_rel[rows],
+            ideal,
+            complete_judged=with_judged,
+            retrieved=lengths[rows] if with_judged else None,
+        )
 
     values = _score(ms, cq, lengths, grade_block)
-    return Evaluation(cq.query_ids, values, _counts(cq, lengths, run.query_ids, run.duplicates_dropped))
+    counts = _counts(cq, lengths, (), run.duplicates_dropped)
+    # run and qrels query ids are each unique: the run's others are the ones not judged
+    counts["not_in_qrels"] = len(run.query_ids) - int(present.sum())
+    return Evaluation(cq.query_ids, values, counts)
+
+
+def check_overlap(
+    cq: Mapping[str, Mapping[str, int]] | CompiledQrels,
+    run: Run | Mapping[str, Mapping[str, float]],
+    *,
+    run_label: str,
+    qrels_label: str,
+    min_share: float = 0.5,
+) -> str | None:
+    """Refuse to score a run that cannot be about these judgments; warn when it covers few of them.
+
+    A run scored against the wrong qrels (another dataset, another split, ids renamed by a
+    chunker) gives all-zero metrics that look like a bad retriever. So, before any scoring:
+
+    - no query id in common, or no retrieved document (over the common queries) among the judged
+      ones (any grade): :class:`InputError` naming both, with examples of each side's ids;
+    - fewer than ``min_share`` of the judged queries ranked: a warning string with the counts
+      (the unranked ones score 0 and stay in the mean); ``None`` when the overlap is fine.
+    """
+    cq = cq if isinstance(cq, CompiledQrels) else CompiledQrels(cq)
+    run_qids = run.query_ids if isinstance(run, Run) else [str(q) for q in run]
+    qpos = {q: i for i, q in enumerate(run_qids)}
+    common = [(r, qpos[q]) for r, q in enumerate(cq.query_ids) if q in qpos]
+    if not common:
+        raise InputError(
+            f"run {run_label} shares no query ids with qrels {qrels_label} "
+            f"(run: {len(run_qids)} queries, e.g. {_examples(run_qids)}; "
+            f"qrels: {len(cq)} judged queries, e.g. {_examples(cq.query_ids)}); "
+            "are they from the same dataset and split?"
+        )
+    if isinstance(run, Run):
+        rows = np.fromiter((i for _, i in common), dtype=np.int64, count=len(common))
+        ranked = run.lengths[rows] > 0
+        retrieved = np.zeros(len(run.doc_ids) + 1, dtype=bool)  # + 1: padding (-1) marks the last slot
+        retrieved[run.indices[rows].ravel()] = True
+        retrieved[-1] = False
+        pos = cq._vocab_positions(run.doc_ids, run._dpos)  # the map evaluate_run reuses
+        in_common = np.zeros(len(cq), dtype=bool)
+        in_common[[r for r, _ in common]] = True
+        mine = pos[in_common[cq._rows]]
+        shared = bool(retrieved[mine[mine >= 0]].any())
+        run_docs = lambda: run.doc_ids[np.flatnonzero(retrieved[:-1])[:3]].tolist()  # noqa: E731
+    else:
+        rankings = [run[run_qids[i]] or {} for _, i in common]
+        ranked = np.array([len(r) > 0 for r in rankings], dtype=bool)
+        shared = any(d in cq.judged(r) for (r, _), ranking in zip(common, rankings) for d in ranking)
+        run_docs = lambda: [d for ranking in rankings for d in ranking][:3]  # noqa: E731
+    n_ranked = int(ranked.sum())
+    if not shared:
+        judged_docs = [d for r, _ in common[:50] for d in cq.judged(r)][:3]
+        raise InputError(
+            f"run {run_label} retrieves none of the documents judged in qrels {qrels_label} "
+            f"over the {len(common)} queries they share (run docs e.g. {_examples(run_docs())}; "
+            f"judged docs e.g. {_examples(judged_docs)}); do the doc ids come from the same corpus?"
+        )
+    if n_ranked < min_share * len(cq):
+        return (
+            f"run {run_label} ranks {n_ranked} of the {len(cq)} queries judged in qrels {qrels_label} "
+            f"({n_ranked / len(cq):.0%}); the other {len(cq) - n_ranked} score 0 and stay in the mean"
+        )
+    return None
+
+
+def _examples(ids: Sequence[str]) -> str:
+    return ", ".join(repr(str(i)) for i in list(ids)[:3]) or "none"
 
 
 def evaluate(
@@ -327,3 +462,4 @@ def evaluate(
             run = Run.coerce(run)
     result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)
     return result.per_query() if per_query else result.means()
+

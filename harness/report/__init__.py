@@ -1,7 +1,7 @@
 """Rendering results: the comparison table in every format, plots, and the per-query drill-down.
 
 :func:`write_reports` writes everything that belongs in a results folder; ``harness run`` calls it
-through ``Results.save`` and ``harness report DIR`` calls it again to re-render a folder.
+through ``Results.save`` and ``harness report DIR --write`` calls it again to re-render a folder.
 """
 
 from __future__ import annotations
@@ -16,11 +16,32 @@ from harness.report.table import ComparisonTable, build_table, comparison_frame,
 if TYPE_CHECKING:
     from harness.results import Results
 
-__all__ = ["TABLE_FILES", "ComparisonTable", "build_table", "comparison_frame", "to_markdown", "write_reports"]
+__all__ = [
+    "TABLE_FILES",
+    "ComparisonTable",
+    "build_table",
+    "comparison_frame",
+    "render_table",
+    "to_markdown",
+    "write_reports",
+]
 
 log = logging.getLogger("harness")
 
 TABLE_FILES = ("table.md", "table.csv", "table.html", "table.tex")
+
+
+def render_table(results: Results, fmt: str = "markdown") -> str:
+    """The comparison table as text: ``markdown`` (as ``table.md``), ``csv``, ``html`` or ``latex``."""
+    from harness.errors import InputError
+    from harness.report.csv_table import to_csv
+    from harness.report.html_table import to_html
+    from harness.report.latex_table import to_latex
+
+    renderers = {"markdown": to_markdown, "csv": to_csv, "html": to_html, "latex": to_latex}
+    if fmt not in renderers:
+        raise InputError(f"unknown table format {fmt!r}; choose {', '.join(renderers)}", field="fmt")
+    return renderers[fmt](build_table(results))
 
 
 def write_reports(results: Results, folder: Path, *, plots: bool = True) -> list[Path]:

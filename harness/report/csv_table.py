@@ -2,7 +2,8 @@
 
 One row per retriever; per metric its mean, CI and (against the baseline) delta, Holm p-value and
 a ``sig`` column (+1 significantly better, -1 worse, 0 neither); then efficiency; then the error of
-a failed retriever. Numbers are written with ``repr`` so nothing is rounded away.
+a failed retriever. Numbers are written with ``repr`` so nothing is rounded away; ``cache hit`` is
+the share (0..1) and ``cache state`` says whether the encode/build costs are ``cold`` or ``warm``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ def to_csv(table: ComparisonTable) -> str:
     for m in table.metrics:
         head += [m, f"{m} ci_low", f"{m} ci_high", f"{m} delta", f"{m} p_holm", f"{m} sig"]
     head += [EFFICIENCY_COLUMNS[k][0] for k in table.efficiency]
+    states = table.has_states
+    if states:
+        head.append("cache state")
     head.append("error")
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -38,6 +42,8 @@ def to_csv(table: ComparisonTable) -> str:
             out += [_num(c.value), _num(ci[0]), _num(ci[1]), _num(t.get("delta")), _num(t.get("p_holm"))]
             out.append(str(c.sig) if c.test else "")
         out += [_num(row.efficiency[k].value) if k in row.efficiency else "" for k in table.efficiency]
+        if states:
+            out.append(next((c.state for c in row.efficiency.values() if c.state), ""))
         out.append(row.error or "")
         w.writerow(out)
     return buf.getvalue()

@@ -1,9 +1,12 @@
 """Per-query drill-down of a results folder: where does a retriever lose against the baseline?
 
 ``harness report DIR --worst N`` lists, per retriever, the N queries with the largest loss on a
-metric, with the query text (from the dataset the manifest names, when it can still be loaded) and
-the rank of the first relevant document in every saved run (from ``runs/*.trec`` and
-``qrels.tsv``, so the folder answers on its own).
+metric, with the query text and the rank of the first relevant document in every saved run (from
+``runs/*.trec`` and ``qrels.tsv``, so the folder answers on its own). Under each list, per query,
+the documents the retriever ranked first beside the relevant ones it missed, with their text cut
+to :data:`SNIPPET` characters: whether the winner was a near-duplicate, an off-topic match on one
+word, or a document the judges never saw is usually plain at a glance. Texts come from the dataset
+the manifest names (``demo`` or the BEIR folder), when it can still be loaded; otherwise ids only.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.errors import HarnessError, InputError
-from harness.io.trec import read_qrels, read_run
+from harness.io.trec import read_qrels
 from harness.model import Qrels
+from harness.report.terminal import Column, render_tables, table_width
 from harness.run import Run
 
 if TYPE_CHECKING:
@@ -27,19 +31,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("harness")
 
+#: characters of a document's text shown in the drill-down
+SNIPPET = 120
+#: documents the retriever ranked first, shown per worst query (``harness report --docs``)
+TOP_DOCS = 3
+#: relevant documents shown per worst query (the highest graded first)
+RELEVANT_DOCS = 3
+
 
 def attach_folder(results: Results) -> Results:
     """Attach the runs and qrels saved in the results folder (what plots and the drill-down need)."""
-    from harness.results import safe_name
+    from harness.engine.store import read_runs
 
     folder = results.folder
     if folder is None or results.runs:
         return results
-    runs: dict[str, Run] = {}
-    for name in results.summary:
-        path = folder / "runs" / f"{safe_name(name)}.trec"
-        if path.is_file():
-            runs[name] = read_run(path, name=name)
+    runs: dict[str, Run] = read_runs(results)
     qrels_path = folder / "qrels.tsv"
     qrels = read_qrels(qrels_path) if qrels_path.is_file() else None
     if runs and qrels is not None:
@@ -47,24 +54,40 @@ def attach_folder(results: Results) -> Results:
     return results
 
 
-def query_texts(results: Results) -> tuple[dict[str, str], str | None]:
-    """Query id -> text from the dataset in the manifest, and a note when that is not possible."""
+def dataset_texts(results: Results) -> tuple[dict[str, str], dict[str, str], str | None]:
+    """Query id -> text and doc id -> text (title and body) from the dataset in the manifest, and a
+    note when that is not possible or the dataset changed since the run."""
     from harness.datasets import DEMO, load_dataset
 
     ds = results.manifest.get("dataset") or {}
     source, name, split = ds.get("source"), ds.get("name"), ds.get("split") or "test"
-    where = source if source and Path(source).is_dir() else DEMO if name == DEMO else None
+    where = source if source and Path(source).is_dir() else DEMO if name == DEMO or source == DEMO else None
     if where is None:
         why = f"dataset folder {source} not found" if source else "results.json names no dataset folder"
-        return {}, f"query text unavailable ({why}); showing query ids only"
+        return {}, {}, f"query and document text unavailable ({why}); showing ids only"
     try:
         dataset = load_dataset(where, split, name=name)
     except (HarnessError, OSError) as e:
-        return {}, f"query text unavailable (loading {where} failed: {e}); showing query ids only"
+        return {}, {}, f"query and document text unavailable (loading {where} failed: {e}); showing ids only"
     note = None
     if ds.get("fingerprint") and dataset.fingerprint != ds["fingerprint"]:
-        note = f"the dataset at {where} changed since this run (fingerprint differs): query text may not match"
-    return {q.id: q.text for q in dataset.queries}, note
+        note = f"the dataset at {where} changed since this run (fingerprint differs): texts may not match"
+    docs = {d.id: d.content for d in dataset.corpus}
+    return {q.id: q.text for q in dataset.queries}, docs, note
+
+
+def query_texts(results: Results) -> tuple[dict[str, str], str | None]:
+    """Query id -> text from the dataset in the manifest, and a note when that is not possible."""
+    queries, _, note = dataset_texts(results)
+    return queries, note
+
+
+def snippet(text: str | None, n: int = SNIPPET) -> str | None:
+    """``text`` on one line, cut to ``n`` characters (``…`` marks the cut)."""
+    if text is None:
+        return None
+    flat = " ".join(text.split())
+    return flat if len(flat) <= n else flat[: n - 1].rstrip() + "…"
 
 
 def first_relevant_rank(run: Run, qrels: Qrels, qid: str) -> int | None:
@@ -78,13 +101,38 @@ def first_relevant_rank(run: Run, qrels: Qrels, qid: str) -> int | None:
     return None
 
 
+def rank_of(run: Run, qid: str, doc: str) -> int | None:
+    """1-based rank of ``doc`` in ``run``'s ranking of ``qid``, None when not ranked."""
+    for rank, (d, _) in enumerate(run.ranking(qid), start=1):
+        if d == doc:
+            return rank
+    return None
+
+
+@dataclass
+class DocLine:
+    """One document shown under a worst query: ranked first by the retriever, or judged relevant."""
+
+    doc_id: str
+    #: 1-based rank in each shown run (None: not in that run's top ``depth[run]``)
+    ranks: dict[str, int | None]
+    grade: int | None  # None: not judged for this query
+    text: str | None  # None: text unavailable (no dataset, or the id is not in it)
+    relevant: bool = False
+
+
 @dataclass
 class Loss:
     query_id: str
     value: float
     baseline_value: float | None
     text: str | None = None
+    #: rank of the first relevant document per run (None: none in the run's top ``depth[run]``)
     first_relevant: dict[str, int | None] = field(default_factory=dict)
+    #: documents each run returned for this query (0: the run has no ranking for it)
+    depth: dict[str, int] = field(default_factory=dict)
+    #: the retriever's first documents, then the relevant ones it ranked lower or missed
+    docs: list[DocLine] = field(default_factory=list)
 
     @property
     def delta(self) -> float | None:
@@ -94,8 +142,8 @@ class Loss:
 def worst_queries(results: Results, retriever: str, metric: str, n: int, baseline: str | None) -> list[Loss]:
     """The ``n`` queries where ``retriever`` loses most against ``baseline`` on ``metric`` (only
     losses; ties broken by query id); without a baseline, its ``n`` lowest-scoring queries."""
-    mine = results.per_query.get(retriever) or {}
-    base = results.per_query.get(baseline) if baseline else None
+    mine = results.query_scores(retriever) if retriever in results.per_query else {}
+    base = results.query_scores(baseline) if baseline and baseline in results.per_query else None
     rows = []
     for qid, vals in mine.items():
         v = vals.get(metric)
@@ -118,8 +166,10 @@ def drilldown(
     metric: str | None = None,
     retriever: str | None = None,
     baseline: str | None = None,
+    docs: int = TOP_DOCS,
 ) -> tuple[dict[str, list[Loss]], str, str | None, list[str]]:
-    """``({retriever: losses}, metric, baseline, notes)`` for ``harness report --worst``."""
+    """``({retriever: losses}, metric, baseline, notes)`` for ``harness report --worst``; each loss
+    lists the retriever's first ``docs`` documents and up to :data:`RELEVANT_DOCS` relevant ones."""
     from harness.metrics.names import parse_metric
 
     if not results.summary:
@@ -146,7 +196,7 @@ def drilldown(
         raise InputError("nothing to compare with the baseline: name a retriever with --retriever", field="retriever")
     notes: list[str] = []
     attach_folder(results)
-    texts, note = query_texts(results)
+    texts, doc_texts, note = dataset_texts(results)
     if note:
         notes.append(note)
     qrels = results._qrels
@@ -161,40 +211,163 @@ def drilldown(
                 loss.first_relevant = {
                     r: first_relevant_rank(run, qrels, loss.query_id) for r, run in results.runs.items()
                 }
+                loss.depth = {r: len(run.ranking(loss.query_id)) for r, run in results.runs.items()}
+                shown = [r for r in (name, baseline) if r is not None and r in results.runs]
+                loss.docs = doc_lines(results.runs, shown, qrels, loss.query_id, doc_texts, docs)
         out[name] = losses
     return out, metric, baseline, notes
+
+
+def doc_lines(
+    runs: dict[str, Run], shown: list[str], qrels: Qrels, qid: str, texts: dict[str, str], top: int
+) -> list[DocLine]:
+    """The first ``top`` documents of ``shown[0]``, then the relevant documents (highest grade
+    first, at most :data:`RELEVANT_DOCS`) not among them, each with its rank in every shown run."""
+    if not shown or top <= 0:
+        return []
+    judged = qrels.get(qid) or {}
+    first = [d for d, _ in runs[shown[0]].ranking(qid)[:top]]
+    relevant = sorted((d for d, g in judged.items() if g >= 1 and d not in first), key=lambda d: (-judged[d], d))
+    lines = []
+    for doc in first + relevant[:RELEVANT_DOCS]:
+        grade = judged.get(doc)
+        lines.append(
+            DocLine(
+                doc_id=doc,
+                ranks={r: rank_of(runs[r], qid, doc) for r in shown},
+                grade=grade,
+                text=snippet(texts.get(doc)) if texts else None,
+                relevant=grade is not None and grade >= 1,
+            )
+        )
+    return lines
+
+
+def _rank_text(rank: int | None, depth: int, *, short: bool) -> str:
+    if rank is not None:
+        return str(rank)
+    if depth == 0:
+        return "–" if short else "no ranking"
+    return f">{depth}" if short else f"not in the top {depth}"
+
+
+#: narrowest a text column may get before the drill-down splits its table (characters)
+MIN_TEXT = 30
+
+
+def _fits(fixed: list[Column], width: int) -> bool:
+    """Whether ``fixed`` columns plus a text column of :data:`MIN_TEXT` fit ``width``."""
+    return table_width(fixed) + MIN_TEXT + 3 <= width
+
+
+def _table(title: str, fixed: list[Column], text: Column | None) -> Table:
+    """``fixed`` columns never cut (no wrap, at their full width), then ``text`` taking the rest."""
+    t = Table(title=title, title_style="bold", title_justify="left")
+    for col in fixed:
+        t.add_column(col.header, justify=col.justify, no_wrap=True, min_width=col.width)
+    if text is not None:
+        t.add_column(text.header, overflow="fold", max_width=SNIPPET)
+    n = len(fixed[0].cells)
+    for r in range(n):
+        t.add_row(*(c.cells[r] for c in fixed), *([text.cells[r]] if text is not None else []))
+    return t
+
+
+def _docs_table(name: str, baseline: str | None, loss: Loss, has_texts: bool, width: int) -> Table:
+    """The retriever's first documents, then the relevant ones, with ranks, grade and text."""
+    runs = list(loss.docs[0].ranks)
+
+    def columns(short: bool) -> list[Column]:
+        headers = {name: "rank", baseline: "baseline rank" if short else f"rank in {baseline}"}
+        ranks = [
+            Column(
+                headers.get(r, f"rank {r}"),
+                [Text(_rank_text(line.ranks[r], loss.depth.get(r, 0), short=short)) for line in loss.docs],
+            )
+            for r in runs
+        ]
+        style = ["green" if line.relevant else "" for line in loss.docs]
+        doc = Column("doc", [Text(line.doc_id, style=s) for line, s in zip(loss.docs, style)], justify="left")
+        grade = Column(
+            "grade",
+            [Text("unjudged" if line.grade is None else str(line.grade), style=s) for line, s in zip(loss.docs, style)],
+        )
+        return [*ranks, doc, grade]
+
+    fixed = columns(short=False)
+    if not _fits(fixed, width):  # "not in the top 100" is wide: ">100" (the legend says what it means)
+        fixed = columns(short=True)
+    missing = "(not in the dataset)" if has_texts else "–"
+    text = Column(
+        f"text (first {SNIPPET} characters)" if has_texts else "text",
+        [Text(line.text if line.text is not None else missing) for line in loss.docs],
+        justify="left",
+    )
+    t = _table(f"{loss.query_id}: what {name} ranked first (rank), and the relevant documents", fixed, text)
+    # a line between what the retriever ranked first and the relevant documents it missed
+    first_relevant = next((i for i, line in enumerate(loss.docs) if line.relevant and i >= 1), None)
+    if first_relevant is not None and not loss.docs[first_relevant - 1].relevant:
+        t.rows[first_relevant - 1].end_section = True
+    return t
+
+
+def _loss_tables(name: str, baseline: str | None, metric: str, losses: list[Loss], width: int) -> list[Table]:
+    """The worst queries: scores, query text and the first relevant rank in every run; split in two
+    (scores and text, then the ranks, themselves split by columns) when one table would not fit."""
+    vs = baseline is not None and name != baseline
+    what = f"{name} vs {baseline}" if vs else f"{name} (lowest scores)"
+    title = f"{what}: {len(losses)} worst queries on {metric}"
+    query = Column("query", [Text(x.query_id) for x in losses], justify="left")
+    scores = [Column(name if vs else "score", [Text(f"{x.value:.4f}") for x in losses])]
+    if vs:
+        scores.append(Column(str(baseline), [Text(f"{x.baseline_value:.4f}") for x in losses]))
+        scores.append(Column("Δ", [Text(f"{x.delta:+.4f}") for x in losses]))
+    # this retriever and its baseline first, then the other runs
+    first = [r for r in (name, baseline) if r in losses[0].first_relevant]
+    runs = first + [r for r in losses[0].first_relevant if r not in first]
+    ranks = [
+        Column(
+            f"1st rel. {r}",
+            [Text(_rank_text(x.first_relevant[r], x.depth.get(r, 0), short=True)) for x in losses],
+        )
+        for r in runs
+    ]
+    text = Column("text", [Text(x.text if x.text is not None else "–") for x in losses], justify="left")
+    if _fits([query, *scores, *ranks], width):
+        return [_table(title, [query, *scores, *ranks], text)]
+    if not _fits([query, *scores], width):  # long retriever names as score headers: name them in the title
+        scores = [Column(h, c.cells) for h, c in zip(("score", "baseline", "Δ"), scores)]
+    out = [_table(title, [query, *scores], text)]
+    if ranks:
+        by_run = [Column(r, c.cells) for r, c in zip(runs, ranks)]
+        out += render_tables(f"{what}: rank of the first relevant document", [query], [by_run], width)
+    return out
 
 
 def print_drilldown(
     found: dict[str, list[Loss]], metric: str, baseline: str | None, notes: list[str], console: Console
 ) -> None:
+    """The worst queries per retriever and, per query, its documents (see module doc), laid out for
+    ``console.width`` so that no id, score or rank is cut."""
+    width = console.width
     for name, losses in found.items():
-        what = f"{name} vs {baseline}" if baseline and name != baseline else f"{name} (lowest scores)"
         if not losses:
+            what = f"{name} vs {baseline}" if baseline and name != baseline else f"{name} (lowest scores)"
             console.print(Text(f"{what}: no query where {name} loses on {metric}", style="bold"))
             continue
-        table = Table(title=f"{what}: {len(losses)} worst queries on {metric}", title_style="bold")
-        table.add_column("query")
-        table.add_column("text", overflow="fold", max_width=70)
-        table.add_column(name, justify="right")
-        if baseline and name != baseline:
-            table.add_column(baseline, justify="right")
-            table.add_column("Δ", justify="right")
-        # this retriever and its baseline first, then the other runs
-        first = [r for r in (name, baseline) if r in losses[0].first_relevant]
-        runs = first + [r for r in losses[0].first_relevant if r not in first]
-        for r in runs:
-            table.add_column(f"1st rel. {r}", justify="right")
+        for t in _loss_tables(name, baseline, metric, losses, width):
+            console.print(t)
+        has_texts = any(line.text is not None for loss in losses for line in loss.docs)
         for loss in losses:
-            cells = [loss.query_id, loss.text if loss.text is not None else "–", f"{loss.value:.4f}"]
-            if baseline and name != baseline:
-                cells += [f"{loss.baseline_value:.4f}", f"{loss.delta:+.4f}"]
-            cells += [str(loss.first_relevant[r]) if loss.first_relevant[r] is not None else "–" for r in runs]
-            table.add_row(*cells)
-        console.print(table)
+            if loss.docs:
+                console.print(_docs_table(name, baseline if baseline != name else None, loss, has_texts, width))
     if any(loss.first_relevant for losses in found.values() for loss in losses):
         console.print(
-            Text("1st rel.: rank of the first relevant document (grade >= 1) in each run; –: none ranked.", style="dim")
+            Text(
+                "1st rel.: rank of the first relevant document (grade >= 1) in each run; >N: not in the top N "
+                "documents the run returned for that query; –: the run has no ranking for it.",
+                style="dim",
+            )
         )
     for note in notes:
         console.print(Text(f"note: {note}", style="yellow"))

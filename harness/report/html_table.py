@@ -14,9 +14,9 @@ from harness.report.table import (
     ComparisonTable,
     detail_rows,
     fmt_ci,
+    fmt_cost,
     fmt_delta,
     fmt_metric,
-    fmt_number,
     fmt_p,
     header,
     row_label,
@@ -74,9 +74,9 @@ def to_html(table: ComparisonTable, plots: list[str] | None = None) -> str:
             tip = _tooltip(c.test)
             title = f' title="{escape(tip)}"' if tip else ""
             cells.append(f"<td{title}><span{cls}>{fmt_metric(c.value)}</span>{mark}{ci}</td>")
-        for c in row.efficiency.values():
+        for k, c in row.efficiency.items():
             cls = ' class="best"' if c.best else ""
-            cells.append(f"<td{cls}>{fmt_number(c.value)}</td>")
+            cells.append(f"<td{cls}>{escape(fmt_cost(k, c))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     out.append('<div class="legend">' + "<br>".join(escape(x) for x in table.legend()) + "</div>")

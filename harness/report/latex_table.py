@@ -6,7 +6,7 @@ Needs ``\\usepackage{booktabs,amssymb,graphicx}``.
 
 from __future__ import annotations
 
-from harness.report.table import BETTER, ComparisonTable, fmt_ci, fmt_metric, fmt_number, header
+from harness.report.table import BETTER, ComparisonTable, fmt_ci, fmt_cost, fmt_metric, header
 
 _SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -61,8 +61,8 @@ def to_latex(table: ComparisonTable) -> str:
             if c.ci:
                 text += f" {{\\scriptsize {fmt_ci(c.ci)}}}"
             cells.append(text)
-        for c in row.efficiency.values():
-            text = fmt_number(c.value).replace(",", "{,}")
+        for k, c in row.efficiency.items():
+            text = tex_escape(fmt_cost(k, c)).replace(",", "{,}")
             cells.append(f"\\textbf{{{text}}}" if c.best else text)
         lines.append(" & ".join(cells) + " \\\\")
     lines += ["\\bottomrule", "\\end{tabular}}", "\\label{tab:results}", "\\end{table*}"]

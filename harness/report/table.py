@@ -17,13 +17,27 @@ import pandas as pd
 if TYPE_CHECKING:
     from harness.results import Results
 
-#: efficiency key -> (column label, True when higher is better)
+#: efficiency key -> (column label, True when higher is better), in column order. ``index s`` is what
+#: results folders written before the split into encode and build hold; it is shown only for them.
 EFFICIENCY_COLUMNS: dict[str, tuple[str, bool]] = {
     "index_seconds": ("index s", False),
+    "encode_seconds": ("encode s", False),
+    "build_seconds": ("build s", False),
+    "cache_hit_rate": ("cache hit", True),
     "latency_ms_p50": ("p50 ms", False),
     "latency_ms_p95": ("p95 ms", False),
     "qps": ("qps", True),
 }
+#: costs a cache can make cheap: marked cold or warm, and a warm one is never "best" (a dense index
+#: built from cached embeddings in 0.8 s says nothing about the 20 minutes of encoding it skipped)
+CACHE_SENSITIVE = ("index_seconds", "encode_seconds", "build_seconds")
+#: a figure is warm when more than this share of its work was read from the cache
+WARM_ABOVE = 0.5
+#: columns that describe a run rather than rank it: never marked best
+NOT_RANKED = ("cache_hit_rate",)
+#: StatsConfig's defaults, for results whose manifest records no ``config.stats`` (the report layer
+#: sits below the config and does not import it)
+STATS_DEFAULTS: dict[str, Any] = {"bootstrap": 1000, "permutations": 10000, "alpha": 0.05}
 BETTER, WORSE = "▲", "▼"
 #: decimals of a mean as printed; "best" is decided on the printed value, so ties are all marked
 DECIMALS = 4
@@ -38,6 +52,9 @@ class Cell:
     #: +1 significantly better than the baseline, -1 significantly worse, 0 neither (or untested)
     sig: int = 0
     test: dict[str, Any] | None = None
+    #: for a cache-sensitive cost: "cold" (computed) or "warm" (mostly read from the cache); None
+    #: when unknown (results that record no cache hit rate) or not a cost a cache affects
+    state: str | None = None
 
     @property
     def marker(self) -> str:
@@ -68,8 +85,14 @@ class ComparisonTable:
     def ok_rows(self) -> list[Row]:
         return [r for r in self.rows if r.error is None]
 
-    def legend(self) -> list[str]:
-        """What the marks mean, in words (every renderer prints these lines)."""
+    @property
+    def has_states(self) -> bool:
+        """Whether any cost is marked cold or warm."""
+        return any(c.state for r in self.rows for c in r.efficiency.values())
+
+    def legend(self, *, bold: bool = True) -> list[str]:
+        """What the marks mean, in words (every renderer prints these lines). ``bold``: the renderer
+        shows the best values in bold (not so in a plain-text log, where that line would lie)."""
         boot = self.stats.get("bootstrap", 1000)
         lines = [f"Mean over queries; [low, high]: 95% bootstrap CI of the mean ({boot:,} resamples of the queries)."]
         if self.baseline is None:
@@ -81,7 +104,17 @@ class ComparisonTable:
                 f"(paired randomization test, {perms:,} sign flips, Holm-corrected over {self.n_tests} "
                 f"comparisons, p < {alpha:g})."
             )
-        lines.append("Bold: best in its column.")
+        if bold:
+            lines.append("Bold: best in its column" + (" (warm figures excluded)." if self.has_states else "."))
+        if "encode_seconds" in self.efficiency or "build_seconds" in self.efficiency:
+            lines.append(
+                "encode s / build s: seconds to embed the corpus / to build the index; cold: computed, "
+                f"warm: over {WARM_ABOVE:.0%} read from the cache (cache hit: the share that was)."
+            )
+        elif self.has_states:
+            lines.append(
+                f"cold: computed; warm: over {WARM_ABOVE:.0%} read from the cache (cache hit: the share that was)."
+            )
         composed = [r for r in self.ok_rows if len(r.components) > 1]
         if composed and self.efficiency:
             parts = "; ".join(f"{r.name} = {' + '.join(r.components)}" for r in composed)
@@ -90,16 +123,26 @@ class ComparisonTable:
 
 
 def _stats_config(results: Results) -> dict[str, Any]:
-    from harness.config import StatsConfig
-
-    stats = dict(StatsConfig().model_dump())
-    stats.update((results.manifest.get("config") or {}).get("stats") or {})
+    """The statistics settings the results were computed with (``alpha`` for the legend)."""
+    stats = dict(STATS_DEFAULTS)
+    recorded = (results.manifest.get("config") or {}).get("stats")
+    if isinstance(recorded, dict):
+        stats.update({k: v for k, v in recorded.items() if v is not None})
     return stats
+
+
+def cache_state(efficiency: dict[str, Any]) -> str | None:
+    """``"warm"`` when over :data:`WARM_ABOVE` of the work came from the cache, ``"cold"`` when less
+    or no cache was involved (``cache_hit_rate`` None), None when the results do not say."""
+    if "cache_hit_rate" not in efficiency:
+        return None
+    rate = efficiency["cache_hit_rate"]
+    return "warm" if rate is not None and float(rate) > WARM_ABOVE else "cold"
 
 
 def _mark_best(rows: list[Row], column: str, attr: str, higher: bool, fmt) -> None:
     cells = [getattr(r, attr)[column] for r in rows if column in getattr(r, attr)]
-    shown = [(fmt(c.value), c) for c in cells if c.value is not None]
+    shown = [(fmt(c.value), c) for c in cells if c.value is not None and c.state != "warm"]
     if len(shown) < 2:
         return
     key = [float(s.replace(",", "")) for s, _ in shown]
@@ -115,6 +158,8 @@ def build_table(results: Results) -> ComparisonTable:
     eff_keys = [
         k for k in EFFICIENCY_COLUMNS if any(results.efficiency.get(r, {}).get(k) is not None for r in results.summary)
     ]
+    if "encode_seconds" in eff_keys or "build_seconds" in eff_keys:
+        eff_keys = [k for k in eff_keys if k != "index_seconds"]  # the split replaces the sum
     rows: list[Row] = []
     n_tests = 0
     for name, means in results.summary.items():
@@ -130,8 +175,9 @@ def build_table(results: Results) -> ComparisonTable:
                     sig = 1 if t.get("delta", 0.0) > 0 else -1 if t.get("delta", 0.0) < 0 else 0
             row.metrics[m] = Cell(means.get(m), tuple(ci) if ci else None, sig=sig, test=t)
         eff = results.efficiency.get(name, {})
+        state = cache_state(eff)
         for k in eff_keys:
-            row.efficiency[k] = Cell(eff.get(k))
+            row.efficiency[k] = Cell(eff.get(k), state=state if k in CACHE_SENSITIVE else None)
         row.components = list(eff.get("components") or [])
         rows.append(row)
     for name, error in results.failures.items():
@@ -139,7 +185,8 @@ def build_table(results: Results) -> ComparisonTable:
     for m in metrics:
         _mark_best(rows, m, "metrics", True, fmt_metric)
     for k in eff_keys:
-        _mark_best(rows, k, "efficiency", EFFICIENCY_COLUMNS[k][1], fmt_number)
+        if k not in NOT_RANKED:
+            _mark_best(rows, k, "efficiency", EFFICIENCY_COLUMNS[k][1], fmt_number)
     ds = results.manifest.get("dataset") or {}
     name = ds.get("name") or "results"
     parts = [p for p in (ds.get("split"), f"{ds['queries']} queries" if ds.get("queries") is not None else None) if p]
@@ -168,6 +215,19 @@ def fmt_number(value: float | None) -> str:
     if abs(v) >= 1:
         return f"{v:.2f}"
     return f"{v:.3f}"
+
+
+def fmt_rate(value: float | None) -> str:
+    """A cache hit rate as a percentage (``–`` when no cache was involved)."""
+    return "–" if value is None else f"{100.0 * float(value):.0f}%"
+
+
+def fmt_cost(key: str, cell: Cell) -> str:
+    """An efficiency figure as printed: the number, then ``cold`` / ``warm`` where the cache matters."""
+    if key == "cache_hit_rate":
+        return fmt_rate(cell.value)
+    text = fmt_number(cell.value)
+    return f"{text} {cell.state}" if cell.state and cell.value is not None else text
 
 
 def fmt_p(p: float | None) -> str:
@@ -235,16 +295,19 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _md_code(text: str) -> str:
+    """``text`` fit for an inline code span: one line, no backticks."""
+    return " ".join(text.replace("`", "'").split())
+
+
 def to_markdown(results: Results | ComparisonTable) -> str:
     """``table.md``: the table (mean, marker, CI per metric), its legend, and the test details."""
     table = results if isinstance(results, ComparisonTable) else build_table(results)
     cols = header(table)
     lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
     for row in table.rows:
-        if row.error is not None:
-            lines.append(
-                f"| {_md_escape(row_label(row))} | **FAILED**: {_md_escape(row.error)} " + "| " * (len(cols) - 2) + "|"
-            )
+        if row.error is not None:  # the marker here, the error under the table (it would set a column's width)
+            lines.append(f"| {_md_escape(row_label(row))} | **FAILED** " + "| " * (len(cols) - 2) + "|")
             continue
         cells = [_md_escape(row_label(row))]
         for c in row.metrics.values():
@@ -252,10 +315,13 @@ def to_markdown(results: Results | ComparisonTable) -> str:
             text = f"**{text}**" if c.best else text
             ci = fmt_ci(c.ci)
             cells.append(f"{text}{c.marker}" + (f" {ci}" if ci else ""))
-        for c in row.efficiency.values():
-            text = fmt_number(c.value)
+        for k, c in row.efficiency.items():
+            text = fmt_cost(k, c)
             cells.append(f"**{text}**" if c.best else text)
         lines.append("| " + " | ".join(cells) + " |")
+    failed = [r for r in table.rows if r.error is not None]
+    if failed:
+        lines += [""] + [f"**FAILED** {_md_escape(r.name)}: `{_md_code(r.error or '')}`  " for r in failed]
     lines += [""] + [f"{line}  " for line in table.legend()]
     detail = detail_rows(table)
     if detail:

@@ -2,6 +2,25 @@
 :func:`compare`, which applies them to a whole comparison table."""
 
 from harness.stats.compare import compare
-from harness.stats.tests import bootstrap_ci, holm, randomization_test, randomization_tests, t_test, win_tie_loss
+from harness.stats.tests import (
+    bootstrap_ci,
+    bootstrap_cis,
+    bootstrap_means,
+    holm,
+    randomization_test,
+    randomization_tests,
+    t_test,
+    win_tie_loss,
+)
 
-__all__ = ["bootstrap_ci", "compare", "holm", "randomization_test", "randomization_tests", "t_test", "win_tie_loss"]
+__all__ = [
+    "bootstrap_ci",
+    "bootstrap_cis",
+    "bootstrap_means",
+    "compare",
+    "holm",
+    "randomization_test",
+    "randomization_tests",
+    "t_test",
+    "win_tie_loss",
+]

@@ -3,9 +3,10 @@
 One call does the whole table, as ``ranx.compare`` does, so the multiple-testing correction sees
 the whole family of comparisons: Holm runs over (every non-baseline retriever x every metric), on
 the randomization-test p-values. All randomization tests share one sign matrix
-(:func:`~harness.stats.tests.randomization_tests`), and every bootstrap uses the same seed, so the
-same resampled query sets serve every retriever (common random numbers): the result is a
-deterministic function of the per-query values and the seed.
+(:func:`~harness.stats.tests.randomization_tests`), and all bootstrap intervals share one resample
+(:func:`~harness.stats.tests.bootstrap_cis`): the same resampled query sets serve every retriever
+and every paired difference (common random numbers), drawn once for the whole table. The result is
+a deterministic function of the per-query values and the seed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.stats.tests import bootstrap_ci, holm, randomization_tests, t_test, win_tie_loss
+from harness.stats.tests import bootstrap_cis, holm, randomization_tests, t_test, win_tie_loss
 
 #: significance[retriever][metric] keys, in the order tables print them.
 FIELDS = ("delta", "ci_low", "ci_high", "p_value", "p_t", "p_holm", "significant", "wins", "ties", "losses")
@@ -60,28 +61,32 @@ def compare(
             raise ValueError(f"{len(query_ids)} query ids for {next(iter(sizes))[0]} per-query values")
         order = np.argsort(np.asarray(list(query_ids), dtype=object), kind="stable")
         arrays = {r: {m: v[order] for m, v in ms.items()} for r, ms in arrays.items()}
-    intervals = {
-        r: {m: list(bootstrap_ci(_finite(v), n=bootstrap, confidence=confidence, seed=seed)) for m, v in ms.items()}
-        for r, ms in arrays.items()
-    }
+    boot = _Bootstrap(n=bootstrap, confidence=confidence, seed=seed)
+    keys = [(r, m) for r, ms in arrays.items() for m in ms]
+    for r, m in keys:
+        boot.add(("interval", r, m), _finite(arrays[r][m]))
     if baseline is None:
-        return {}, intervals
+        cis = boot.run()
+        return {}, _intervals(keys, cis)
     if baseline not in arrays:
         raise ValueError(f"baseline {baseline!r} has no scores (retrievers: {', '.join(arrays)})")
     base = arrays[baseline]
     pairs = [(r, m) for r, ms in arrays.items() if r != baseline for m in ms if m in base]
     if not pairs:
-        return {}, intervals
+        return {}, _intervals(keys, boot.run())
     diffs = np.column_stack([arrays[r][m] - base[m] for r, m in pairs])
     # a NaN pair contributes a zero difference: a sign flip of zero changes nothing, so this is the
     # randomization test over the remaining queries
     p_rand = randomization_tests(np.nan_to_num(diffs, nan=0.0), n=permutations, seed=seed)
     p_holm = holm(p_rand)
+    for j, (r, m) in enumerate(pairs):
+        boot.add(("delta", r, m), diffs[~np.isnan(diffs[:, j]), j])
+    cis = boot.run()
     significance: dict[str, dict[str, dict[str, Any]]] = {}
     for j, (r, m) in enumerate(pairs):
         ok = ~np.isnan(diffs[:, j])
         a, b, d = arrays[r][m][ok], base[m][ok], diffs[ok, j]
-        lo, hi = bootstrap_ci(d, n=bootstrap, confidence=confidence, seed=seed)
+        lo, hi = cis[("delta", r, m)]
         wins, ties, losses = win_tie_loss(a, b)
         significance.setdefault(r, {})[m] = {
             "delta": float(d.mean()) if d.size else 0.0,
@@ -95,7 +100,41 @@ def compare(
             "ties": ties,
             "losses": losses,
         }
-    return significance, intervals
+    return significance, _intervals(keys, cis)
+
+
+def _intervals(keys: list[tuple[str, str]], cis: dict[tuple[str, str, str], tuple[float, float]]):
+    out: dict[str, dict[str, list[float]]] = {}
+    for r, m in keys:
+        out.setdefault(r, {})[m] = list(cis[("interval", r, m)])
+    return out
+
+
+class _Bootstrap:
+    """Every bootstrap interval of a table, computed together: columns of one length share one resample.
+
+    Without NaN every interval and every paired difference has all the queries, so the whole table
+    is one :func:`~harness.stats.tests.bootstrap_cis` call (one draw, one matrix product); a column
+    with NaN scores left out is resampled over its own length, as :func:`bootstrap_ci` would.
+    """
+
+    def __init__(self, *, n: int, confidence: float, seed: int) -> None:
+        self.n, self.confidence, self.seed = n, confidence, seed
+        self.columns: dict[tuple[str, str, str], np.ndarray] = {}
+
+    def add(self, key: tuple[str, str, str], values: np.ndarray) -> None:
+        self.columns[key] = values
+
+    def run(self) -> dict[tuple[str, str, str], tuple[float, float]]:
+        by_size: dict[int, list[tuple[str, str, str]]] = {}
+        for key, v in self.columns.items():
+            by_size.setdefault(v.size, []).append(key)
+        out: dict[tuple[str, str, str], tuple[float, float]] = {}
+        for size, keys in by_size.items():
+            stacked = np.column_stack([self.columns[k] for k in keys]) if size else np.empty((0, len(keys)))
+            cis = bootstrap_cis(stacked, n=self.n, confidence=self.confidence, seed=self.seed)
+            out.update(zip(keys, cis))
+        return out
 
 
 def _finite(v: np.ndarray) -> np.ndarray:

@@ -1,0 +1,45 @@
+"""``harness sweep --config FILE --out DIR``: tune options on selection queries, report on test ones."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+log = logging.getLogger("harness")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="try a grid of retriever options; choose on selection queries, report the choice on test queries",
+        description="Run the grid of a config's `sweep:` block (see docs/sweeps.md): every point is chosen on "
+        "the selection queries (a training split, or the other folds) and only the chosen point is scored "
+        "on the test queries, next to the default setting with a paired test.",
+    )
+    p.add_argument("--config", required=True, help="YAML run config with a `sweep:` block")
+    p.add_argument("--out", help="folder for sweep.json, sweep.md and heatmaps (default: print only)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.report.terminal import make_console
+    from harness.sweep import check_sweep_folder, load_sweep_config, run_sweep, write_sweep
+    from harness.sweep.render import print_sweep
+
+    config, sweep = load_sweep_config(args.config)
+    if args.out:
+        check_sweep_folder(args.out)  # fail before the work, not after
+    result = run_sweep(
+        config,
+        sweep,
+        config_dir=Path(args.config).expanduser().resolve().parent,
+        show_progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    print_sweep(result, make_console())
+    if args.out:
+        written = write_sweep(result, args.out)
+        log.info("wrote %s", ", ".join(str(p) for p in written))
+    return 0

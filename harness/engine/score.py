@@ -1,0 +1,96 @@
+"""Score runs: the one function every entry point uses (``harness run``, ``harness.benchmark``,
+``harness compare``, ``harness evaluate``, ``harness check``'s inputs), so the same runs give the same
+summary, per-query scores and significance whichever way they came in.
+
+Pure: runs, judgments and settings in; :class:`~harness.results.Results` out. No files, no
+printing, no model loading (embedding metrics get their vectors from the caller's ``embed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.metrics.diversity import embedding_metrics
+from harness.metrics.evaluate import CompiledQrels, evaluate_run, mean
+from harness.metrics.names import Metric, parse_metrics
+from harness.results import Comparison, Results
+from harness.run import Run
+from harness.stats import compare
+
+#: ``embed(doc_ids) -> (len(doc_ids), dim) array``: document vectors for embedding metrics (ild@k)
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+def score(
+    runs: Mapping[str, Run],
+    qrels: Mapping[str, Mapping[str, int]] | CompiledQrels,
+    metrics: Sequence[str | Metric],
+    *,
+    baseline: str | None = None,
+    seed: int = 0,
+    stats: Mapping[str, Any] | None = None,
+    statistics: bool = True,
+    embed: Embed | None = None,
+    efficiency: Mapping[str, Mapping[str, Any]] | None = None,
+    failures: Mapping[str, str] | None = None,
+    manifest: Mapping[str, Any] | None = None,
+    query_tags: Mapping[str, Sequence[str]] | None = None,
+    complete: bool = True,
+    results_cls: type[Results] = Results,
+) -> Results:
+    """Per-query scores of every metric for every run, their means, and (with ``statistics``)
+    bootstrap intervals and paired tests against ``baseline`` (Holm over the whole table).
+
+    Runs are scored in the order given. ``efficiency``, ``failures``, ``manifest`` and
+    ``query_tags`` are carried into the results as they are; ``results_cls`` lets a caller get
+    its subclass of :class:`Results` (the API's renders tables) without a copy.
+    """
+    metrics = parse_metrics(metrics)
+    cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
+    judged = [m for m in metrics if not m.needs_embeddings]
+    embedded = [m for m in metrics if m.needs_embeddings]
+    if embedded and embed is None and runs:
+        raise InputError(
+            f"{', '.join(m.name for m in embedded)} needs document embeddings, which these runs do not carry",
+            field="metrics",
+        )
+    if baseline is not None and baseline not in runs and baseline not in (failures or {}):
+        raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(runs)})", field="baseline")
+    # per-query arrays in sorted query-id order: the same runs give the same arrays whichever order
+    # the judgments came in (a dataset's order, or a qrels.tsv's)
+    order = np.argsort(np.asarray(cq.query_ids, dtype=object), kind="stable")
+    query_ids = [cq.query_ids[i] for i in order]
+    res = results_cls(
+        complete=complete,
+        manifest=dict(manifest or {}),
+        query_ids=query_ids,
+        failures=dict(failures or {}),
+        efficiency={k: dict(v) for k, v in (efficiency or {}).items() if k in runs},
+        query_tags={q: list(t) for q, t in (query_tags or {}).items()},
+    )
+    values: dict[str, dict[str, np.ndarray]] = {}
+    for name, run in runs.items():
+        ev = evaluate_run(cq, run, judged) if judged else None
+        vals = dict(ev.values) if ev else {}
+        if embedded:
+            vals.update(embedding_metrics(run, embedded, cq.query_ids, embed))
+        vals = {m.name: np.asarray(vals[m.name], dtype=np.float64)[order] for m in metrics}
+        values[name] = vals
+        res.summary[name] = {m: mean(v) for m, v in vals.items()}
+        res.per_query[name] = {m: v.tolist() for m, v in vals.items()}
+        res.counts[name] = dict(ev.counts) if ev else {"queries": len(cq.query_ids)}
+    if statistics and values:
+        base = baseline if baseline in values else None  # a failed baseline: intervals only
+        significance, res.intervals = compare(values, base, seed=seed, query_ids=query_ids, **dict(stats or {}))
+        res.significance = {r: {m: Comparison(**c) for m, c in ms.items()} for r, ms in significance.items()}
+    return res.attach(runs, _plain_qrels(qrels))
+
+
+def _plain_qrels(qrels: Mapping[str, Mapping[str, int]] | CompiledQrels) -> dict[str, dict[str, int]]:
+    if isinstance(qrels, CompiledQrels):
+        return {q: dict(qrels.judged(i)) for i, q in enumerate(qrels.query_ids)}
+    return {q: dict(j) for q, j in qrels.items()}

@@ -1,0 +1,335 @@
+"""The results folder as durable storage: each finished run is on disk the moment it finishes.
+
+Layout of ``DIR``:
+- ``results.json``: the summary, derived from the runs below; written after them, atomically, so it
+  never names a run it was not scored from (``complete: false`` while a run is still going);
+- ``runs/<name>-<hash>.trec`` + ``.json``: one retriever's ranking (TREC) and its record (config
+  hash, cost, params, the run file's sha256), written atomically as that retriever finishes. The file
+  name is the retriever name made safe plus a hash of the exact name, so ``a/b`` and ``a_b`` never
+  share a file;
+- ``qrels.tsv``, tables, plots: so the folder re-scores and re-renders on its own.
+
+Writing into a folder that already holds finished results (a fresh run, not ``--resume``) goes to a
+staging folder beside it (``.DIR.harness-next``), swapped in when the run completes (one atomic
+``renameat2(RENAME_EXCHANGE)`` on Linux): until then the old results stay whole, and a killed run's
+finished retrievers wait in the staging folder for ``--resume``.
+
+Ownership: a folder is the harness's when it is new or empty, or when its ``results.json`` carries the
+harness's schema marker (or is a schema 1 results file). Anything else is refused and left as it is.
+A lock file beside the folder stops two runs writing it at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.efficiency import Cost
+from harness.engine.execute import Outcome
+from harness.errors import InputError
+from harness.io import atomic
+from harness.io.trec import format_run, read_run, write_qrels
+from harness.model import Qrels
+from harness.results import SCHEMA, Results, is_results_file
+from harness.run import Run
+
+log = logging.getLogger("harness")
+
+RUNS = "runs"
+RESULTS = "results.json"
+#: longest part of a run file name taken from the retriever name (file systems allow 255 bytes)
+_NAME_CHARS = 80
+
+
+def run_stem(name: str) -> str:
+    """``runs/<stem>.trec``: the name made file-safe plus 8 hex of its sha256 (collision-free)."""
+    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in name)[:_NAME_CHARS]
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe.strip('.') or 'run'}-{digest}"
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse, before any work, a ``--out`` that is not ours or cannot be written."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("output path exists and is not a folder", path=out)
+    if out.is_dir() and not owned(out):
+        raise InputError(
+            "output folder is not empty and holds files the harness did not write (no results.json with the harness's "
+            "schema marker); choose a new or empty folder (nothing there is touched)",
+            path=out,
+        )
+    probe_dir = out if out.is_dir() else _existing_parent(out)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".harness-probe-", dir=probe_dir)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as e:
+        raise InputError(f"cannot write results here ({e.strerror or e})", path=probe_dir) from None
+
+
+def owned(folder: Path) -> bool:
+    """New, empty (dot files aside), or holding a results.json the harness wrote."""
+    if not folder.exists():
+        return True
+    entries = [e for e in folder.iterdir() if not e.name.startswith(".")]
+    if not entries:
+        return True
+    return (folder / RESULTS).is_file() and is_results_file(folder / RESULTS)
+
+
+def _existing_parent(p: Path) -> Path:
+    p = p.resolve()
+    while not p.exists():
+        p = p.parent
+    return p
+
+
+class FolderLocked(InputError):
+    pass
+
+
+class RunStore:
+    """One results folder being written by one run (a context manager: lock, stage, publish)."""
+
+    def __init__(self, out: str | os.PathLike[str], *, resume: bool = False) -> None:
+        self.out = Path(out).expanduser()
+        self.resume = resume
+        self._lock_fd: int | None = None
+        self.staged = False
+        self.dir = self.out
+        self._qrels_written = False
+
+    # ------------------------------------------------------------------ open / close
+    def __enter__(self) -> RunStore:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            check_out_dir(self.out)
+            has_results = (self.out / RESULTS).is_file()
+            if has_results and not self.resume:
+                self.staged = True
+                self.dir = self.out.parent / f".{self.out.name}.harness-next"
+                if self.dir.exists():
+                    n = len(list((self.dir / RUNS).glob("*.json"))) if (self.dir / RUNS).is_dir() else 0
+                    log.warning(
+                        "discarding %d finished runs of an interrupted run into %s (--resume keeps them)", n, self.out
+                    )
+                    shutil.rmtree(self.dir)
+            elif self.resume and (self.out.parent / f".{self.out.name}.harness-next").is_dir():
+                # resuming a fresh run that was interrupted before its swap: continue in its staging
+                self.staged = True
+                self.dir = self.out.parent / f".{self.out.name}.harness-next"
+            self.dir.mkdir(parents=True, exist_ok=True)
+            _chmod_dir(self.dir)
+            (self.dir / RUNS).mkdir(exist_ok=True)
+            _chmod_dir(self.dir / RUNS)
+            if not (self.dir / RESULTS).exists():
+                # the marker first: a folder killed before its first run finished is still ours
+                atomic.write_json(self.dir / RESULTS, Results(complete=False).to_json())
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._unlock()
+
+    def _lock(self) -> None:
+        import fcntl
+
+        path = self.out.parent / f".{self.out.name}.harness-lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~atomic.umask())
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
+            os.close(fd)
+            if e.errno in (errno.EAGAIN, errno.EACCES):
+                raise FolderLocked(
+                    f"another harness run (pid {holder}) is writing this folder; wait for it or choose another --out",
+                    path=self.out,
+                ) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode("ascii"))
+        self._lock_fd = fd
+        self._lock_path = path
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._lock_path)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # ------------------------------------------------------------------ runs
+    def save(self, outcome: Outcome, *, config_hash: str | None, spec: Mapping[str, Any], inputs: list[str]) -> None:
+        """Store one finished node: its run file first, then its record (both atomic)."""
+        stem = run_stem(outcome.name)
+        record: dict[str, Any] = {
+            "name": outcome.name,
+            "config_hash": config_hash,
+            "status": "ok" if outcome.ok else "failed",
+            "error": outcome.error,
+            "spec": dict(spec),
+            "inputs": list(inputs),
+            "params": outcome.params,
+            "seconds": outcome.seconds,
+        }
+        if outcome.ok and outcome.run is not None:
+            text = format_run(outcome.run, tag=stem)
+            data = text.encode("utf-8", "surrogatepass")
+            atomic.write_bytes(self.dir / RUNS / f"{stem}.trec", data)
+            record.update(
+                file=f"{RUNS}/{stem}.trec",
+                sha256=hashlib.sha256(data).hexdigest(),
+                cost=outcome.cost.to_json() if outcome.cost else None,
+            )
+        atomic.write_json(self.dir / RUNS / f"{stem}.json", _jsonable(record))
+
+    def holds(self, name: str, config_hash: str | None) -> bool:
+        """This folder (not a staging one's source) already stores ``name``'s run for this config."""
+        return config_hash is not None and _read_stored(self.dir, name, config_hash, load=False) is not None
+
+    def stored(self, hashes: Mapping[str, str | None]) -> dict[str, Outcome]:
+        """Finished runs on disk whose config hash matches (``--resume``), read back exactly."""
+        found: dict[str, Outcome] = {}
+        folders = [self.dir] + ([self.out] if self.staged and self.dir != self.out else [])
+        for name, h in hashes.items():
+            if h is None:
+                continue
+            for folder in folders:
+                out = _read_stored(folder, name, h)
+                if out is not None:
+                    found[name] = out
+                    break
+        return found
+
+    def write_results(self, results: Results, qrels: Qrels | None = None) -> None:
+        """The summary of what is stored so far (or, at the end, of everything): after the runs."""
+        if qrels is not None and not self._qrels_written:
+            write_qrels(self.dir / "qrels.tsv", qrels)
+            self._qrels_written = True
+        results.run_files = {
+            name: self._record_ref(name)
+            for name in results.summary
+            if (self.dir / RUNS / f"{run_stem(name)}.json").is_file()
+        }
+        atomic.write_json(self.dir / RESULTS, results.to_json())
+
+    def _record_ref(self, name: str) -> dict[str, Any]:
+        rec = json.loads((self.dir / RUNS / f"{run_stem(name)}.json").read_text(encoding="utf-8"))
+        return {"file": rec.get("file"), "sha256": rec.get("sha256"), "config_hash": rec.get("config_hash")}
+
+    def publish(self, results: Results, write_extra: Callable[[Path], Any] | None = None) -> Path:
+        """Final results.json (and tables, plots via ``write_extra``), drop run files no result
+        names, and, for a staged run, swap the new folder in atomically."""
+        if write_extra is not None:
+            write_extra(self.dir)
+        self.write_results(results)
+        keep = {run_stem(n) for n in results.summary} | {run_stem(n) for n in results.failures}
+        for f in (self.dir / RUNS).iterdir():
+            if f.suffix in (".trec", ".json") and f.stem not in keep:
+                f.unlink()
+        if self.staged:
+            _swap(self.dir, self.out)
+            shutil.rmtree(self.dir, ignore_errors=True)  # now the previous results
+            self.dir = self.out
+            self.staged = False
+        results._folder = self.out
+        return self.out
+
+
+def _read_stored(folder: Path, name: str, config_hash: str, *, load: bool = True) -> Outcome | None:
+    meta = folder / RUNS / f"{run_stem(name)}.json"
+    try:
+        rec = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if rec.get("name") != name or rec.get("config_hash") != config_hash or rec.get("status") != "ok":
+        return None
+    run_path = folder / str(rec.get("file", ""))
+    try:
+        data = run_path.read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() != rec.get("sha256"):
+        log.warning("%s: the stored run of %r does not match its record; running it again", run_path, name)
+        return None
+    if not load:
+        return Outcome(name)
+    run = read_run(run_path, name=name)
+    cost = Cost.from_json(rec["cost"]) if rec.get("cost") else None
+    return Outcome(name, run=run, cost=cost, params=dict(rec.get("params") or {}), seconds=float(rec.get("seconds", 0)))
+
+
+def _jsonable(obj: Any) -> Any:
+    """Costs hold numpy scalars and maybe NaN: make them JSON (NaN -> None)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if hasattr(obj, "item") and callable(obj.item):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def _chmod_dir(path: Path) -> None:
+    """mkdtemp-style folders are 0700; a results folder is as readable as any other."""
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o777 & ~atomic.umask())
+
+
+def _swap(staged: Path, target: Path) -> None:
+    """Exchange two folders in one step (Linux renameat2 RENAME_EXCHANGE); elsewhere two renames."""
+    libc_name = ctypes.util.find_library("c")
+    if libc_name:
+        libc = ctypes.CDLL(libc_name, use_errno=True)
+        fn = getattr(libc, "renameat2", None)
+        if fn is not None:
+            at_fdcwd, rename_exchange = -100, 2
+            if fn(at_fdcwd, os.fsencode(staged), at_fdcwd, os.fsencode(target), rename_exchange) == 0:
+                return
+    old = target.with_name(f".{target.name}.harness-old")
+    shutil.rmtree(old, ignore_errors=True)
+    os.rename(target, old)
+    os.rename(staged, target)
+    os.rename(old, staged)
+
+
+__all__ = ["SCHEMA", "FolderLocked", "RunStore", "check_out_dir", "owned", "read_runs", "run_stem"]
+
+
+def read_runs(results: Results) -> dict[str, Run]:
+    """The runs a results folder's summary was scored from (schema 2: ``run_files``; schema 1:
+    ``runs/<safe name>.trec``)."""
+    folder = results.folder
+    runs: dict[str, Run] = {}
+    if folder is None:
+        return runs
+    for name in results.summary:
+        ref = results.run_files.get(name) or {}
+        path = folder / str(ref["file"]) if ref.get("file") else folder / RUNS / f"{_v1_name(name)}.trec"
+        if path.is_file():
+            runs[name] = read_run(path, name=name)
+    return runs
+
+
+def _v1_name(name: str) -> str:
+    """Schema 1's run file name (collisions possible: why schema 2 adds a hash)."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "run"

@@ -1,0 +1,253 @@
+"""The nightly history: one JSON line per ``harness check --history FILE.jsonl``, appended durably.
+
+A month of nights answers what one check cannot: is quality drifting, did last week's failure come
+back. Each line is one night (:func:`night`): when, the commit and dataset the current results came
+from, every current mean, the baseline means and tolerances, each row's verdict, and the overall
+verdict and exit code. A check that could not run (bad input, exit 2) is a night too, with its error.
+
+Appending is the only write (:func:`append`): ``O_APPEND`` under an exclusive lock, one ``write`` of
+the whole line, ``fsync``. Earlier lines are never rewritten or truncated. A last line cut short (a
+machine that died mid-write) is kept as it is and reported with its line number; the new night starts
+on a fresh line after it, and the reader (:func:`read`) skips such lines with a warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.gate.verdict import CheckReport
+
+log = logging.getLogger("harness")
+
+#: every night carries this, so a history file is recognisable (and a foreign JSONL is refused)
+SCHEMA = "harness-history/1"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def night(report: CheckReport, *, time: str | None = None) -> dict[str, Any]:
+    """One night's line from a finished check."""
+    git = report.current_git
+    return {
+        "schema": SCHEMA,
+        "time": time or _now(),
+        "commit": git.get("commit"),
+        "dirty": git.get("dirty"),
+        "created": report.current_info.get("created"),
+        "dataset": {
+            "name": report.dataset.name,
+            "split": report.dataset.split,
+            "fingerprint": report.dataset.current_fingerprint,
+            "queries": report.dataset.current_queries,
+        },
+        "baseline": report.baseline,
+        "current": report.current,
+        "alpha": report.alpha,
+        "test": report.test_description,
+        "summary": report.current_summary,
+        "baseline_summary": report.baseline_summary,
+        "rows": [
+            {
+                "retriever": r.retriever,
+                "metric": r.metric,
+                "verdict": r.verdict,
+                "baseline": r.baseline,
+                "current": r.current,
+                "delta": r.delta,
+                "p_value": r.p_value,
+                "tolerance": r.tolerance,
+                "queries": r.queries,
+            }
+            for r in report.rows
+        ],
+        "problems": list(report.problems),
+        "verdict": "fail" if report.failed else "pass",
+        "exit_code": report.exit_code,
+        "headline": report.headline(),
+    }
+
+
+def error_night(message: str, *, baseline: str, current: str, time: str | None = None) -> dict[str, Any]:
+    """A night whose check could not run (bad input): recorded so the trend shows the gap."""
+    return {
+        "schema": SCHEMA,
+        "time": time or _now(),
+        "baseline": baseline,
+        "current": current,
+        "verdict": "error",
+        "exit_code": 2,
+        "error": message,
+        "rows": [],
+        "summary": {},
+    }
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    """One line of JSON; a non-finite number is refused (it is not JSON, and never a score)."""
+    text = json.dumps(record, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    if "\n" in text:  # cannot happen with json.dumps, kept as the invariant the reader relies on
+        raise ValueError("a history line must not contain a newline")
+    return (text + "\n").encode("utf-8")
+
+
+def append(path: str | os.PathLike[str], record: dict[str, Any]) -> int:
+    """Append ``record`` as one line; returns its line number. See the module doc for the guarantees."""
+    p = Path(path).expanduser()
+    data = encode(record)
+    created = not p.exists()
+    if created:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # the umask decides the mode
+    except OSError as e:
+        raise InputError(f"--history: cannot open for appending ({e.strerror or e})", path=p) from None
+    try:
+        _lock(fd)
+        size = os.fstat(fd).st_size
+        lines = 0
+        if size:
+            lines, last_ok, ends_newline = _scan(p)
+            if not last_ok:
+                log.warning(
+                    f"{p}:{lines}: the last line is not a complete night (a write cut short?); "
+                    "it is kept as it is and tonight is appended after it"
+                )
+            if not ends_newline:
+                data = b"\n" + data
+        _write_all(fd, data)
+        os.fsync(fd)
+    except OSError as e:
+        raise InputError(f"--history: cannot append ({e.strerror or e})", path=p) from None
+    finally:
+        os.close(fd)
+    if created:
+        _fsync_dir(p.parent)
+    return lines + 1
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: O_APPEND alone
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd is closed
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def _scan(p: Path) -> tuple[int, bool, bool]:
+    """(number of lines, whether the last one is a complete night, whether the file ends in a newline)."""
+    raw = p.read_bytes()
+    lines = raw.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return 0, True, raw.endswith(b"\n") or not raw
+    return len(lines), _parse(lines[-1]) is not None, raw.endswith(b"\n")
+
+
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+@dataclass
+class History:
+    """The nights of a history file, in file order, and the lines that could not be read."""
+
+    nights: list[dict[str, Any]] = field(default_factory=list)
+    #: (line number, why) of each line skipped
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    def metrics(self) -> list[str]:
+        out: dict[str, None] = {}
+        for n in self.nights:
+            for scores in (n.get("summary") or {}).values():
+                out.update(dict.fromkeys(scores))
+            for r in n.get("rows") or []:
+                out[r["metric"]] = None
+        return list(out)
+
+    def retrievers(self) -> list[str]:
+        out: dict[str, None] = {}
+        for n in self.nights:
+            out.update(dict.fromkeys(n.get("summary") or {}))
+            out.update(dict.fromkeys(r["retriever"] for r in n.get("rows") or []))
+        return list(out)
+
+
+def read(path: str | os.PathLike[str]) -> History:
+    """Every night of ``path``; lines cut short are skipped (and listed), a foreign file is refused."""
+    p = Path(path).expanduser()
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("history file not found", path=p) from None
+    except OSError as e:
+        raise InputError(f"cannot read ({e.strerror or e})", path=p) from None
+    hist = History()
+    for i, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        obj = _parse(line)
+        if obj is None:
+            hist.skipped.append((i, "not valid JSON (a write cut short?)"))
+            continue
+        if obj.get("schema") != SCHEMA:
+            raise InputError(f'not a night written by harness check (no "schema": "{SCHEMA}")', path=p, line=i)
+        problem = _night_problem(obj)
+        if problem:
+            raise InputError(problem, path=p, line=i)
+        obj["line"] = i
+        hist.nights.append(obj)
+    if not hist.nights:
+        raise InputError("holds no nights" + (" (every line is unreadable)" if hist.skipped else ""), path=p)
+    return hist
+
+
+def _night_problem(obj: dict[str, Any]) -> str | None:
+    if not isinstance(obj.get("time"), str):
+        return "time: missing"
+    if obj.get("verdict") not in ("pass", "fail", "error"):
+        return f"verdict: must be pass, fail or error, got {obj.get('verdict')!r}"
+    summary = obj.get("summary") or {}
+    if not isinstance(summary, dict):
+        return "summary: not a mapping"
+    for r, ms in summary.items():
+        if not isinstance(ms, dict):
+            return f"summary.{r}: not a mapping"
+        for m, v in ms.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                return f"summary.{r}.{m}: not a finite number"
+    rows = obj.get("rows") or []
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "retriever" in r and "metric" in r for r in rows):
+        return "rows: each must be a mapping with retriever and metric"
+    return None

@@ -1,0 +1,90 @@
+"""A :class:`~harness.gate.verdict.CheckReport` as text (CI logs) and markdown (a CI job summary).
+
+Failures come first in both, so the line that needs a look is the first a reader sees. The markdown
+ends with :data:`MARKER`, an HTML comment GitHub does not show: it is how ``harness check`` knows a
+file it is about to replace is a summary it wrote, not a user's file (:mod:`harness.gate.outputs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.gate.verdict import CheckReport, fmt_p
+
+#: last line of every markdown summary harness check writes
+MARKER = "<!-- written by harness check: safe to replace -->"
+
+
+def _f(x: float | None, *, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{x:+.4f}" if signed else f"{x:.4f}"
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _provenance(info: Mapping[str, Any]) -> str:
+    parts = [f"{k} {v}" for k, v in info.items() if v]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def to_text(report: CheckReport) -> str:
+    """A plain aligned table (CI logs are not terminals)."""
+    header = ["verdict", "retriever", "metric", "baseline", "current", "delta", "p-value", "tol", "queries"]
+    body = [
+        [
+            r.verdict.replace("_", " ").upper() if r.failing else r.verdict.replace("_", " "),
+            r.retriever,
+            r.metric,
+            _f(r.baseline),
+            _f(r.current),
+            _f(r.delta, signed=True),
+            fmt_p(r.p_value),
+            f"{r.tolerance:g}",
+            str(r.queries),
+        ]
+        for r in report.sorted_rows()
+    ]
+    widths = [max(len(x) for x in col) for col in zip(header, *body)]
+    right = {3, 4, 5, 6, 7, 8}
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    lines = [f"harness check: {report.baseline} -> {report.current}", report.dataset_line(), ""]
+    lines += [line(header), line(["-" * w for w in widths]), *map(line, body), ""]
+    lines += [f"{'FAILURE' if bad else 'note'}: {text}" for text, bad in report.row_notes()]
+    lines += [f"FAILURE: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
+    lines += [report.rule(), report.headline()]
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(report: CheckReport) -> str:
+    """A CI job summary: headline, what was compared, the table with failures first."""
+    mark = "❌" if report.failed else "✅"
+    out = [f"## {mark} harness check: {report.headline()}", ""]
+    out.append(f"- baseline: `{report.baseline}`{_provenance(report.baseline_info)}")
+    out.append(f"- current: `{report.current}`{_provenance(report.current_info)}")
+    out.append(f"- {report.dataset_line()}")
+    out.append(f"- {report.rule()}")
+    out += [f"- **FAILURE**: {_md(p)}" for p in report.problems]
+    out += [f"- {'**FAILURE**' if bad else 'note'}: {_md(text)}" for text, bad in report.row_notes()]
+    out += [f"- note: {_md(n)}" for n in report.notes]
+    out += ["", "| verdict | retriever | metric | baseline | current | delta | p-value | tolerance | queries |"]
+    out.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in report.sorted_rows():
+        verdict = r.verdict.replace("_", " ")
+        verdict = f"**{verdict.upper()}**" if r.failing else verdict
+        cells = [verdict, _md(r.retriever), _md(r.metric), _f(r.baseline), _f(r.current)]
+        cells += [_f(r.delta, signed=True), fmt_p(r.p_value), f"{r.tolerance:g}", str(r.queries)]
+        out.append("| " + " | ".join(cells) + " |")
+    out += ["", MARKER]
+    return "\n".join(out) + "\n"
+
+
+def error_markdown(message: str) -> str:
+    """The summary of a check that could not run (bad input), so a CI page says what went wrong."""
+    return f"## ❌ harness check: ERROR\n\n`error: {message}`\n\n{MARKER}\n"

@@ -1,0 +1,405 @@
+"""The regression rule, as pure logic: two validated results in, a :class:`CheckReport` out.
+
+A regression is a drop of more than the tolerance (absolute, per retriever x metric, as Pyserini's
+2CR files keep expected scores with a tolerance) that is also significant: a paired test on the
+per-query scores of the queries both results scored. Both conditions, because a nightly job must
+fail loudly when quality really dropped, and only then: a tolerance alone fails on noise in a small
+query set; a test alone fails on drops too small to matter over a large one.
+
+No files and no printing here: rendering is :mod:`harness.gate.render` and :mod:`harness.gate.junit`.
+Every number is checked finite first (:mod:`harness.gate._scores`), so no NaN can make a comparison
+false and pass the gate, and no infinity can count as an improvement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from harness.errors import InputError
+from harness.gate._scores import Scores
+from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, metric_key
+from harness.results import Results
+from harness.stats.tests import randomization_tests, t_test
+
+Verdict = Literal["regression", "failed", "missing", "not_significant", "improved", "new", "ok"]
+#: verdicts that fail the check
+FAILING: frozenset[str] = frozenset({"regression", "failed", "missing"})
+#: display order: what needs a look first
+ORDER: dict[str, int] = {v: i for i, v in enumerate(Verdict.__args__)}  # type: ignore[attr-defined]
+TESTS = {
+    "randomization": "two-sided paired randomization test, {n:,} sign flips, seed {seed}",
+    "t": "two-sided paired t-test",
+}
+#: float slack so that equal means never count as a drop of exactly the tolerance
+EPS = 1e-9
+
+
+class CheckRow(BaseModel):
+    """One retriever x metric: baseline and current means over the common queries."""
+
+    retriever: str
+    metric: str
+    verdict: Verdict
+    baseline: float | None = None
+    current: float | None = None
+    delta: float | None = None
+    p_value: float | None = None
+    tolerance: float = 0.0
+    queries: int = 0
+    note: str = ""
+
+    @property
+    def failing(self) -> bool:
+        return self.verdict in FAILING
+
+    def message(self, alpha: float) -> str:
+        """One sentence for logs and JUnit failures."""
+        what = f"{self.retriever} {self.metric}"
+        if self.baseline is None or self.current is None or self.delta is None:
+            return f"{what}: {self.verdict}" + (f" ({self.note})" if self.note else "")
+        p = "no per-query scores, tolerance only" if self.p_value is None else f"p = {fmt_p(self.p_value)}"
+        return (
+            f"{what}: {self.verdict.replace('_', ' ')}: {self.baseline:.4f} -> {self.current:.4f} "
+            f"({self.delta:+.4f}; tolerance {self.tolerance:g}; {p}, alpha {alpha:g}; {self.queries} queries)"
+        )
+
+
+class DatasetCheck(BaseModel):
+    name: str | None = None
+    split: str | None = None
+    baseline_fingerprint: str | None = None
+    current_fingerprint: str | None = None
+    baseline_queries: int = 0
+    current_queries: int = 0
+    common_queries: int = 0
+    changed: bool = False
+    allowed: bool = False
+    reason: str = ""
+
+
+class CheckReport(BaseModel):
+    """Everything ``harness check`` decided; rendered by :mod:`harness.gate.render` and ``junit``."""
+
+    baseline: str = "baseline"
+    current: str = "current"
+    alpha: float = DEFAULT_ALPHA
+    test: str = "randomization"
+    test_description: str = ""
+    dataset: DatasetCheck = Field(default_factory=DatasetCheck)
+    rows: list[CheckRow] = Field(default_factory=list)
+    #: check-level failures (a changed dataset)
+    problems: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    baseline_info: dict[str, Any] = Field(default_factory=dict)
+    current_info: dict[str, Any] = Field(default_factory=dict)
+    #: the current results' ``manifest.git`` (full commit, dirty), for the history
+    current_git: dict[str, Any] = Field(default_factory=dict)
+    #: the current results' means of every retriever x metric (checked or not), for the history
+    current_summary: dict[str, dict[str, float]] = Field(default_factory=dict)
+    #: the baseline's means, for the history
+    baseline_summary: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.problems) or any(r.failing for r in self.rows)
+
+    @property
+    def exit_code(self) -> int:
+        """0 no regression, 1 regression (bad input is an :class:`InputError`: exit 2)."""
+        return 1 if self.failed else 0
+
+    def counts(self) -> dict[str, int]:
+        out = dict.fromkeys(ORDER, 0)
+        for r in self.rows:
+            out[r.verdict] += 1
+        return out
+
+    def sorted_rows(self) -> list[CheckRow]:
+        """Regressions and other failures first, then drops that were not significant, gains, the rest."""
+        return sorted(self.rows, key=lambda r: ORDER[r.verdict])  # stable: config order within a verdict
+
+    def row_notes(self) -> list[tuple[str, bool]]:
+        """Each row note once per retriever (a failed retriever fails every metric for one reason)."""
+        seen: dict[str, bool] = {}
+        for r in self.sorted_rows():
+            if r.note:
+                metrics = [x.metric for x in self.rows if x.retriever == r.retriever and x.note == r.note]
+                what = r.retriever if len(metrics) > 1 else f"{r.retriever} {r.metric}"
+                seen.setdefault(f"{what}: {r.note}", r.failing)
+        return list(seen.items())
+
+    def headline(self) -> str:
+        c = self.counts()
+        parts = [f"{c['regression']} regression{'s' * (c['regression'] != 1)}"]
+        parts += [f"{c[v]} {v}" for v in ("failed", "missing") if c[v]]
+        if self.problems:
+            parts.append("dataset changed")
+        checked = sum(c[v] for v in ORDER if v != "new")
+        rest = [f"{c[v]} {v.replace('_', ' ')}" for v in ("not_significant", "improved", "new", "ok") if c[v]]
+        return (
+            f"{'FAIL' if self.failed else 'PASS'}: {', '.join(parts)} "
+            f"({checked} checks{': ' + ', '.join(rest) if rest else ''})"
+        )
+
+    def rule(self) -> str:
+        return (
+            f"regression = a drop of more than the tolerance that is also significant: {self.test_description}, "
+            f"p < {self.alpha:g}, on the per-query scores of the queries both results scored"
+        )
+
+    def dataset_line(self) -> str:
+        d = self.dataset
+        fp = (d.current_fingerprint or d.baseline_fingerprint or "no fingerprint")[:19]
+        base = f"dataset {d.name or '?'} ({d.split or '?'}, {d.common_queries} common queries, {fp})"
+        if not d.changed:
+            return base + ": unchanged"
+        how = "allowed (--allow-dataset-change): compared on the common queries" if d.allowed else "FAILURE"
+        return f"{base}: CHANGED, {d.reason}; {how}"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "—"
+    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+
+
+# ---------------------------------------------------------------------- the check
+def check(
+    baseline: Results | Scores,
+    current: Results | Scores,
+    *,
+    tolerances: Tolerances | float | None = None,
+    alpha: float | None = None,
+    metrics: Iterable[str] | None = None,
+    retrievers: Iterable[str] | None = None,
+    allow_dataset_change: bool = False,
+    test: str = "randomization",
+    permutations: int = 10000,
+    seed: int = 0,
+    baseline_label: str = "baseline",
+    current_label: str = "current",
+) -> CheckReport:
+    """Compare ``current`` with ``baseline`` per retriever x metric (see the module doc).
+
+    Raises :class:`InputError` (exit 2) for input that cannot be checked: a non-finite score or
+    tolerance, a baseline without scores, a retriever or metric asked for that the baseline lacks,
+    no common queries.
+    """
+    if test not in TESTS:
+        raise InputError(f"unknown test {test!r}; choose one of: {', '.join(TESTS)}", field="test")
+    if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
+        raise InputError(f"must be an integer >= 1, got {permutations!r}", field="permutations")
+    tol = Tolerances.coerce(tolerances)
+    alpha = check_alpha(alpha if alpha is not None else (tol.alpha if tol.alpha is not None else DEFAULT_ALPHA))
+    base = baseline if isinstance(baseline, Scores) else Scores.of(baseline, "baseline", baseline_label)
+    cur = current if isinstance(current, Scores) else Scores.of(current, "current", current_label)
+    if not base.summary:
+        raise InputError(f"{baseline_label}: holds no scores (every retriever failed, or nothing was run)")
+
+    names = _select_retrievers(base, retrievers, baseline_label)
+    wanted = _select_metrics(base, names, metrics, baseline_label)
+    dataset = _dataset_check(base, cur, allow_dataset_change)
+    report = CheckReport(
+        baseline=baseline_label,
+        current=current_label,
+        alpha=alpha,
+        test=test,
+        test_description=TESTS[test].format(n=permutations, seed=seed),
+        dataset=dataset,
+        baseline_info=base.provenance(),
+        current_info=cur.provenance(),
+        current_git=cur.git(),
+        current_summary=cur.summary,
+        baseline_summary=base.summary,
+    )
+    if dataset.changed and not allow_dataset_change:
+        report.problems.append(
+            f"the dataset changed ({dataset.reason}); a baseline only holds for the data it was measured on: "
+            "re-save the baseline, or pass --allow-dataset-change to compare on the common queries"
+        )
+    for name in base.failures:
+        if name not in base.summary and (retrievers is None or name in names):
+            report.notes.append(f"{name} had failed in the baseline too; it is not checked")
+
+    common_any = 0
+    for name in names:
+        mets = [m for m in wanted if m in base.summary[name]]
+        rows, n_common = _check_retriever(name, mets, base, cur, tol, alpha, test, permutations, seed)
+        report.rows += rows
+        common_any = max(common_any, n_common)
+    report.dataset.common_queries = common_any
+
+    if retrievers is None:
+        report.rows += _new_rows(base, cur, wanted if metrics is not None else None, tol)
+    unknown = sorted(set(tol.retrievers) - set(base.summary) - set(cur.summary))
+    if unknown:
+        report.notes.append(f"tolerances name retrievers in neither result: {', '.join(unknown)}")
+    return report
+
+
+def _select_retrievers(baseline: Scores, retrievers: Iterable[str] | None, label: str) -> list[str]:
+    if retrievers is None:
+        return list(baseline.summary)
+    names = [r.strip() for r in retrievers if r.strip()]
+    absent = [r for r in names if r not in baseline.summary]
+    if absent:
+        raise InputError(
+            f"{label}: no scores for retriever(s) {', '.join(absent)} (it has: {', '.join(baseline.summary)})",
+            field="retrievers",
+        )
+    return list(dict.fromkeys(names))
+
+
+def _select_metrics(baseline: Scores, names: list[str], metrics: Iterable[str] | None, label: str) -> list[str]:
+    have = list(dict.fromkeys(m for n in names for m in baseline.summary[n]))
+    if metrics is None:
+        return have
+    by_key = {metric_key(m): m for m in have}
+    out = []
+    for m in metrics:
+        if not str(m).strip():
+            continue
+        key = metric_key(m)
+        if key not in by_key:
+            raise InputError(f"{label}: no scores for metric {m!r} (it has: {', '.join(have)})", field="metrics")
+        out.append(by_key[key])
+    return list(dict.fromkeys(out))
+
+
+def _dataset_check(baseline: Scores, current: Scores, allowed: bool) -> DatasetCheck:
+    bd, cd = baseline.dataset(), current.dataset()
+    bq, cq = baseline.queries(), current.queries()
+    d = DatasetCheck(
+        name=cd.get("name") or bd.get("name"),
+        split=cd.get("split") or bd.get("split"),
+        baseline_fingerprint=bd.get("fingerprint"),
+        current_fingerprint=cd.get("fingerprint"),
+        baseline_queries=len(bq),
+        current_queries=len(cq),
+        allowed=allowed,
+    )
+    reasons = []
+    if d.baseline_fingerprint and d.current_fingerprint and d.baseline_fingerprint != d.current_fingerprint:
+        reasons.append(f"fingerprint {d.baseline_fingerprint[:19]} -> {d.current_fingerprint[:19]}")
+    if bd.get("split") and cd.get("split") and bd["split"] != cd["split"]:
+        reasons.append(f"split {bd['split']} -> {cd['split']}")
+    if bq and cq and bq != cq:
+        reasons.append(f"queries {len(bq)} -> {len(cq)}, {len(bq & cq)} in common")
+    d.changed, d.reason = bool(reasons), "; ".join(reasons)
+    return d
+
+
+def _check_retriever(
+    name: str,
+    metrics: list[str],
+    baseline: Scores,
+    current: Scores,
+    tol: Tolerances,
+    alpha: float,
+    test: str,
+    permutations: int,
+    seed: int,
+) -> tuple[list[CheckRow], int]:
+    if name in current.failures or name not in current.summary:
+        if name in current.failures:
+            err = str(current.failures[name]).strip().splitlines()
+            first = err[0] if err else "no message"
+            verdict, note = "failed", f"failed in current: {first[:300] + '…' if len(first) > 300 else first}"
+        else:
+            verdict, note = "missing", "retriever not in current"
+        rows = [
+            CheckRow(
+                retriever=name,
+                metric=m,
+                verdict=verdict,
+                baseline=baseline.summary[name][m],
+                tolerance=tol.get(name, m),
+                note=note,
+            )
+            for m in metrics
+        ]
+        return rows, 0
+
+    present = [m for m in metrics if m in current.summary[name]]
+    rows: dict[str, CheckRow] = {
+        m: CheckRow(
+            retriever=name,
+            metric=m,
+            verdict="missing",
+            baseline=baseline.summary[name][m],
+            tolerance=tol.get(name, m),
+            note="metric not in current",
+        )
+        for m in metrics
+        if m not in present
+    }
+    n_common = 0
+    if present and baseline.has_per_query(name) and current.has_per_query(name):
+        cq = set(current.query_order(name))
+        common = [q for q in baseline.query_order(name) if q in cq]  # baseline order: deterministic tests
+        if not common:
+            raise InputError(
+                f"retriever {name}: no query in common between baseline ({len(baseline.query_order(name))} queries) "
+                f"and current ({len(cq)}); nothing can be compared"
+            )
+        n_common = len(common)
+        b = baseline.matrix(name, common, present)
+        c = current.matrix(name, common, present)
+        if test == "randomization":
+            pvals = randomization_tests(c - b, n=permutations, seed=seed)
+        else:
+            pvals = np.array([t_test(c[:, j], b[:, j]) for j in range(len(present))])
+        for j, m in enumerate(present):
+            bm, cm = float(b[:, j].mean()), float(c[:, j].mean())
+            rows[m] = _verdict(name, m, bm, cm, float(pvals[j]), tol.get(name, m), alpha, n_common)
+    elif present:  # results without per-query scores: Pyserini-style, tolerance only
+        lacking = [s for s, x in (("baseline", baseline), ("current", current)) if not x.has_per_query(name)]
+        for m in present:
+            row = _verdict(
+                name, m, baseline.summary[name][m], current.summary[name][m], None, tol.get(name, m), alpha, 0
+            )
+            row.note = f"no per-query scores in {' and '.join(lacking)}: tolerance only"
+            rows[m] = row
+    return [rows[m] for m in metrics], n_common
+
+
+def _verdict(
+    name: str, metric: str, base: float, cur: float, p: float | None, tol: float, alpha: float, n: int
+) -> CheckRow:
+    delta = cur - base
+    significant = p is None or p < alpha
+    verdict: Verdict = "ok"
+    if delta < -tol - EPS:
+        verdict = "regression" if significant else "not_significant"
+    elif delta > tol + EPS and significant:
+        verdict = "improved"
+    return CheckRow(
+        retriever=name,
+        metric=metric,
+        verdict=verdict,
+        baseline=base,
+        current=cur,
+        delta=delta,
+        p_value=p,
+        tolerance=tol,
+        queries=n,
+    )
+
+
+def _new_rows(baseline: Scores, current: Scores, metrics: list[str] | None, tol: Tolerances) -> list[CheckRow]:
+    """What current measures and the baseline does not: reported as ``new``, not a failure."""
+    rows = []
+    for name, scores in current.summary.items():
+        for m, v in scores.items():
+            if metrics is not None and m not in metrics:
+                continue
+            if m not in baseline.summary.get(name, {}):
+                note = "retriever not in baseline" if name not in baseline.summary else "metric not in baseline"
+                rows.append(
+                    CheckRow(retriever=name, metric=m, verdict="new", current=v, tolerance=tol.get(name, m), note=note)
+                )
+    return rows

@@ -1,0 +1,158 @@
+"""Corpora in the shapes people have: a JSONL of ``{_id|id, text, title?}`` (BEIR's
+``corpus.jsonl``), a Parquet file or folder of Parquet files, a Hugging Face ``datasets`` folder, or
+a folder of ``.txt`` / ``.md`` files.
+
+A folder of text files is one document per file; the id is the path relative to the folder with
+forward slashes (``guides/setup.md``), whitespace and ``%`` percent-encoded (``my%20notes.md``) so
+the id fits a TREC file; the text is the file's exact content (CRLF kept, a UTF-8 BOM dropped), so a
+chunk's character span points into the file as it is on disk. Hidden files and folders are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.errors import InputError
+from harness.io.beir import read_corpus as read_corpus_jsonl
+from harness.io.tabular import detect_format, read_rows
+from harness.model import Document
+
+TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+_DOC_KEYS = {"_id", "id", "doc_id", "title", "text", "metadata"}
+
+
+def _is_text_folder(p: Path) -> bool:
+    if not p.is_dir():
+        return False
+    return not ((p / "dataset_dict.json").is_file() or (p / "state.json").is_file() or any(p.glob("*.parquet")))
+
+
+def text_file_id(relative: Path) -> str:
+    """The document id of a file in a text folder: its relative posix path, whitespace and ``%``
+    percent-encoded (reversible, and a TREC file can hold it)."""
+    out = []
+    for ch in relative.as_posix():
+        if ch == "%" or ch.isspace():
+            out.append("".join(f"%{b:02X}" for b in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def read_text_folder(folder: str | os.PathLike[str]) -> list[Document]:
+    """One document per ``.txt`` / ``.md`` file under ``folder`` (recursive, sorted by id)."""
+    root = Path(folder).expanduser()
+    files = sorted(
+        f
+        for f in root.rglob("*")
+        if f.is_file()
+        and f.suffix.lower() in TEXT_SUFFIXES
+        and not any(part.startswith(".") for part in f.relative_to(root).parts)
+    )
+    if not files:
+        raise InputError(f"no {'/'.join(TEXT_SUFFIXES)} files in the corpus folder", path=root)
+    docs = []
+    for f in files:
+        raw = f.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = raw[: e.start].count(b"\n") + 1
+            raise InputError(f"not valid UTF-8 (byte {e.start})", path=f, line=line) from None
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        rel = f.relative_to(root)
+        docs.append(Document(id=text_file_id(rel), text=text, metadata={"path": rel.as_posix()}))
+    return docs
+
+
+def read_tabular_corpus(path: str | os.PathLike[str], *, fmt: str | None = None) -> list[Document]:
+    """Documents from Parquet / HF / CSV rows with ``_id`` (or ``id``, ``doc_id``), ``text`` and an
+    optional ``title``; other columns go to ``metadata``."""
+    p = Path(path).expanduser()
+    columns, rows = read_rows(p, "corpus", fmt=fmt)
+    id_col = next((c for c in ("_id", "id", "doc_id") if c in columns), None)
+    if id_col is None:
+        raise InputError(f"no id column (expected '_id' or 'id'; found: {', '.join(columns)})", path=p, field="_id")
+    if "text" not in columns:
+        raise InputError(f"no 'text' column (found: {', '.join(columns)})", path=p, field="text")
+    docs: list[Document] = []
+    seen: dict[str, int] = {}
+    for row in rows:
+        cells = row.cells
+        raw = cells.get(id_col)
+        if raw is None or isinstance(raw, bool) or not isinstance(raw, (str, int)):
+            raise InputError(f"must be a string, got {raw!r}", path=row.path, line=row.line, field=id_col)
+        doc_id = str(raw).strip() if row.text_cells else str(raw)
+        if not doc_id or any(c.isspace() for c in doc_id):
+            raise InputError(
+                f"{doc_id!r} is empty or contains whitespace (TREC files could not hold it)",
+                path=row.path,
+                line=row.line,
+                field=id_col,
+            )
+        if doc_id in seen:
+            raise InputError(
+                f"duplicate document id {doc_id!r} (first at line {seen[doc_id]})",
+                path=row.path,
+                line=row.line,
+                field=id_col,
+            )
+        seen[doc_id] = row.line
+        text = cells.get("text")
+        title = cells.get("title")
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise InputError(f"must be a string, got {type(text).__name__}", path=row.path, line=row.line, field="text")
+        if title is not None and not isinstance(title, str):
+            raise InputError(
+                f"must be a string, got {type(title).__name__}", path=row.path, line=row.line, field="title"
+            )
+        meta: dict[str, Any] = {}
+        if isinstance(cells.get("metadata"), dict):
+            meta.update(cells["metadata"])
+        meta.update({k: v for k, v in cells.items() if k not in _DOC_KEYS and v is not None})
+        try:
+            docs.append(Document(id=doc_id, text=text, title=title or "", metadata=_jsonable(meta)))
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise InputError(err["msg"], path=row.path, line=row.line, field=str(err["loc"][0])) from None
+    if not docs:
+        raise InputError("corpus has no documents", path=p)
+    return docs
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def read_any_corpus(path: str | os.PathLike[str], *, fmt: str | None = None) -> list[Document]:
+    """A corpus in any supported shape (see the module docstring); ``fmt`` overrides detection
+    (``jsonl``, ``csv``, ``tsv``, ``parquet``, ``hf``, ``text``)."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise InputError("corpus not found", path=p)
+    if fmt == "text" or (fmt is None and _is_text_folder(p)):
+        if not p.is_dir():
+            raise InputError("format 'text' expects a folder of .txt/.md files", path=p)
+        return read_text_folder(p)
+    kind = detect_format(p, fmt)
+    if kind == "jsonl":
+        docs = read_corpus_jsonl(p)
+        if not docs:
+            raise InputError("corpus has no documents", path=p)
+        return docs
+    return read_tabular_corpus(p, fmt=kind)

@@ -1,0 +1,93 @@
+"""Parameter sweeps with honest selection (issue 17): choose on selection queries, report on test.
+
+``harness sweep --config FILE --out DIR`` reads a run config with a ``sweep:`` block
+(:mod:`harness.sweep.spec`), runs every grid point once over selection and test queries together
+(:mod:`harness.sweep.plan`), chooses per retriever and reports the choice against the default on
+the test queries alone (:mod:`harness.sweep.core`), and renders it (:mod:`harness.sweep.render`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.config import RunConfig, parse_config
+from harness.errors import InputError
+from harness.io import atomic
+from harness.sweep.core import SweepResult, run_sweep
+from harness.sweep.spec import SweepSpec, parse_sweep
+
+__all__ = [
+    "SweepResult",
+    "SweepSpec",
+    "check_sweep_folder",
+    "load_sweep_config",
+    "parse_sweep",
+    "run_sweep",
+    "write_sweep",
+]
+
+#: What ``write_sweep`` puts in its folder (a folder holding only these may be written again).
+SWEEP_FILES = ("sweep.json", "sweep.md")
+
+
+def load_sweep_config(path: str | os.PathLike[str]) -> tuple[RunConfig, SweepSpec]:
+    """A run config and its ``sweep:`` block, both validated; errors name file, line and key."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError("config file not found", path=p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not valid UTF-8 (byte {e.start})", path=p) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(f"invalid YAML: {problem}", path=p, line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise InputError("a config must be a YAML mapping (key: value)", path=p, line=1)
+    data = dict(data)
+    block: Any = data.pop("sweep", None)
+    config = parse_config(data, source=str(p), yaml_text=text)
+    return config, parse_sweep(block, config, source=str(p), yaml_text=text)
+
+
+def write_sweep(result: SweepResult, folder: str | os.PathLike[str]) -> list[Path]:
+    """``sweep.json`` (everything), ``sweep.md`` (the tables) and a heatmap per 2-D grid.
+
+    A folder that holds anything else is refused: nothing the user wrote is overwritten.
+    """
+    from harness.sweep.render import heatmap_file, to_markdown, write_heatmap
+
+    out = check_sweep_folder(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = [
+        atomic.write_json(out / "sweep.json", result.model_dump(mode="json")),
+        atomic.write_text(out / "sweep.md", to_markdown(result)),
+    ]
+    for section in result.sections:
+        png = write_heatmap(result, section, out / heatmap_file(section))
+        if png is not None:
+            written.append(png)
+    return written
+
+
+def check_sweep_folder(folder: str | os.PathLike[str]) -> Path:
+    """Refuse (before any work) a folder holding anything but an earlier sweep's files."""
+    out = Path(folder).expanduser()
+    if out.exists() and not out.is_dir():
+        raise InputError("output path exists and is not a folder", path=out)
+    if out.is_dir():
+        others = [e.name for e in out.iterdir() if e.name not in SWEEP_FILES and not e.name.startswith("heatmap_")]
+        if others:
+            raise InputError(
+                f"output folder holds other files ({', '.join(sorted(others)[:3])}); choose a new folder "
+                "(nothing there is overwritten)",
+                path=out,
+            )
+    return out

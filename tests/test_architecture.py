@@ -1,0 +1,76 @@
+"""The import graph: no cycle among the harness's and adapters' modules, imports inside functions
+counted (grimp, the graph import-linter checks its layer contracts on; `lint-imports` runs in CI)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+grimp = pytest.importorskip("grimp")
+
+
+def _cycles(graph) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                    break
+                if child in on:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        m = stack.pop()
+                        on.discard(m)
+                        comp.append(m)
+                        if m == node:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_no_import_cycle_among_modules():
+    graph = grimp.build_graph("harness", "retrievers", include_external_packages=False)
+    # a package's __init__ re-exporting its own submodules is not a dependency between layers
+    for pkg in [m for m in graph.modules if graph.find_children(m)]:
+        for child in graph.find_children(pkg):
+            if graph.direct_import_exists(importer=pkg, imported=child):
+                graph.remove_import(importer=pkg, imported=child)
+    cycles = _cycles(graph)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_layer_contracts_hold():
+    from importlinter.cli import lint_imports
+
+    assert lint_imports(config_filename="pyproject.toml") == 0, "see `lint-imports` for the broken contract"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__]))
