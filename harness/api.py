@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from pydantic import PrivateAttr, ValidationError
 
 from harness import __version__, progress
 from harness.config import RunConfig
-from harness.datasets import load_dataset
+from harness.datasets import load_dataset, load_from_config
 from harness.efficiency import Cost
 from harness.engine import Graph, Node, Outcome, RunStore, Settings, execute, score
 from harness.engine.execute import DEFAULT_TIMEOUT_S
@@ -111,10 +112,13 @@ def run_config(
     a subset (with what they build on), ``metrics`` scores a subset.
     """
     base = Path(config_dir) if config_dir is not None else Path.cwd()
-    ds_arg: Any = dataset if dataset is not None else config.dataset.path
-    if isinstance(ds_arg, str) and ds_arg != "demo" and dataset is None:
-        ds_arg = str((base / Path(ds_arg).expanduser()) if not Path(ds_arg).expanduser().is_absolute() else ds_arg)
-    ds = load_dataset(ds_arg, split or config.dataset.split, name=config.dataset.name)
+    if dataset is not None:
+        ds = load_dataset(dataset, split or config.dataset.split, name=config.dataset.name)
+    else:
+        section = config.dataset.model_dump()
+        if split:
+            section["split"] = split
+        ds = load_from_config(section, base)
     check_corpus_encodable(ds)  # a lone surrogate fails here, not after hours of work
     cache = cache_dir_of(config.cache_dir)
     ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
@@ -122,13 +126,34 @@ def run_config(
     graph = graph_from_specs(specs, ctx)
     if retrievers:
         graph = graph.select(retrievers)
-    baseline = config.baseline if config.baseline in graph else None
+    rows = [f"{n}[{c}]" for c in config.chunking for n in graph.order] if config.chunking else graph.order
+    baseline = config.baseline if config.baseline in rows else None
     if config.baseline and baseline is None:
         log.info("baseline %r is not among the retrievers run: no significance tests", config.baseline)
     resolved = config.model_dump(mode="json")
     resolved["dataset"] = {"path": str(ds.source) if ds.source else ds.name, "split": ds.split, "name": ds.name}
     resolved["cache_dir"] = str(cache)
     resolved["retrievers"] = {n: graph[n].spec for n in graph.order}
+    from harness.executor import from_config as executor_from_config
+    from harness.executor import use as use_executor
+
+    executor = executor_from_config(config.executor) if config.executor is not None else None
+    with use_executor(executor):
+        return _run_config_graph(config, graph, ds, baseline, resolved, cache, out, resume, metrics, show_progress)
+
+
+def _run_config_graph(
+    config: RunConfig,
+    graph: Graph,
+    ds: GoldenDataset,
+    baseline: str | None,
+    resolved: dict[str, Any],
+    cache: Path,
+    out: Any,
+    resume: bool,
+    metrics: Sequence[str] | None,
+    show_progress: bool,
+) -> BenchmarkResults:
     return run_graph(
         graph,
         ds,
@@ -141,6 +166,7 @@ def run_config(
         ),
         metrics=list(metrics) if metrics else config.metrics,
         baseline=baseline,
+        chunking=config.chunking,
         stats=config.stats.model_dump(),
         config_record=resolved,
         cache_dir=cache,
@@ -236,6 +262,36 @@ def benchmark(
     )
 
 
+@dataclass
+class _Variant:
+    """The dataset one copy of the graph runs on: the dataset itself, or its chunks."""
+
+    label: str | None
+    dataset: GoldenDataset
+    spec: dict[str, Any] | None = None
+    #: the chunked corpus (None: retrievers see the documents themselves, as with chunking ``none``)
+    chunked: Any = None
+
+
+def _variants(ds: GoldenDataset, chunking: Mapping[str, Mapping[str, Any]] | None, cache_dir: Path) -> list[_Variant]:
+    """One variant per chunking (``none`` runs on the documents themselves, so its rows equal an
+    unchunked run exactly); chunked corpora come from the cache keyed by chunker and text hash."""
+    if not chunking:
+        return [_Variant(None, ds)]
+    from harness.chunking import chunk_corpus, chunk_dataset, make_chunker
+
+    out = []
+    for label, spec in chunking.items():
+        if spec.get("method") == "none":
+            out.append(_Variant(label, ds, dict(spec)))
+            continue
+        progress.current().phase(f"chunking {len(ds.corpus)} docs ({label})")
+        chunked = chunk_corpus(ds.corpus, make_chunker(dict(spec)), cache_dir=cache_dir)
+        out.append(_Variant(label, chunk_dataset(ds, chunked), dict(spec), chunked))
+        log.info("chunking %s: %d documents -> %d chunks", label, len(ds.corpus), len(chunked.corpus))
+    return out
+
+
 def run_graph(
     graph: Graph,
     ds: GoldenDataset,
@@ -249,8 +305,16 @@ def run_graph(
     out: str | os.PathLike[str] | None = None,
     resume: bool = False,
     show_progress: bool = False,
+    chunking: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> BenchmarkResults:
-    """Execute ``graph`` on ``ds`` and score it; with ``out``, store each run as it finishes."""
+    """Execute ``graph`` on ``ds`` (once per chunking, rows ``name[chunking]``) and score it; with
+    ``out``, store each run as it finishes.
+
+    With chunkings, retrievers index and search the chunks; their chunk rankings are stored, and
+    scored at document level (collapsed to parent documents, first chunk wins) against the
+    dataset's judgments, so every chunking is judged on the same qrels. ``chunk_level`` holds the
+    same metrics against chunk relevance.
+    """
     metrics = parse_metrics(metrics)
     record = {
         **dict(config_record),
@@ -262,20 +326,31 @@ def run_graph(
         "warmup_queries": settings.warmup_queries,
         "timeout_s": settings.timeout_s,
     }
-    hashes = graph.config_hashes(
-        {
-            "dataset": ds.fingerprint,
-            "depth": settings.depth,
-            "seed": settings.seed,
-            "latency_queries": settings.latency_queries,
-            "warmup_queries": settings.warmup_queries,
-            "harness": __version__,
-        }
-    )
+    variants = _variants(ds, chunking, cache_dir)
+    parts = [(v, graph.suffixed(v.label) if v.label else graph) for v in variants]
+    full = Graph(n for _, g in parts for n in (g[x] for x in g.order))
+    variant_of = {n: v for v, g in parts for n in g.order}
+    hashes: dict[str, str | None] = {}
+    for v, g in parts:
+        hashes.update(
+            g.config_hashes(
+                {
+                    "dataset": v.dataset.fingerprint,
+                    "chunking": v.spec,
+                    "depth": settings.depth,
+                    "seed": settings.seed,
+                    "latency_queries": settings.latency_queries,
+                    "warmup_queries": settings.warmup_queries,
+                    "harness": __version__,
+                }
+            )
+        )
     cq = CompiledQrels(ds.qrels)
     embed = _embedder(graph, ds, cache_dir, show_progress) if any(m.needs_embeddings for m in metrics) else None
     tags = {q.id: list(q.metadata.get("tags") or []) for q in ds.queries if isinstance(q.metadata.get("tags"), list)}
     outcomes: dict[str, Outcome] = {}
+    doc_runs: dict[str, Any] = {}
+    context = _ContextSource(ds, variant_of, outcomes)
     manifest = build_manifest(
         dataset=ds,
         config=record,
@@ -285,21 +360,22 @@ def run_graph(
     )
 
     def summarise(complete: bool) -> BenchmarkResults:
-        ok = {n: o for n, o in outcomes.items() if o.ok}
+        ok = [n for n in full.order if n in outcomes and outcomes[n].ok]
         manifest["retrievers"] = {
             n: {
-                "spec": graph[n].spec,
-                "inputs": graph[n].inputs,
+                "spec": full[n].spec,
+                "inputs": full[n].inputs,
                 "params": outcomes[n].params,
                 "status": "ok" if outcomes[n].ok else "failed",
                 "config_hash": hashes[n],
                 "reused": outcomes[n].reused,
+                **({"chunking": variant_of[n].label} if variant_of[n].label else {}),
             }
-            for n in graph.order
+            for n in full.order
             if n in outcomes
         }
         res = score(
-            {n: o.run for n, o in ok.items()},
+            {n: doc_runs[n] for n in ok},
             cq,
             metrics,
             baseline=baseline if (complete and baseline in outcomes) else None,
@@ -307,14 +383,22 @@ def run_graph(
             stats=stats,
             statistics=complete,
             embed=embed,
-            efficiency=_efficiency(graph, outcomes, len(ds.queries)),
+            context=context if any(m.needs_context for m in metrics) else None,
+            efficiency=_efficiency(full, outcomes, len(ds.queries)),
             failures={n: o.error for n, o in outcomes.items() if o.error},
             manifest=manifest,
             query_tags=tags,
             complete=complete,
             results_cls=BenchmarkResults,
         )
-        res._costs = {n: o.cost for n, o in ok.items() if o.cost is not None}
+        res._costs = {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None}
+        if complete and chunking:
+            judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
+            for n in ok:
+                v = variant_of[n]
+                chunk_qrels = v.dataset.qrels
+                if judged and chunk_qrels:
+                    res.chunk_level[n] = score({n: outcomes[n].run}, chunk_qrels, judged, statistics=False).summary[n]
         return res
 
     store = RunStore(out, resume=resume) if out is not None else None
@@ -326,16 +410,21 @@ def run_graph(
         if store is not None:
             store.__enter__()
         reuse = store.stored(hashes) if (store is not None and resume) else {}
-        for outcome in execute(graph, ds, settings, reuse=reuse):
-            outcomes[outcome.name] = outcome
-            if store is not None:
-                node = graph[outcome.name]
-                if not (outcome.reused and store.holds(outcome.name, hashes[outcome.name])):
-                    _stored(
-                        lambda o=outcome, n=node: store.save(o, config_hash=hashes[o.name], spec=n.spec, inputs=n.inputs)
-                    )
-                partial = summarise(complete=False)
-                _stored(lambda p=partial: store.write_results(p, ds.qrels))
+        for v, g in parts:
+            for outcome in execute(g, v.dataset, settings, reuse={n: o for n, o in reuse.items() if n in g}):
+                outcomes[outcome.name] = outcome
+                if outcome.ok:
+                    doc_runs[outcome.name] = _document_run(outcome.run, v, ds)
+                if store is not None:
+                    node = full[outcome.name]
+                    if not (outcome.reused and store.holds(outcome.name, hashes[outcome.name])):
+                        _stored(
+                            lambda o=outcome, n=node: store.save(
+                                o, config_hash=hashes[o.name], spec=n.spec, inputs=n.inputs
+                            )
+                        )
+                    partial = summarise(complete=False)
+                    _stored(lambda p=partial: store.write_results(p, ds.qrels))
         reporter.phase("scoring and statistics")
         results = summarise(complete=True)
         if store is not None:
@@ -347,6 +436,40 @@ def run_graph(
         session.__exit__(None, None, None)
         if store is not None:
             store.__exit__(None, None, None)
+
+
+def _document_run(run: Any, variant: _Variant, ds: GoldenDataset) -> Any:
+    """A chunk ranking as a ranking of parent documents (first chunk wins); a document run as is."""
+    if variant.chunked is None:
+        return run
+    from harness.chunking import collapse_to_documents
+
+    return collapse_to_documents(run, variant.chunked, doc_ids=ds.doc_ids)
+
+
+class _ContextSource:
+    """What the context metrics (``recall@Ntok``...) read for a row: its ranked chunks' token counts
+    (the embedding model's tokenizer) and what each covers; token counts computed once per chunking."""
+
+    def __init__(self, ds: GoldenDataset, variant_of: Mapping[str, _Variant], outcomes: Mapping[str, Outcome]):
+        self.ds, self.variant_of, self.outcomes = ds, variant_of, outcomes
+        self._chunked: dict[str | None, Any] = {}
+        self._tokens: dict[str | None, Any] = {}
+
+    def __call__(self, name: str, run: Any, query_ids: list[str]) -> Any:
+        from harness.chunking import chunk_corpus, context_covers, make_chunker, token_counts
+        from harness.metrics.context import ContextInput
+
+        v = self.variant_of[name]
+        if v.label not in self._chunked:
+            self._chunked[v.label] = (
+                v.chunked if v.chunked is not None else chunk_corpus(self.ds.corpus, make_chunker({"method": "none"}))
+            )
+            self._tokens[v.label] = token_counts(self._chunked[v.label].corpus)
+        chunk_run = self.outcomes[name].run
+        qids, toks, covers = context_covers(chunk_run, self.ds, self._chunked[v.label], self._tokens[v.label])
+        at = {q: i for i, q in enumerate(qids)}
+        return ContextInput([toks[at[q]] for q in query_ids], [covers[at[q]] for q in query_ids])
 
 
 def _stored(write: Any) -> Any:

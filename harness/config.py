@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
@@ -44,6 +44,7 @@ from pydantic import (
     model_validator,
 )
 
+from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
 from harness.paths import DEFAULT_CACHE_DIR
@@ -60,11 +61,19 @@ MAX_YAML_NODES = 100_000
 
 
 class DatasetConfig(BaseModel):
+    """``dataset: PATH`` (a BEIR folder, ``demo``, an ``irds:`` id) or ``{corpus: PATH, golden: PATH}``
+    (docs/golden-sets.md: a RAG team's golden set over its own corpus)."""
+
     model_config = ConfigDict(extra="forbid")
 
     path: str = "demo"
     split: str = "test"
     name: str | None = None
+    corpus: str | None = None
+    golden: str | None = None
+    judge_by: Literal["auto", "ids", "answers"] = "auto"
+    corpus_format: Literal["jsonl", "csv", "tsv", "parquet", "hf", "text"] | None = None
+    golden_format: Literal["jsonl", "csv", "tsv", "parquet", "hf"] | None = None
 
 
 class StatsConfig(BaseModel):
@@ -97,6 +106,19 @@ class RunConfig(BaseModel):
     )
     stats: StatsConfig = Field(default_factory=StatsConfig)
     retrievers: dict[str, dict[str, Any]] = Field(min_length=1)
+    #: ``slices: tag``: after the table, the table per slice of queries by their tags (docs/slices.md)
+    slices: Literal["tag"] | None = None
+    #: where encoding and cross-encoder scoring run: local (default) or {type: ray, address: auto} (docs/ray.md)
+    executor: dict[str, Any] | str | None = None
+    #: named chunkings (docs/chunking.md): every retriever runs once per chunking, rows ``name[chunking]``
+    chunking: dict[str, dict[str, Any]] | None = None
+
+    @field_validator("chunking")
+    @classmethod
+    def _chunking_valid(cls, v: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]] | None:
+        if v is None:
+            return v
+        return {name: spec.model_dump(mode="json") for name, spec in parse_chunking(v).items()}
 
     @field_validator("dataset", mode="before")
     @classmethod
@@ -146,7 +168,10 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _baseline_known(self) -> RunConfig:
-        if self.baseline is not None and self.baseline not in self.retrievers:
+        names = list(self.retrievers)
+        if self.chunking:  # rows are retriever[chunking]
+            names += [f"{r}[{c}]" for c in self.chunking for r in self.retrievers]
+        if self.baseline is not None and self.baseline not in names:
             raise ValueError(f"baseline {self.baseline!r} is not one of the retrievers ({', '.join(self.retrievers)})")
         return self
 

@@ -83,6 +83,8 @@ class Results(BaseModel):
     failures: dict[str, str] = Field(default_factory=dict)
     run_files: dict[str, dict[str, Any]] = Field(default_factory=dict)
     query_tags: dict[str, list[str]] = Field(default_factory=dict)
+    #: rows run on chunks: their metrics against chunk-level relevance (summary is document level)
+    chunk_level: dict[str, dict[str, float]] = Field(default_factory=dict)
 
     _runs: dict[str, Run] = PrivateAttr(default_factory=dict)
     _qrels: Qrels | None = PrivateAttr(default=None)

@@ -7,17 +7,25 @@ once and every document is encoded once per model configuration, across runs.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.cache import VectorCache, digest, text_key
+from harness import progress as harness_progress
+from harness.cache import CHUNK_ROWS, VectorCache, digest, text_key
 from harness.errors import InputError
+from harness.executor import EncoderSettings
+from harness.executor import remote as remote_executor
+from harness.io import atomic
+from harness.model import Corpus
 
 log = logging.getLogger("harness")
 
@@ -82,8 +90,41 @@ def weights_digest(model: Any) -> str:
     return h.hexdigest()
 
 
+#: Documents encoded (or read from the cache) per block when the corpus is columnar.
+DOCUMENT_BLOCK = 16384
+
+#: Query embeddings kept in memory per model configuration (cache key), most recent last: a
+#: run's dense retriever, MMR stage and latency loop encode each query once between them.
+QUERY_MEMO_ROWS = 65536
+_QUERY_MEMO: dict[str, OrderedDict[str, np.ndarray]] = {}
+
+#: Fewer new query rows than this stay in memory only (a one-query latency call is not worth a
+#: file of its own in the on-disk cache).
+_MIN_QUERY_ROWS_ON_DISK = 32
+
+
+def _model_files_stamp(location: str) -> str | None:
+    """A digest of a local model folder's file names, sizes and modification times, or None for a
+    hub name: what lets a cached identity be reused without loading the weights."""
+    p = Path(location)
+    if not p.is_dir():
+        return None
+    stamp = []
+    for root, _dirs, files in os.walk(p):
+        for f in sorted(files):
+            st = (Path(root) / f).stat()
+            stamp.append((str(Path(root, f).relative_to(p)), st.st_size, st.st_mtime_ns))
+    return digest({"location": str(p.resolve()), "files": sorted(stamp)})
+
+
 class Encoder:
-    """Embeds texts with one model configuration; float32, L2-normalised by default."""
+    """Embeds texts with one model configuration; float32, L2-normalised by default.
+
+    The model is loaded when something has to be encoded. A local model whose identity (weights
+    digest, default max length, dimension) was recorded in the cache folder by an earlier run, and
+    whose files are unchanged, is not loaded at all when every text is already cached: a warm run
+    over a cached corpus never imports torch.
+    """
 
     def __init__(
         self,
@@ -98,27 +139,85 @@ class Encoder:
         show_progress: bool = True,
         doc_prefix: str = "",
         query_prefix: str = "",
+        chunk_rows: int = CHUNK_ROWS,
     ) -> None:
         self.model_name = model or DEFAULT_MODEL
+        self.chunk_rows = chunk_rows
         self.location = resolve_model(model)
-        set_threads(threads)
-        self.model = load_sentence_transformer(self.location, device)
-        if max_length is not None:
-            self.model.max_seq_length = int(max_length)
-        self.max_length = int(self.model.max_seq_length or 0)
+        self.device, self.threads = device, threads
         self.batch_size, self.normalize, self.show_progress = batch_size, normalize, show_progress
         self.doc_prefix, self.query_prefix = doc_prefix, query_prefix
-        get_dim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(get_dim() or 0)
         self._cache_dir = cache_dir
         self._cache: VectorCache | None = None
+        self._model: Any = None
+        self._max_length_arg = None if max_length is None else int(max_length)
+        self._stamp = _model_files_stamp(self.location) if cache_dir is not None else None
+        memo = self._read_identity_memo()
+        if memo is None:
+            self._load()  # errors about the model come now, before any work
+            memo = self._write_identity_memo()
+        self._weights_sha256 = memo["weights_sha256"]
+        self.max_length = self._max_length_arg if self._max_length_arg is not None else int(memo["max_seq_length"])
+        self.dim = int(memo["dim"])
+        #: texts encoded by the model (not read from a cache), and the seconds it took
+        self.encoded = 0
+        self.encode_seconds = 0.0
+
+    # ------------------------------------------------------------------ the model, loaded once
+    def _memo_path(self) -> Path | None:
+        if self._stamp is None or self._cache_dir is None:
+            return None
+        return Path(self._cache_dir).expanduser() / "models" / f"{self._stamp}.json"
+
+    def _read_identity_memo(self) -> dict[str, Any] | None:
+        path = self._memo_path()
+        if path is None or not path.is_file():
+            return None
+        try:
+            memo = json.loads(path.read_text(encoding="utf-8"))
+            if not (
+                isinstance(memo.get("weights_sha256"), str)
+                and isinstance(memo.get("max_seq_length"), int)
+                and isinstance(memo.get("dim"), int)
+            ):
+                raise ValueError("fields missing")
+        except (OSError, ValueError) as e:
+            log.warning("ignoring model identity record %s (%s)", path, e)
+            return None
+        return memo
+
+    def _write_identity_memo(self) -> dict[str, Any]:
+        model = self._model
+        get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        memo = {
+            "weights_sha256": _cached_digest(model),
+            "max_seq_length": int(self._default_max_length),
+            "dim": int(get_dim() or 0),
+        }
+        path = self._memo_path()
+        if path is not None:
+            atomic.write_json(path, memo)
+        return memo
+
+    def _load(self) -> Any:
+        if self._model is None:
+            set_threads(self.threads)
+            self._model = load_sentence_transformer(self.location, self.device)
+            # the model object is shared between encoders: remember its own default once
+            self._default_max_length = _DEFAULT_MAX_LENGTH.setdefault(id(self._model), self._model.max_seq_length or 0)
+        return self._model
+
+    @property
+    def model(self) -> Any:
+        """The sentence-transformers model (loaded on first use)."""
+        return self._load()
 
     @property
     def identity(self) -> dict[str, Any]:
         """Everything that changes an embedding; the cache key is a digest of it."""
         return {
             "model": self.model_name,
-            "weights_sha256": _cached_digest(self.model),
+            "weights_sha256": self._weights_sha256,
             "max_length": self.max_length,
             "normalize": self.normalize,
         }
@@ -127,33 +226,134 @@ class Encoder:
     def cache(self) -> VectorCache | None:
         if self._cache is None and self._cache_dir is not None:
             ident = self.identity
-            self._cache = VectorCache(self._cache_dir, "embeddings", digest(ident), ident)
+            self._cache = VectorCache(
+                self._cache_dir,
+                "embeddings",
+                digest(ident),
+                ident,
+                dtype=np.float32,
+                row_shape=(self.dim,),
+                chunk_rows=self.chunk_rows,
+            )
         return self._cache
 
-    def _encode(self, texts: Sequence[str], progress: bool) -> np.ndarray:
-        emb = self.model.encode(
+    # ------------------------------------------------------------------ encoding
+    def _encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        ex = remote_executor()
+        if ex is not None:  # the config's executor (Ray): the same model on its workers
+            t0 = time.perf_counter()
+            settings = EncoderSettings(self.location, self.max_length, self.normalize, self.device)
+            emb = ex.encode(list(texts), settings, self.batch_size)
+            self.encode_seconds += time.perf_counter() - t0
+            self.encoded += len(texts)
+            return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
+        model = self._load()
+        model.max_seq_length = self.max_length  # the model is shared: set this encoder's length each time
+        t0 = time.perf_counter()
+        emb = model.encode(
             list(texts),
             batch_size=self.batch_size,
             normalize_embeddings=self.normalize,
             convert_to_numpy=True,
-            show_progress_bar=progress and self.show_progress,
+            show_progress_bar=False,
         )
+        self.encode_seconds += time.perf_counter() - t0
+        self.encoded += len(texts)
         return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
 
-    def encode(self, texts: Sequence[str], *, use_cache: bool = True, progress: bool = True) -> np.ndarray:
-        """``(len(texts), dim)`` embeddings; cached rows are read, missing ones computed once."""
-        if not texts:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        use_cache: bool = True,
+        progress: bool = True,
+        what: str = "texts",
+        phase: bool = True,
+    ) -> np.ndarray:
+        """``(len(texts), dim)`` embeddings; cached rows are read, missing ones computed in
+        checkpointed chunks (each chunk is on disk as soon as it is encoded)."""
+        if not len(texts):
             return np.zeros((0, self.dim), dtype=np.float32)
+        report = harness_progress.current()
+        if progress and phase:
+            report.phase(f"encoding {what}", total=len(texts))
         if not use_cache or self.cache is None:
-            return self._encode(texts, progress)
+            out = self._encode(texts)
+            if progress:
+                report.advance(len(texts))
+            return out
         keys = [text_key(t) for t in texts]
-        return self.cache.get_or_compute(keys, lambda todo: self._encode([texts[i] for i in todo], progress))
+        hits0 = self.cache.hits
+        out = self.cache.get_or_compute(
+            keys,
+            lambda todo: self._encode([texts[i] for i in todo]),
+            on_chunk=report.advance if progress else None,
+        )
+        if progress and self.cache.hits > hits0:
+            report.advance(self.cache.hits - hits0)
+        return out
 
     def encode_documents(self, docs: Sequence[Any], **kw: Any) -> np.ndarray:
+        """Embeddings of documents (a :class:`harness.model.Corpus` is read from its columns, a
+        block at a time, so no list of every document's content is built)."""
+        kw.setdefault("what", "docs")
+        if isinstance(docs, Corpus):
+            out = np.empty((len(docs), self.dim), dtype=np.float32)
+            for start, block in self.iter_document_blocks(docs, progress=kw.get("progress", True)):
+                out[start : start + len(block)] = block
+            return out
         return self.encode([self.doc_prefix + d.content for d in docs], **kw)
 
-    def encode_queries(self, queries: Sequence[Any], **kw: Any) -> np.ndarray:
-        return self.encode([self.query_prefix + q.text for q in queries], **kw)
+    def iter_document_blocks(
+        self, corpus: Corpus, *, block: int = DOCUMENT_BLOCK, progress: bool = True
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """``(start, embeddings of corpus[start:start + block])`` in order: a consumer that adds
+        each block to an index (FAISS flat) never holds every embedding at once."""
+        report = harness_progress.current()
+        if progress:
+            report.phase("encoding docs", total=len(corpus))
+        for start in range(0, len(corpus), block):
+            part = corpus[start : start + block]
+            yield start, self.encode(list(part.contents(self.doc_prefix)), progress=progress, phase=False)
+
+    def encode_queries(self, queries: Sequence[Any], *, use_cache: bool = True, progress: bool = True) -> np.ndarray:
+        """Query embeddings, each computed once per run: an in-memory memo shared by every encoder
+        of this model configuration in the process (dense, MMR, the latency loop), in front of the
+        on-disk cache (batches of queries only)."""
+        texts = [self.query_prefix + q.text for q in queries]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if not use_cache:
+            return self._encode(texts)
+        memo = _QUERY_MEMO.setdefault(digest(self.identity), OrderedDict())
+        keys = [text_key(t) for t in texts]
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        todo = []
+        for i, k in enumerate(keys):
+            row = memo.get(k)
+            if row is None:
+                todo.append(i)
+            else:
+                memo.move_to_end(k)
+                out[i] = row
+        if todo and self.cache is not None:
+            rows, found = self.cache.get([keys[i] for i in todo])
+            for j in np.flatnonzero(found).tolist():
+                out[todo[j]] = memo[keys[todo[j]]] = rows[j].copy()
+            todo = [i for i, f in zip(todo, found.tolist()) if not f]
+        if todo:
+            fresh = self._encode([texts[i] for i in todo])
+            out[todo] = fresh
+            if self.cache is not None and len(todo) >= _MIN_QUERY_ROWS_ON_DISK:
+                self.cache.put([keys[i] for i in todo], fresh)
+            for j, i in enumerate(todo):
+                memo[keys[i]] = fresh[j].copy()
+        while len(memo) > QUERY_MEMO_ROWS:
+            memo.popitem(last=False)
+        return out
+
+
+_DEFAULT_MAX_LENGTH: dict[int, int] = {}
 
 
 _DIGESTS: dict[int, str] = {}

@@ -22,7 +22,7 @@ from pydantic import ConfigDict, Field
 
 from harness.errors import InputError
 from harness.mmr import mmr_order
-from harness.model import Document, Query
+from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import PAD, Run
 from retrievers.encoder import DEFAULT_MODEL, Encoder
@@ -82,7 +82,7 @@ class MMR:
             show_progress=show_progress,
         )
         self._indexed = False
-        self._corpus: list[Document] = []
+        self._corpus = Corpus([], [])
         self._pos: dict[str, int] = {}
         self._vocab: tuple[np.ndarray, np.ndarray] | None = None
         self._row = np.empty(0, dtype=np.int64)
@@ -95,8 +95,8 @@ class MMR:
     def index(self, corpus: Sequence[Document]) -> None:
         """Keep the corpus; documents are embedded when they first appear among the candidates."""
         self._indexed = True
-        self._corpus = list(corpus)
-        self._pos = {d.id: i for i, d in enumerate(self._corpus)}
+        self._corpus = Corpus.of(corpus)
+        self._pos = dict(zip(self._corpus.ids.tolist(), range(len(self._corpus))))
         self._vocab = None
         self._row = np.full(len(self._corpus), -1, dtype=np.int64)
         self._store = np.empty((0, 0), dtype=np.float32)
@@ -114,7 +114,9 @@ class MMR:
         """Embeddings of corpus positions ``pos``; each document is encoded (or read from the cache) once."""
         missing = np.unique(pos[self._row[pos] < 0])
         if missing.size:
-            vecs = self.encoder.encode_documents([self._corpus[i] for i in missing], progress=missing.size > 256)
+            enc = self.encoder
+            texts = [enc.doc_prefix + self._corpus.content(i) for i in missing.tolist()]
+            vecs = enc.encode(texts, progress=missing.size > 256, what="docs")
             need = self._stored + len(missing)
             if self._store.shape[0] < need:
                 grown = np.empty((max(need, 2 * self._store.shape[0]), vecs.shape[1]), dtype=np.float32)
@@ -153,7 +155,8 @@ class MMR:
             if missing:
                 raise InputError(f"input run has query {missing[0]!r}, which was not given to transform()")
             qs = [by_id[q] for q in wanted]
-            mat = self.encoder.encode_queries(qs, use_cache=False, progress=len(qs) > 1) if qs else None
+            # the dense retriever's query embeddings, when it ran first: the memo is shared
+            mat = self.encoder.encode_queries(qs, progress=len(qs) > 1) if qs else None
             qvec = {q.id: mat[i] for i, q in enumerate(qs)} if mat is not None else {}
 
         depth = min(run.depth, k)

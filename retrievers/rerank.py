@@ -34,6 +34,8 @@ from pydantic import Field
 
 from harness.cache import VectorCache, digest
 from harness.errors import InputError, RetrieverError
+from harness.executor import CrossEncoderSettings
+from harness.executor import remote as remote_executor
 from harness.fusion import normalize_rows
 from harness.model import Document, Query
 from harness.registry import BuildContext, SpecBase
@@ -259,6 +261,10 @@ class Rerank:
         return np.asarray(out, dtype=np.float64).reshape(len(pairs))
 
     def _predict(self, pairs: Sequence[tuple[str, str]], progress: bool) -> np.ndarray:
+        ex = remote_executor()
+        if ex is not None:  # the config's executor (Ray): the same cross-encoder on its workers
+            settings = CrossEncoderSettings(self.location, self.spec.max_length, self.spec.device)
+            return np.asarray(ex.score_pairs(list(pairs), settings, self.spec.batch_size), dtype=np.float32)
         import torch
 
         scores = self.model.predict(

@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.cache import VectorCache, digest, text_key
 
@@ -70,3 +73,125 @@ def test_no_pickle_files(tmp_path):
     for npy in cache.dir.glob("*.npy"):
         np.load(npy, allow_pickle=False)
     assert not list(cache.dir.glob("*.tmp"))
+
+
+# ---------------------------------------------------------------- chunk validation (issue 13 row 12)
+def _fresh_chunk(tmp_path, rows: int = 3, dim: int = 4):
+    texts = [f"t{i}" for i in range(rows)]
+    keys = [text_key(t) for t in texts]
+    cache = VectorCache(tmp_path, "embeddings", "k", dtype=np.float32, row_shape=(dim,))
+    cache.get_or_compute(keys, lambda todo: np.ones((len(todo), dim), dtype=np.float32))
+    (npy,) = cache.dir.glob("*.npy")
+    return keys, npy
+
+
+def _zero_byte(npy):
+    npy.write_bytes(b"")
+
+
+def _truncated(npy):
+    npy.write_bytes(npy.read_bytes()[:-10])  # header intact, data short
+
+
+def _wrong_dim(npy):
+    np.save(npy, np.ones((3, 5), dtype=np.float32))
+
+
+def _wrong_dtype(npy):
+    np.save(npy, np.ones((3, 4), dtype=np.float64))
+
+
+def _nan(npy):
+    arr = np.ones((3, 4), dtype=np.float32)
+    arr[1, 2] = np.nan
+    np.save(npy, arr)
+
+
+def _inf(npy):
+    arr = np.ones((3, 4), dtype=np.float32)
+    arr[0, 0] = np.inf
+    np.save(npy, arr)
+
+
+def _key_count(npy):
+    np.save(npy, np.ones((2, 4), dtype=np.float32))
+
+
+def _garbage_keys(npy):
+    npy.with_suffix(".keys").write_text("not a key\n" * 3)
+
+
+def _pickle(npy):
+    np.save(npy, np.array([{"a": 1}] * 3, dtype=object), allow_pickle=True)
+
+
+@pytest.mark.parametrize(
+    "damage", [_zero_byte, _truncated, _wrong_dim, _wrong_dtype, _nan, _inf, _key_count, _garbage_keys, _pickle]
+)
+def test_bad_chunk_is_named_set_aside_and_recomputed(tmp_path, caplog, damage):
+    keys, npy = _fresh_chunk(tmp_path)
+    damage(npy)
+    cache = VectorCache(tmp_path, "embeddings", "k", dtype=np.float32, row_shape=(4,))
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        out = cache.get_or_compute(keys, lambda todo: np.full((len(todo), 4), 2, dtype=np.float32))
+    assert (out == 2).all() and cache.misses == 3  # every row of the bad chunk recomputed, none trusted
+    assert str(npy) in caplog.text and "corrupt cache chunk" in caplog.text
+    assert cache.corrupt == [npy] and npy.with_name(npy.name + ".corrupt").exists()
+    # the next run reads the recomputed rows, with no warning and no work
+    caplog.clear()
+    again = VectorCache(tmp_path, "embeddings", "k", dtype=np.float32, row_shape=(4,))
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        out2 = again.get_or_compute(keys, lambda todo: pytest.fail("recomputed twice"))
+    assert (out2 == 2).all() and again.hits == 3 and "corrupt" not in caplog.text
+
+
+def test_nan_rows_computed_are_returned_but_never_cached(tmp_path, caplog):
+    keys = [text_key(t) for t in ("a", "b")]
+    cache = VectorCache(tmp_path, "embeddings", "k", dtype=np.float32, row_shape=(2,))
+
+    def half_nan(todo):
+        rows = np.ones((len(todo), 2), dtype=np.float32)
+        rows[0] = np.nan
+        return rows
+
+    with caplog.at_level(logging.WARNING, logger="harness"):
+        cache.get_or_compute(keys, half_nan)
+    assert "not cached" in caplog.text
+    again = VectorCache(tmp_path, "embeddings", "k", dtype=np.float32, row_shape=(2,))
+    out = again.get_or_compute(keys, lambda todo: np.zeros((len(todo), 2), dtype=np.float32))
+    assert again.misses == 1 and np.isfinite(out).all()
+
+
+def test_missing_rows_are_committed_chunk_by_chunk(tmp_path):
+    keys = [text_key(str(i)) for i in range(10)]
+    cache = VectorCache(tmp_path, "embeddings", "k", chunk_rows=4)
+    calls = []
+
+    def compute(todo):
+        calls.append(len(todo))
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # a Ctrl-C in the third chunk
+        return np.ones((len(todo), 2), dtype=np.float32)
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.get_or_compute(keys, compute)
+    assert calls == [4, 4, 2] and len(list(cache.dir.glob("*.keys"))) == 2
+    again = VectorCache(tmp_path, "embeddings", "k", chunk_rows=4)
+    done = []
+    again.get_or_compute(keys, lambda todo: done.append(list(todo)) or np.ones((len(todo), 2), dtype=np.float32))
+    assert done == [[8, 9]]  # only what the first run did not finish
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=60), st.integers(1, 7))
+def test_vectorised_read_matches_row_by_row(tmp_path_factory, picks, chunk_rows):
+    root = tmp_path_factory.mktemp("c")
+    keys = [text_key(str(i)) for i in picks]
+    rows = {k: np.array([int(i), -int(i)], dtype=np.float32) for k, i in zip(keys, picks)}
+    cache = VectorCache(root, "embeddings", "k", chunk_rows=chunk_rows)
+    half = keys[: len(keys) // 2]
+    cache.get_or_compute(half, lambda todo: np.stack([rows[half[i]] for i in todo]))
+    out = VectorCache(root, "embeddings", "k", chunk_rows=chunk_rows).get_or_compute(
+        keys, lambda todo: np.stack([rows[keys[i]] for i in todo])
+    )
+    assert np.array_equal(out, np.stack([rows[k] for k in keys]))

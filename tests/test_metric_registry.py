@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import pytrec_eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness import evaluate
 from harness.errors import InputError
@@ -120,6 +122,7 @@ def test_cutoffs_must_be_ascii_digits(name):
 @pytest.mark.parametrize(
     ("name", "match"),
     [
+        ("ndcg@" + "9" * 5000, "too large"),
         ("foo@3", "unknown metric 'foo@3'"),
         ("precision", "needs a cutoff"),
         ("r_precision@5", "takes no cutoff"),
@@ -132,6 +135,21 @@ def test_errors_put_the_field_in_field_not_in_the_message(name, match):
     assert e.value.field == "metrics"
     assert not e.value.message.lower().startswith("metrics")
     assert str(e.value).startswith("metrics: ") and not str(e.value).startswith("metrics: metrics")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text() | st.builds(lambda kind, k: f"{kind}@{k}", st.sampled_from(["ndcg", "map", "hits", "judged"]), st.text())
+)
+def test_any_text_parses_or_is_an_input_error(text):
+    """Hostile names (lone surrogates, non-ASCII digits, control characters) never crash the parser."""
+    try:
+        m = parse_metric(text)
+    except InputError as e:
+        assert e.field == "metrics" and e.message
+        return
+    assert m.k is None or (m.k >= 1 and str(m.k).isascii())
+    assert parse_metric(m.name) == m
 
 
 # ----------------------------------------------------------------------------- judged@k and hits@k by hand

@@ -66,3 +66,10 @@ def test_check_overlap_shares_the_vocabulary_map_with_evaluate_run():
     ev = evaluate_run(cq, run, ["recall@10"])
     assert cq._pos_cache is cached
     assert np.all(ev.values["recall@10"] == 1.0)
+
+
+def test_list_shaped_runs_are_checked_like_dicts():
+    run = {"q1": [("d1", 2.0), ("x", 1.0)]}
+    assert "ranks 1 of the 10" in check_overlap(QRELS, run, run_label="a", qrels_label="b")
+    with pytest.raises(InputError, match="retrieves none"):
+        check_overlap(QRELS, {"q1": [("x", 1.0)]}, run_label="a", qrels_label="b")

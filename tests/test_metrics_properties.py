@@ -166,3 +166,22 @@ def test_cut_run_scores_like_the_metric_at_k(qrels, run, k):
     at_k = evaluate_run(qrels, full, [f"{kind}@{k}" for kind in CUT_KINDS]).per_query()
     cut = evaluate_run(qrels, full.cut(k), [f"{kind}@{k}" for kind in CUT_KINDS]).per_query()
     assert at_k == cut
+
+
+# judged@k and hits@k (tests/test_metric_registry.py has their references): the invariants that hold for them
+ADDED = [f"{kind}@{k}" for kind in ("judged", "hits") for k in KS] + ["judged", "hits"]
+
+
+@SETTINGS
+@given(qrels_st, run_st, st.integers(1, 12))
+def test_judged_and_hits_paths_agree_and_read_only_the_top_k(qrels, run, k):
+    full = Run.from_dict(run)
+    names = [*ADDED, f"judged@{k}", f"hits@{k}", f"precision@{k}"]
+    arr = evaluate_run(qrels, full, names).per_query()
+    assert evaluate(qrels, run, names, per_query=True) == arr
+    cut = evaluate_run(qrels, full.cut(k), [f"judged@{k}", f"hits@{k}"]).per_query()
+    for q, vals in arr.items():
+        assert cut[q] == {f"judged@{k}": vals[f"judged@{k}"], f"hits@{k}": vals[f"hits@{k}"]}
+        assert 0.0 <= vals[f"judged@{k}"] <= 1.0
+        assert vals[f"hits@{k}"] == round(vals[f"precision@{k}"] * k)  # hits is P@k's numerator
+        assert vals["hits"] == vals[f"hits@{max(KS)}"] or len(run.get(q, {})) > max(KS)

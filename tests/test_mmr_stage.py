@@ -201,3 +201,25 @@ def test_mmr_raises_ild_over_dense_on_the_demo(demo_dataset, cache_dir):
     assert res.manifest["retrievers"]["dense_mmr"]["spec"]["lambda"] == 0.5
     table = to_markdown(res)
     assert "ndcg@10 | ild@10" in table and "dense_mmr" in table
+
+
+@pytest.mark.slow
+def test_queries_dense_encoded_are_not_encoded_again_by_mmr(tiny_dataset, cache_dir):
+    """Query embeddings are computed once per run: dense's batch, then MMR, then single-query
+    latency calls all read the same memo (and give the very same vectors)."""
+    from retrievers.dense import Dense
+
+    dense = Dense(cache_dir=cache_dir, show_progress=False)
+    dense.index(tiny_dataset.corpus)
+    queries = [type(q)(id=q.id, text=q.text + " (shared memo probe)") for q in tiny_dataset.queries]
+    run = dense.search(queries, k=6)
+    encoded_by_dense = dense.encoder.encoded
+    stage = MMR(MMRSpec(of="dense"), cache_dir=cache_dir, show_progress=False)
+    stage.index(tiny_dataset.corpus)
+    before = stage.encoder.encoded
+    stage.transform([run], queries, 6)
+    for q in queries:  # the latency loop's one-query calls
+        dense.search([q], k=6)
+    assert stage.encoder.encoded == before and dense.encoder.encoded == encoded_by_dense
+    assert np.array_equal(stage.encoder.encode_queries(queries), dense.encoder.encode_queries(queries))
+    assert dense.efficiency_extra(6)["cache_hit_rate"] is not None

@@ -89,7 +89,7 @@ def build_results(args: argparse.Namespace):
             raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
         baseline = by_path[baseline]
     runs = {name: read_run(path, name=name) for name, path in zip(names, args.runs)}
-    for (name, run), path in zip(runs.items(), args.runs):
+    for run, path in zip(runs.values(), args.runs):
         warning = check_overlap(cq, run, run_label=path, qrels_label=args.qrels)
         if warning:
             log.warning("%s", warning)

@@ -31,6 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=3,
         help="with --worst: per query, the retriever's first K documents beside the relevant ones (default 3; 0: none)",
     )
+    p.add_argument(
+        "--by",
+        choices=["tag"],
+        help="also the table per slice of queries (their tags): counts, CIs, Holm-corrected tests within each slice",
+    )
     p.set_defaults(func=run)
 
 
@@ -54,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
         written = write_reports(results, results.folder)
         log.info("re-wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     print_results(results, console)
+    if args.by == "tag":
+        from harness.report.slices import print_by_tag
+
+        print_by_tag(results, console)
     if args.worst is not None:
         found, metric, baseline, notes = drilldown(
             results, n=args.worst, metric=args.metric, retriever=args.retriever, baseline=args.baseline, docs=args.docs

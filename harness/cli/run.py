@@ -38,6 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--retrievers", metavar="A,B", help="run only these retrievers of the config (and what they build on)"
     )
     p.add_argument("--metrics", metavar="M1,M2", help="score only these metrics (default: the config's)")
+    p.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        help="where encoding and cross-encoder scoring run (ray: the cluster at RAY_ADDRESS or 'auto'; docs/ray.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -68,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.terminal import print_results
 
     config, config_dir = resolve_config(args)
+    if args.executor:
+        config = config.model_copy(update={"executor": {"type": args.executor}})
     metrics = [m.name for m in parse_metrics(args.metrics)] if args.metrics else None
     if args.resume and not args.out:
         raise InputError("--resume continues a results folder: give it with --out DIR", field="--resume")
@@ -89,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
         metrics=metrics,
     )
     print_results(results)
+    if config.slices == "tag":
+        from harness.report.slices import print_by_tag
+        from harness.report.terminal import make_console
+
+        print_by_tag(results, make_console())
     log.info("results written to %s", out)
     if results.failures:
         for name, error in results.failures.items():

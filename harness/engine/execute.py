@@ -13,6 +13,7 @@ stops the whole run (every finished node is already stored by then).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import random
@@ -293,7 +294,5 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed % 2**32)
     torch = sys.modules.get("torch")
     if torch is not None:
-        try:
+        with contextlib.suppress(Exception):  # a torch without a CPU generator must not stop the run
             torch.manual_seed(seed)
-        except Exception:  # a torch without a CPU generator must not stop the run
-            pass

@@ -83,6 +83,17 @@ class Graph:
                     wanted.append(n)
         return Graph(self.nodes[n] for n in self.order if n in wanted)
 
+    def suffixed(self, label: str) -> Graph:
+        """The same graph with every node renamed ``name[label]`` (one copy per chunking)."""
+
+        def rename(n: str) -> str:
+            return f"{n}[{label}]"
+
+        return Graph(
+            Node(rename(n.name), n.make, [rename(d) for d in n.inputs], n.spec, n.allow_unknown_docs, n.reproducible)
+            for n in (self.nodes[x] for x in self.order)
+        )
+
     def config_hashes(self, context: Mapping[str, Any]) -> dict[str, str | None]:
         """Per node, sha256 of its spec, its inputs' hashes and ``context`` (dataset fingerprint,
         depth, seed...); None for a node built from a Python object (nothing pins its behaviour)."""

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
+from harness.metrics.context import ContextInput
 from harness.metrics.diversity import embedding_metrics
 from harness.metrics.evaluate import CompiledQrels, evaluate_run, mean
 from harness.metrics.names import Metric, parse_metrics
@@ -23,6 +24,9 @@ from harness.stats import compare
 
 #: ``embed(doc_ids) -> (len(doc_ids), dim) array``: document vectors for embedding metrics (ild@k)
 Embed = Callable[[Sequence[str]], np.ndarray]
+#: ``context(name, run, query_ids) -> ContextInput``: per query, the ranked chunks' token counts and
+#: what they cover, for the RAG context metrics (recall@Ntok...)
+Context = Callable[[str, Run, list[str]], ContextInput]
 
 
 def score(
@@ -35,6 +39,7 @@ def score(
     stats: Mapping[str, Any] | None = None,
     statistics: bool = True,
     embed: Embed | None = None,
+    context: Context | None = None,
     efficiency: Mapping[str, Mapping[str, Any]] | None = None,
     failures: Mapping[str, str] | None = None,
     manifest: Mapping[str, Any] | None = None,
@@ -51,11 +56,19 @@ def score(
     """
     metrics = parse_metrics(metrics)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
-    judged = [m for m in metrics if not m.needs_embeddings]
+    judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
     embedded = [m for m in metrics if m.needs_embeddings]
+    contextual = [m for m in metrics if m.needs_context]
     if embedded and embed is None and runs:
         raise InputError(
-            f"{', '.join(m.name for m in embedded)} needs document embeddings, which these runs do not carry",
+            f"{', '.join(m.name for m in embedded)} needs document embeddings, which these runs do not carry; "
+            "`harness run` computes it from the configured dense model",
+            field="metrics",
+        )
+    if contextual and context is None and runs:
+        raise InputError(
+            f"{', '.join(m.name for m in contextual)} needs the ranked chunks' token counts, "
+            "which these runs do not carry",
             field="metrics",
         )
     if baseline is not None and baseline not in runs and baseline not in (failures or {}):
@@ -78,6 +91,9 @@ def score(
         vals = dict(ev.values) if ev else {}
         if embedded:
             vals.update(embedding_metrics(run, embedded, cq.query_ids, embed))
+        if contextual:
+            ctx = context(name, run, list(cq.query_ids))
+            vals.update({m.name: m.spec.compute(ctx, m.k) for m in contextual})
         vals = {m.name: np.asarray(vals[m.name], dtype=np.float64)[order] for m in metrics}
         values[name] = vals
         res.summary[name] = {m: mean(v) for m, v in vals.items()}

@@ -2,8 +2,8 @@
 
 ``harness check`` needs a results object's summary means, its per-query scores as a
 (queries x metrics) matrix per retriever, its failures and a few manifest fields. Reading them here,
-once, keeps the gate independent of how results are stored (schema 2: per-query arrays over ``query_ids``, read through ``Results.query_scores``;
-only this module knows).
+once, keeps the gate independent of how results are stored (schema 2: per-query arrays over
+``query_ids``, read through ``Results.query_scores``; only this module knows).
 
 Every score is validated up front: a NaN or an infinity is bad input, named by file and key
 (``current results.json: per_query.bm25.q12.ndcg@10: not a finite number``). A gate must never

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from harness.errors import InputError
 from harness.io.lines import iter_lines
 from harness.io.trec import read_qrels
-from harness.model import Document, GoldenDataset, Query
+from harness.model import Corpus, GoldenDataset, Query
 
 log = logging.getLogger("harness")
 
@@ -91,15 +91,49 @@ def _records(path: Path, what: str, known_keys: set[str]) -> Iterator[tuple[int,
         yield lineno, obj, rid, _metadata(obj, path, lineno) | extra
 
 
-def read_corpus(path: str | os.PathLike[str]) -> list[Document]:
+def _string_field(obj: dict[str, Any], key: str, path: Path, lineno: int, *, none_ok: bool) -> str:
+    """``obj[key]`` as a string, with pydantic's message for anything else (the checks a
+    ``Document`` would make, without building one per line)."""
+    value = obj.get(key)
+    if isinstance(value, str):
+        return value
+    if value is None and (none_ok or key not in obj):
+        return ""
+    raise InputError("Input should be a valid string", path=path, line=lineno, field=key)
+
+
+def read_corpus(path: str | os.PathLike[str]) -> Corpus:
+    """The corpus as columns: one dict per line is parsed and dropped, so memory holds the
+    strings and not a million objects (one pydantic model per line cost 12x ``json.loads``)."""
     p = Path(path)
-    docs: list[Document] = []
-    for lineno, obj, doc_id, metadata in _records(p, "document", _DOC_KEYS):
-        try:
-            docs.append(Document(id=doc_id, text=obj.get("text", ""), title=obj.get("title") or "", metadata=metadata))
-        except ValidationError as e:
-            raise _validation_error(e, p, lineno) from None
-    return docs
+    ids: list[str] = []
+    titles: list[str] = []
+    texts: list[str] = []
+    metadata: dict[int, dict[str, Any]] = {}
+    first_seen: dict[str, int] = {}
+    for lineno, line in iter_lines(p, "documents file", skip_comments=False):
+        obj = _json_line(p, lineno, line)
+        doc_id = _id_of(obj, p, lineno)
+        if doc_id in first_seen:
+            raise InputError(
+                f"duplicate document id {doc_id!r} (first at line {first_seen[doc_id]})",
+                path=p,
+                line=lineno,
+                field="_id",
+            )
+        first_seen[doc_id] = lineno
+        text = _string_field(obj, "text", p, lineno, none_ok=False)
+        # a falsy title (null, "") is no title, as before
+        title = _string_field(obj, "title", p, lineno, none_ok=True) if obj.get("title") else ""
+        if not _DOC_KEYS.issuperset(obj) or "metadata" in obj:
+            meta = _metadata(obj, p, lineno) | {k: v for k, v in obj.items() if k not in _DOC_KEYS}
+            if meta:
+                metadata[len(ids)] = meta
+        ids.append(doc_id)
+        titles.append(title)
+        texts.append(text)
+    del first_seen
+    return Corpus(ids, texts, titles, metadata)
 
 
 def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, str | None]]:
@@ -162,7 +196,7 @@ def load_beir(folder: str | os.PathLike[str], split: str = "test", *, name: str 
         )
         for q in unknown_q:
             del qrels[q]
-    known_docs = {d.id for d in corpus}
+    known_docs = set(corpus.ids.tolist())
     unknown_d = {d for judged in qrels.values() for d in judged if d not in known_docs}
     if unknown_d:
         log.warning(

@@ -28,8 +28,11 @@ an empty context: recall 0, precision 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+
+from harness.metrics.registry import register
 
 
 def _as_covers(cov: np.ndarray, n: int | None = None, *, units: bool = True) -> np.ndarray:
@@ -126,3 +129,43 @@ def context_recall(covers: Sequence[np.ndarray], k: int) -> np.ndarray:
             continue
         out[i] = c[:k].any(axis=0).sum() / c.shape[1]
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Registered as metrics (names ``recall@512tok``, ``precision@512tok``, ``context_precision@k``,
+# ``context_recall@k``); the scorer hands them a :class:`ContextInput` built from a chunk ranking.
+
+
+@dataclass
+class ContextInput:
+    """Per judged query (in the scorer's query order): token counts of its ranked chunks, and which
+    relevant unit each covers (see :func:`harness.chunking.context_covers`)."""
+
+    tokens: list[np.ndarray]
+    covers: list[np.ndarray]
+
+
+@register("recall_tok", cutoff="required", source="context", unit="tok")
+def _recall_tok(ctx: ContextInput, k: int) -> np.ndarray:
+    """recall@Ntok = |units covered by the chunks that fit whole in N tokens| / n_units
+    (chunks taken in rank order, stopping at the first that does not fit; see recall_at_tokens)."""
+    return recall_at_tokens(ctx.tokens, ctx.covers, k)
+
+
+@register("precision_tok", cutoff="required", source="context", unit="tok")
+def _precision_tok(ctx: ContextInput, k: int) -> np.ndarray:
+    """precision@Ntok = tokens of relevant chunks in the N-token context / tokens in it
+    (see precision_at_tokens)."""
+    return precision_at_tokens(ctx.tokens, ctx.covers, k)
+
+
+@register("context_precision", cutoff="required", source="context")
+def _context_precision(ctx: ContextInput, k: int) -> np.ndarray:
+    """context_precision@k = relevant chunks in the top min(k, n) / min(k, n) (see context_precision)."""
+    return context_precision(ctx.covers, k)
+
+
+@register("context_recall", cutoff="required", source="context")
+def _context_recall(ctx: ContextInput, k: int) -> np.ndarray:
+    """context_recall@k = units covered by the top k chunks / n_units (see context_recall)."""
+    return context_recall(ctx.covers, k)

@@ -278,6 +278,13 @@ def _metrics(metrics: Sequence[str | Metric] | str) -> list[Metric]:
             f"{', '.join(bad)} needs document embeddings; `harness run` computes it, judgments alone cannot",
             field="metrics",
         )
+    ctx = [m.name for m in ms if m.needs_context]
+    if ctx:
+        raise InputError(
+            f"{', '.join(ctx)} needs the ranked chunks' token counts; `harness run` computes it, "
+            "judgments alone cannot",
+            field="metrics",
+        )
     return ms
 
 
@@ -394,6 +401,8 @@ def check_overlap(
       (the unranked ones score 0 and stay in the mean); ``None`` when the overlap is fine.
     """
     cq = cq if isinstance(cq, CompiledQrels) else CompiledQrels(cq)
+    if not isinstance(run, Run) and not all(isinstance(r, Mapping) for r in run.values()):
+        run = Run.coerce(run)  # {qid: [(doc_id, score), ...]}
     run_qids = run.query_ids if isinstance(run, Run) else [str(q) for q in run]
     qpos = {q: i for i, q in enumerate(run_qids)}
     common = [(r, qpos[q]) for r, q in enumerate(cq.query_ids) if q in qpos]
@@ -462,4 +471,3 @@ def evaluate(
             run = Run.coerce(run)
     result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)
     return result.per_query() if per_query else result.means()
-

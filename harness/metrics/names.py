@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from harness.metrics import core, diversity  # noqa: F401 - their @register lines fill the registry
+from harness.metrics import context, core, diversity  # noqa: F401 - their @register lines fill the registry
 from harness.metrics.registry import Metric, parse_metric, parse_metrics, specs, valid_names
 
 __all__ = ["DEFAULT_METRICS", "KINDS", "Metric", "parse_metric", "parse_metrics", "valid_names"]

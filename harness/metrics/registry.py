@@ -29,11 +29,13 @@ from typing import Any, Literal
 from harness.errors import InputError
 
 Cutoff = Literal["required", "optional", "none"]
-Source = Literal["judgments", "embeddings"]
+Source = Literal["judgments", "embeddings", "context"]
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 #: A cutoff is plain ASCII digits: ``str.isdigit`` would also take ``٣`` or ``²``.
 _ASCII_DIGITS = re.compile(r"[0-9]+\Z")
+#: a cutoff with a unit: ``recall@512tok``
+_UNIT = re.compile(r"([a-z][a-z0-9_-]*)@([0-9]+)([a-z]+)\Z")
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,22 @@ class MetricSpec:
     ideal: bool = False
     #: needs to know which ranked documents carry any judgment (grade 0 and negatives included)
     judged: bool = False
+    #: written after the cutoff: ``recall@512tok`` is kind ``recall_tok`` (unit ``tok``), cutoff 512
+    unit: str = ""
 
     @property
     def needs_embeddings(self) -> bool:
         return self.source == "embeddings"
+
+    @property
+    def needs_context(self) -> bool:
+        """Computed from ranked chunks' token counts and what each covers (RAG context metrics)."""
+        return self.source == "context"
+
+    @property
+    def written(self) -> str:
+        """The name as written before the ``@``: ``recall`` for ``recall_tok``."""
+        return self.kind.removesuffix(f"_{self.unit}") if self.unit else self.kind
 
     @property
     def formula(self) -> str:
@@ -67,6 +81,8 @@ class MetricSpec:
     @property
     def pattern(self) -> str:
         """How the name is written: ``precision@k``, ``ndcg[@k]``, ``r_precision``."""
+        if self.unit:
+            return f"{self.written}@N{self.unit}"
         return {"required": f"{self.kind}@k", "optional": f"{self.kind}[@k]", "none": self.kind}[self.cutoff]
 
 
@@ -82,6 +98,7 @@ def register(
     aliases: Iterable[str] = (),
     ideal: bool = False,
     judged: bool = False,
+    unit: str = "",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated function as the compute function of metric ``kind``.
 
@@ -90,8 +107,8 @@ def register(
     """
     if cutoff not in ("required", "optional", "none"):
         raise ValueError(f"cutoff must be 'required', 'optional' or 'none', not {cutoff!r}")
-    if source not in ("judgments", "embeddings"):
-        raise ValueError(f"source must be 'judgments' or 'embeddings', not {source!r}")
+    if source not in ("judgments", "embeddings", "context"):
+        raise ValueError(f"source must be 'judgments', 'embeddings' or 'context', not {source!r}")
     names = (kind, *aliases)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,7 +119,7 @@ def register(
                 raise ValueError(f"metric name {n!r} is registered twice")
         if not (fn.__doc__ or "").strip():
             raise ValueError(f"metric {kind!r}: its compute function needs the formula as a docstring")
-        _SPECS[kind] = MetricSpec(kind, fn, cutoff, source, tuple(aliases), ideal, judged)
+        _SPECS[kind] = MetricSpec(kind, fn, cutoff, source, tuple(aliases), ideal, judged, unit)
         for a in aliases:
             _ALIASES[a] = kind
         return fn
@@ -148,6 +165,9 @@ class Metric:
 
     @property
     def name(self) -> str:
+        s = _SPECS.get(self.kind)
+        if s is not None and s.unit and self.k is not None:
+            return f"{s.written}@{self.k}{s.unit}"
         return self.kind if self.k is None else f"{self.kind}@{self.k}"
 
     @property
@@ -157,6 +177,10 @@ class Metric:
     @property
     def needs_embeddings(self) -> bool:
         return self.spec.needs_embeddings
+
+    @property
+    def needs_context(self) -> bool:
+        return self.spec.needs_context
 
     def __str__(self) -> str:
         return self.name
@@ -180,10 +204,15 @@ def parse_metric(name: str | Metric) -> Metric:
     raw = str(name).strip()
     text = raw.lower()
     kind, k = text, None
+    unit = _UNIT.match(text)
+    if unit and f"{unit[1]}_{unit[3]}" in _SPECS:  # recall@512tok -> recall_tok, 512
+        text = f"{unit[1]}_{unit[3]}@{unit[2]}"
     for sep in ("@", ".", "_"):
         if sep in text:
             head, _, tail = text.rpartition(sep)
             if _ASCII_DIGITS.match(tail):
+                if len(tail.lstrip("0")) > 12:  # also keeps int() below Python's digit limit
+                    raise InputError(f"metric {raw[:40]!r}...: the cutoff is too large", field="metrics")
                 kind, k = head, int(tail)
                 break
             if tail.isdigit() or tail.isdecimal() or tail.isnumeric():  # '٣', '²', '三': digits, not ASCII

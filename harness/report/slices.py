@@ -100,6 +100,8 @@ def tags_of_results(results: Results) -> dict[str, list[str]]:
     """The tags of a results folder's queries, read from the dataset its manifest names."""
     from harness.datasets import load_dataset
 
+    if results.query_tags:  # recorded by the run (schema 2)
+        return {q: list(results.query_tags.get(q, [])) for q in results.query_ids}
     ds = results.manifest.get("dataset") or {}
     where = ds.get("source") or ds.get("name")
     if not where:
@@ -166,10 +168,7 @@ def _slice(
 ) -> Slice:
     pos = {q: i for i, q in enumerate(results.query_ids)}
     rows = np.array([pos[q] for q in ids], dtype=np.int64)
-    values = {
-        r: {m: results.scores(r)[m][rows] for m in metrics}
-        for r in retrievers
-    }
+    values = {r: {m: results.scores(r)[m][rows] for m in metrics} for r in retrievers}
     tested = baseline is not None and len(ids) >= max(min_queries, 1)
     significance, intervals = compare(values, baseline if tested else None, seed=seed, query_ids=ids, **stats)
     means = {r: {m: mean(v) for m, v in ms.items()} for r, ms in values.items()}

@@ -1,0 +1,100 @@
+"""Loading a model and running it over rows: the one code path both executors run, so a Ray worker
+computes exactly what the local process would.
+
+The loaders mirror ``retrievers.encoder.load_sentence_transformer`` and
+``retrievers.rerank.load_cross_encoder`` (same constructor arguments, one instance per process and
+configuration); those adapters can delegate here so the local executor and the retriever share one
+instance. Heavy imports (torch, sentence-transformers) happen only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.executor import CrossEncoderSettings, EncoderSettings
+
+
+@cache
+def load_sentence_transformer(path_or_name: str, device: str = "cpu") -> Any:
+    """One ``SentenceTransformer`` per (location, device) per process."""
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(path_or_name, device=device)
+    except Exception as e:
+        raise InputError(
+            f"cannot load sentence-transformers model {path_or_name!r}: {type(e).__name__}: {str(e).splitlines()[0]}. "
+            "Give a local model folder, or a hub name on a machine with network access "
+            "(HF_HUB_OFFLINE=1 forbids downloads)",
+            field="model",
+        ) from None
+
+
+@cache
+def load_cross_encoder(location: str, device: str = "cpu", max_length: int | None = None) -> Any:
+    """One ``CrossEncoder`` per (location, device, max length) per process; local files first."""
+    from sentence_transformers import CrossEncoder
+
+    local = Path(location).exists()
+    attempts = [True] if local or os.environ.get("HF_HUB_OFFLINE") == "1" else [True, False]
+    error: Exception | None = None
+    for local_only in attempts:
+        try:
+            model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local_only)
+            break
+        except Exception as e:  # transformers raises OSError, ValueError, HTTP errors...
+            error = e
+    else:
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise InputError(f"cannot load reranker {location!r} ({type(error).__name__}: {first})", field="model")
+    if model.num_labels != 1:
+        raise InputError(
+            f"reranker {location!r} has {model.num_labels} output labels; a reranker needs one score per pair",
+            field="model",
+        )
+    return model
+
+
+def sentence_transformer(settings: EncoderSettings, device: str | None = None) -> Any:
+    """The process's model for ``settings``, with its max length applied (as ``Encoder`` does)."""
+    model = load_sentence_transformer(settings.location, device or settings.device)
+    if settings.max_length is not None:
+        model.max_seq_length = int(settings.max_length)
+    return model
+
+
+def cross_encoder(settings: CrossEncoderSettings, device: str | None = None) -> Any:
+    return load_cross_encoder(settings.location, device or settings.device, settings.max_length)
+
+
+def encode_texts(model: Any, texts: Sequence[str], *, normalize: bool, batch_size: int) -> np.ndarray:
+    """float32 ``(len(texts), dim)``, exactly the call ``retrievers.encoder.Encoder._encode`` makes."""
+    emb = model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=normalize,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
+
+
+def predict_pairs(model: Any, pairs: Sequence[tuple[str, str]], *, batch_size: int) -> np.ndarray:
+    """float32 raw logits, exactly the call ``retrievers.rerank.Rerank._predict`` makes."""
+    import torch
+
+    scores = model.predict(
+        [list(p) for p in pairs],
+        batch_size=batch_size,
+        show_progress_bar=False,
+        activation_fn=torch.nn.Identity(),
+        convert_to_numpy=True,
+    )
+    return np.asarray(scores, dtype=np.float32).reshape(len(pairs))

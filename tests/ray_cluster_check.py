@@ -1,0 +1,271 @@
+"""Run inside a network namespace that holds only loopback (``tests/test_ray_executor.py`` starts it
+with ``unshare``): start a real Ray head node on 127.0.0.1, encode and score with the Ray executor
+(two workers) and with the local executor, watch every socket while the cluster runs, stop the
+cluster, and write a JSON verdict for the test to judge.
+
+Not a test module itself (pytest does not collect it): the cluster, the driver and the sampling of
+sockets must all live inside the namespace, and a pytest process outside it cannot be moved in.
+
+    unshare -n -p -f --mount-proc --kill-child sh -c \
+        'ip link set lo up && exec python tests/ray_cluster_check.py --out verdict.json'
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ipaddress
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(HERE)]
+
+HOSTILE = [
+    "Espresso ٣ shots, ñandú, straße, 東京の珈琲",
+    "﻿BOM at the start and a zero\u200bwidth space",
+    "emoji ☕🚲 and combining e\u0301",
+    "tabs\tand\nnewlines\r\nin one text",
+    "x",
+    "a much longer text " * 40,
+    "Ω≈ç√∫ mathematical symbols ≤ ≥",
+    "right-to-left שלום עולם مرحبا",
+    "digits in other scripts: ১২৩ ४५६ ๗๘๙",
+    "quotes 'single' \"double\" `back`",
+    "   leading and trailing spaces   ",
+    "UPPER lower MiXeD",
+    "<html><body>markup &amp; entities</body></html>",
+]
+
+
+def sockets() -> list[dict[str, str]]:
+    """Every TCP and UDP socket in this namespace, in any state (``ss -H -tuanp``)."""
+    out = subprocess.run(["ss", "-H", "-tuanp"], capture_output=True, text=True, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 6:
+            rows.append({"netid": parts[0], "state": parts[1], "local": parts[4], "peer": parts[5], "line": line})
+    return rows
+
+
+def host_of(addr: str) -> str:
+    host = addr.rsplit(":", 1)[0]
+    host = host.strip("[]")
+    return host.split("%", 1)[0]
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+WILDCARD = {"*", "0.0.0.0", "::"}
+
+
+def offending(rows: list[dict[str, str]]) -> list[str]:
+    """Sockets whose local address is not loopback, or whose peer is neither loopback nor (for a
+    listening / unconnected socket) the wildcard."""
+    bad = []
+    for r in rows:
+        local, peer = host_of(r["local"]), host_of(r["peer"])
+        peer_ok = is_loopback(peer) or (peer in WILDCARD and r["state"] in ("LISTEN", "UNCONN"))
+        if not is_loopback(local) or not peer_ok:
+            bad.append(r["line"])
+    return bad
+
+
+class Sampler(threading.Thread):
+    """Samples the sockets every ``interval`` seconds while the cluster runs."""
+
+    def __init__(self, interval: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.interval, self.stop_event = interval, threading.Event()
+        self.samples = 0
+        self.seen: dict[str, dict[str, str]] = {}
+
+    def sample(self) -> None:
+        for r in sockets():
+            self.seen.setdefault(r["line"], r)
+        self.samples += 1
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            self.sample()
+            self.stop_event.wait(self.interval)
+
+
+def own_processes() -> list[dict[str, Any]]:
+    """Live processes in this pid namespace other than this one (all of them started by us)."""
+    import psutil
+
+    me = os.getpid()
+    procs = []
+    for p in psutil.process_iter(["pid", "name", "status"]):
+        if p.info["pid"] != me and p.info["status"] != psutil.STATUS_ZOMBIE:
+            procs.append({"pid": p.info["pid"], "name": p.info["name"]})
+    return procs
+
+
+def error_of(fn: Any) -> str:
+    try:
+        fn()
+    except Exception as e:
+        return f"{type(e).__module__}.{type(e).__name__}: {e}"
+    return "no error"
+
+
+def ranking_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.array_equal(np.argsort(-a, axis=1, kind="stable"), np.argsort(-b, axis=1, kind="stable")))
+
+
+def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
+    from conftest import build_tiny_bert
+
+    from harness.datasets import load_dataset
+    from harness.executor import CrossEncoderSettings, EncoderSettings, LocalExecutor
+    from harness.executor.ray import RayExecutor
+    from retrievers.encoder import Encoder, resolve_model
+    from retrievers.rerank import Rerank
+
+    demo = load_dataset("demo")
+    texts = list(dict.fromkeys([d.content for d in demo.corpus] + HOSTILE))[: args.texts]
+    queries = [q.text for q in demo.queries]
+    verdict["n_texts"] = len(texts)
+    enc = EncoderSettings(location=resolve_model(None))
+    ce_path = build_tiny_bert(tmp / "tiny-ce", head=True)
+    ce = CrossEncoderSettings(location=str(ce_path))
+    pair_queries = queries[:20]
+    pairs = [(q, texts[(7 * i + j) % len(texts)]) for i, q in enumerate(pair_queries) for j in range(10)]
+
+    # the local executor, and today's code path it replaces, in this process
+    local = LocalExecutor()
+    local_emb = local.encode(texts, enc, args.batch_size)
+    today = Encoder(batch_size=args.batch_size, show_progress=False).encode(texts, use_cache=False)
+    verdict["local_vs_encoder_max_abs"] = float(np.abs(local_emb - today).max())
+    local_scores = local.score_pairs(pairs, ce, args.batch_size)
+    rerank = Rerank(model=str(ce_path), batch_size=args.batch_size, show_progress=False)
+    today_scores = rerank.score(pairs, use_cache=False, progress=False)
+    verdict["local_vs_rerank_max_abs"] = float(np.abs(local_scores - today_scores).max())
+
+    # the cluster: one head node on loopback, token auth off (nothing outside the namespace can reach it)
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    ray_bin = str(Path(sys.executable).with_name("ray"))
+    start_cmd = [
+        ray_bin, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(args.port),
+        "--num-cpus", str(args.num_cpus), "--disable-usage-stats", "--include-dashboard=false",
+        "--temp-dir", str(tmp / "ray"),
+    ]  # fmt: skip
+    sampler = Sampler()
+    sampler.start()
+    t0 = time.perf_counter()
+    started = subprocess.run(start_cmd, env=env, capture_output=True, text=True, timeout=300)
+    verdict["ray_start_rc"] = started.returncode
+    verdict["ray_start_s"] = round(time.perf_counter() - t0, 1)
+    if started.returncode != 0:
+        verdict["ray_start_output"] = (started.stdout + started.stderr)[-4000:]
+        raise RuntimeError("ray start failed")
+    verdict["cluster_processes"] = own_processes()
+    try:
+        os.environ.update({"RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": f"127.0.0.1:{args.port}"})
+        with RayExecutor(address="auto", num_workers=args.workers) as ray_ex:
+            t0 = time.perf_counter()
+            ray_emb = ray_ex.encode(texts, enc, args.batch_size)
+            verdict["ray_encode_s"] = round(time.perf_counter() - t0, 1)
+            verdict["encode_stats"] = ray_ex.last_stats
+            t0 = time.perf_counter()
+            ray_scores = ray_ex.score_pairs(pairs, ce, args.batch_size)
+            verdict["ray_score_s"] = round(time.perf_counter() - t0, 1)
+            verdict["score_stats"] = ray_ex.last_stats
+            import ray
+
+            verdict["cluster_resources"] = {k: v for k, v in ray.cluster_resources().items() if "memory" not in k}
+            verdict["nodes"] = [n["NodeManagerAddress"] for n in ray.nodes()]
+            sampler.sample()
+        verdict["embedding_shape"] = list(ray_emb.shape)
+        verdict["embedding_dtype"] = str(ray_emb.dtype)
+        verdict["embedding_max_abs"] = float(np.abs(ray_emb - local_emb).max())
+        q = local.encode(queries, enc, args.batch_size)
+        verdict["embedding_rankings_equal"] = ranking_equal(q @ local_emb.T, q @ ray_emb.T)
+        verdict["score_max_abs"] = float(np.abs(ray_scores - local_scores).max())
+        verdict["score_max_rel"] = float(
+            (np.abs(ray_scores - local_scores) / np.maximum(1, np.abs(local_scores))).max()
+        )
+        verdict["score_rankings_equal"] = ranking_equal(local_scores.reshape(20, 10), ray_scores.reshape(20, 10))
+        verdict["distinct_local_scores"] = len(np.unique(local_scores))
+        # failures end in one clear error, not a hang: a model no worker can load, a pool nobody can place
+        t0 = time.perf_counter()
+        with RayExecutor(address="auto", num_workers=1) as bad:
+            missing = EncoderSettings(location=str(tmp / "no-such-model"))
+            verdict["bad_model_error"] = error_of(lambda: bad.encode(["x", "y"], missing, 4))
+        verdict["bad_model_s"] = round(time.perf_counter() - t0, 1)
+        t0 = time.perf_counter()
+        with RayExecutor(address="auto", num_workers=1, num_gpus_per_worker=1, start_timeout_s=15) as gpu:
+            verdict["unplaceable_error"] = error_of(lambda: gpu.encode(["x", "y"], enc, 4))
+        verdict["unplaceable_s"] = round(time.perf_counter() - t0, 1)
+    finally:
+        sampler.stop_event.set()
+        sampler.join()
+        stop = subprocess.run([ray_bin, "stop"], env=env, capture_output=True, text=True, timeout=120)
+        verdict["ray_stop_rc"] = stop.returncode
+        time.sleep(1)
+        left = own_processes()
+        for p in left:  # everything in this pid namespace is ours; ray stop should have left nothing
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p["pid"], 9)
+        verdict["left_after_stop"] = left
+        verdict["socket_samples"] = sampler.samples
+        verdict["sockets_seen"] = len(sampler.seen)
+        verdict["socket_lines"] = sorted(sampler.seen)
+        verdict["non_loopback_sockets"] = offending(list(sampler.seen.values()))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--texts", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--num-cpus", type=int, default=2)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--port", type=int, default=6379)
+    args = ap.parse_args()
+    verdict: dict[str, Any] = {"ok": False}
+    links = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
+    verdict["interfaces"] = sorted({line.split()[1] for line in links.splitlines()})
+    verdict["addresses"] = sorted({line.split()[3] for line in links.splitlines()})
+    verdict["ss_before"] = [r["line"] for r in sockets()]
+    if verdict["interfaces"] != ["lo"]:
+        verdict["error"] = f"not in a loopback-only network namespace: {verdict['interfaces']}"
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="rhray-", dir="/tmp"))  # short: Ray's unix sockets live under it
+        try:
+            check(args, verdict, tmp)
+            verdict["ok"] = True
+        except BaseException as e:
+            verdict["error"] = f"{type(e).__name__}: {e}"
+            verdict["traceback"] = traceback.format_exc()[-6000:]
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    Path(args.out).write_text(json.dumps(verdict, indent=2, default=str), encoding="utf-8")
+    return 0 if verdict["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
