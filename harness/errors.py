@@ -60,7 +60,7 @@ _SECRETS: set[str] = set()
 
 #: Shorter values are not scrubbed from free text: replacing every "1" or "on" in a message would
 #: garble it and protect nothing (a secret that short is not a secret).
-MIN_SCRUB_CHARS = 6
+MIN_SCRUB_CHARS = 8
 
 REDACTED = "<redacted>"
 

@@ -110,6 +110,10 @@ class SpecBase(BaseModel):
         # a Python dump is what adapters are built from, so other fields keep their real values
         return redact_value(data) if info.mode_is_json() else data
 
+    def redacted(self) -> dict[str, Any]:
+        """What may be written about this spec (``model_dump(mode="json")``, which is redacted)."""
+        return self.model_dump(mode="json")
+
     def reveal(self, **kwargs: Any) -> dict[str, Any]:
         """``model_dump`` with the real secret values: for building the adapter, never for writing."""
         return self.model_dump(context={"reveal": True}, **kwargs)

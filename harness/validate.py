@@ -135,11 +135,16 @@ def check_corpus_encodable(dataset: GoldenDataset) -> None:
     allows as an escape), *before* any retriever runs: otherwise a run file, a results.json or a team
     service's request fails after hours of work. Names the file, line (found again on this error path
     only) and field; the document or query id otherwise."""
-    for doc in dataset.corpus:
-        for field in ("id", "title", "text"):
-            value = getattr(doc, field)
-            if not _encodable(value):
-                raise _unencodable(dataset, "corpus", doc.id, field, value)
+    corpus = dataset.corpus
+    columns = [getattr(corpus, c, None) for c in ("ids", "titles", "texts")]
+    if all(c is not None for c in columns):  # a columnar corpus: no Document built per row
+        rows: Iterable[tuple[str, str, str]] = zip(*columns)
+    else:
+        rows = ((d.id, d.title, d.text) for d in corpus)
+    for row in rows:
+        for field, value in zip(("id", "title", "text"), row):
+            if isinstance(value, str) and not _encodable(value):
+                raise _unencodable(dataset, "corpus", row[0], field, value)
     for q in dataset.queries:
         for field, value in (("id", q.id), ("text", q.text), *(("keywords", k) for k in q.keywords)):
             if not _encodable(value):

@@ -10,7 +10,8 @@ Team code fails only its own row:
 
 - In-process (the default), a ``SystemExit``, ``KeyboardInterrupt`` or ``GeneratorExit`` raised inside
   its ``__init__``/``index``/``search`` becomes a :class:`~harness.errors.RetrieverError` instead of
-  ending the run (so a Ctrl-C that lands inside team code fails that retriever; press it again).
+  ending the run. A real Ctrl-C still stops the run: a SIGINT received in the last few seconds
+  makes the ``KeyboardInterrupt`` the user's, and it propagates.
 - With ``isolation: process`` the object lives in a child process (started with a fresh interpreter;
   documents and queries go over a socket), so ``os.abort()``, a segfault, ``os._exit`` or a hang take
   down only the child: the row fails naming the exit code or signal, ``timeout_s`` bounds each call,
@@ -192,6 +193,8 @@ def instantiate(cls: Any, params: dict[str, Any], target: str) -> Any:
     try:
         obj = cls(**params)
     except _ESCAPES as e:
+        if isinstance(e, KeyboardInterrupt) and _sigint_pending():
+            raise
         raise RetrieverError(f"{target}(**params) raised {_describe(e)}") from None
     except TypeError as e:
         try:
@@ -234,8 +237,38 @@ class FunctionRetriever:
 _ESCAPES = (SystemExit, KeyboardInterrupt, GeneratorExit)
 
 
-def _sigint_pending() -> bool:  # pragma: no cover - reserved for a real Ctrl-C detector
-    return False
+#: When this process last received SIGINT (a real Ctrl-C), so a ``KeyboardInterrupt`` the *user* caused
+#: still stops the run while one a team's code raises itself fails only its row.
+_SIGINT_AT = [-1e9]
+#: A KeyboardInterrupt within this many seconds of a SIGINT is the user's.
+SIGINT_WINDOW_S = 5.0
+
+
+def _install_sigint_probe() -> None:
+    """Wrap Python's default SIGINT handler with one that notes the time, then does the same thing.
+    Only from the main thread and only over the default handler (never over an application's own)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        previous = signal.getsignal(signal.SIGINT)
+    except (ValueError, OSError):  # pragma: no cover - no signals here
+        return
+    if previous is not signal.default_int_handler:
+        return
+
+    def probe(signum: int, frame: Any) -> Any:
+        _SIGINT_AT[0] = time.monotonic()
+        return signal.default_int_handler(signum, frame)
+
+    with suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, probe)
+
+
+def _sigint_pending() -> bool:
+    return time.monotonic() - _SIGINT_AT[0] < SIGINT_WINDOW_S
+
+
+_install_sigint_probe()
 
 
 def _describe(e: BaseException) -> str:
@@ -269,12 +302,16 @@ class Guarded:
         try:
             return self._inner.index(corpus)
         except _ESCAPES as e:
+            if isinstance(e, KeyboardInterrupt) and _sigint_pending():
+                raise  # the user pressed Ctrl-C: stop the run, not just this row
             raise RetrieverError(f"index() raised {_describe(e)}") from None
 
     def search(self, queries: Sequence[Query], k: int) -> SearchResult:
         try:
             return self._inner.search(queries, k)
         except _ESCAPES as e:
+            if isinstance(e, KeyboardInterrupt) and _sigint_pending():
+                raise
             raise RetrieverError(f"search() raised {_describe(e)}") from None
 
 

@@ -48,8 +48,10 @@ from harness.registry import BuildContext, SpecBase, redact_value
 #: Statuses worth retrying: the service is overloaded or restarting, not wrong.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 SNIPPET_CHARS = 200
-#: Bytes read from the socket at a time, and the most one inflation step may produce.
+#: Bytes read from the socket at a time.
 CHUNK = 64 * 1024
+#: The most one inflation step may produce: peak memory is the cap plus one step, not twice the cap.
+INFLATE_STEP = 1024 * 1024
 
 T = TypeVar("T")
 
@@ -327,7 +329,7 @@ class HttpRetriever:
                 f"{self.url} answered HTTP {status} with a body that is not JSON: {_snippet(text)}", retry=False
             ) from None
 
-    def _read_body(self, response: httpx.Response, left: Callable[[], float]) -> bytes:
+    def _read_body(self, response: httpx.Response, left: Callable[[], float]) -> bytearray:
         """The whole body, inflated here in bounded steps, within the deadline and the size cap."""
         cap = self.max_response_bytes
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
@@ -355,7 +357,7 @@ class HttpRetriever:
                 else:
                     data = chunk
                     while data:
-                        out += inflater.decompress(data, cap + 1 - len(out))
+                        out += inflater.decompress(data, min(cap + 1 - len(out), INFLATE_STEP))
                         if len(out) > cap:
                             raise _Abort(self._too_big("the reply inflates past it"), retry=False)
                         data = inflater.unconsumed_tail
@@ -374,7 +376,7 @@ class HttpRetriever:
             if self._cancelled.is_set():
                 raise _Abort("cancelled", retry=False) from None
             raise _Abort(f"{type(e).__name__} while reading the reply: {e}", retry=True) from None
-        return bytes(out)
+        return out  # json.loads reads a bytearray: no second copy of a large reply
 
     def _too_big(self, what: str) -> str:
         return (

@@ -338,3 +338,32 @@ def test_any_lone_surrogate_is_found(bad, ok) -> None:
 def test_parse_config_dict_api_is_strict_too() -> None:
     with pytest.raises(InputError, match="depth: must be an integer, not true"):
         parse_config({"depth": True, "retrievers": {"b": {"type": "bm25"}}})
+
+
+# --------------------------------------------------------------------------- secret fields of any spec
+def test_spec_secret_fields_are_masked_in_every_dump_and_revealed_for_build() -> None:
+    from typing import Literal
+
+    from pydantic import Field, SecretStr
+
+    from harness.registry import SpecBase
+
+    class VendorSpec(SpecBase):
+        type: Literal["vendor"] = "vendor"
+        api_key: SecretStr
+        region_token: str | None = Field(None, json_schema_extra={"secret": True})
+        tokens: list[str] = Field(default_factory=list, json_schema_extra={"secret": True})
+        endpoint: str = "https://vendor.example/search"
+
+    assert VendorSpec.secret_fields() == ["api_key", "region_token", "tokens"]
+    spec = VendorSpec(api_key="vk-123456789", region_token="rt-abcdefgh", tokens=["t-1111111", "t-2222222"])
+    for dump in (spec.model_dump(), spec.model_dump(mode="json"), redacted(spec)):
+        text = json.dumps(dump, default=str)
+        assert "vk-123456789" not in text and "rt-abcdefgh" not in text and "t-1111111" not in text, text
+        assert dump["api_key"] == "<set>" and dump["tokens"] == ["<set>", "<set>"]
+        assert dump["endpoint"] == "https://vendor.example/search"
+    assert spec.reveal()["api_key"] == "vk-123456789" and spec.reveal()["tokens"] == ["t-1111111", "t-2222222"]
+    unset = VendorSpec(api_key="vk-999999999")
+    assert unset.model_dump(mode="json")["region_token"] is None  # "not set" stays visible as such
+    # a registered secret is scrubbed from any error message
+    assert "vk-123456789" not in str(InputError("the vendor refused key vk-123456789"))

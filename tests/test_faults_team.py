@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -280,3 +281,44 @@ def test_harness_run_kills_a_hung_isolated_retriever_at_its_timeout(team) -> Non
     res = json.loads((folder / "out" / "results.json").read_text())
     assert "bm25" in res["summary"]
     assert "timeout_s" in res["failures"]["team"]
+
+
+def test_a_real_ctrl_c_inside_team_code_still_stops(team) -> None:
+    """A KeyboardInterrupt the team's code raises fails its row; a SIGINT from the user stops the run."""
+    name, folder = team
+    script = textwrap.dedent(f"""
+        import sys
+        from harness.errors import RetrieverError
+        from harness.model import Document, Query
+        from harness.registry import BuildContext
+        from retrievers.custom import PythonSpec
+        spec = PythonSpec.model_validate({{"type": "python", "class": "{name}:Team", "params": {{"mode": "hang"}}}})
+        obj = spec.build(BuildContext(cache_dir={str(folder)!r}, config_dir={str(folder)!r}))
+        obj.index([Document(id="d1", text="x")])
+        print("ready", flush=True)
+        try:
+            obj.search([Query(id="q", text="x")], 3)
+        except RetrieverError as e:
+            print("converted", e, flush=True)
+            sys.exit(0)
+        except KeyboardInterrupt:
+            print("stopped by the user", flush=True)
+            sys.exit(130)
+    """)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert "stopped by the user" in out
