@@ -554,7 +554,9 @@ def _object_node(name: str, item: Any) -> Node:
 
 def _validate_spec(name: str, item: Mapping[str, Any]) -> SpecBase:
     try:
-        return spec_class(str(item["type"])).model_validate(dict(item))
+        spec = spec_class(str(item["type"])).model_validate(dict(item))
+        spec.preflight(Path.cwd())  # imports, files and URLs resolved before any retriever runs
+        return spec
     except ValidationError as e:
         err = e.errors()[0]
         raise InputError(err["msg"], field=".".join(["retrievers", name, *map(str, err["loc"])])) from None

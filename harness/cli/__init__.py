@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ScrubFilter
 
 #: Subcommand modules under ``harness.cli``; each defines ``register(subparsers)``.
 COMMANDS = [
@@ -60,6 +60,7 @@ class _OneLine(logging.Formatter):
 def _setup_logging(debug: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_OneLine())
+    handler.addFilter(ScrubFilter())  # a secret (an expanded ${TOKEN}) never reaches a log
     root = logging.getLogger("harness")
     root.handlers[:] = [handler]
     root.setLevel(logging.DEBUG if debug else logging.INFO)

@@ -32,7 +32,7 @@ import numpy as np
 from harness import progress
 from harness.efficiency import Cost, measure, time_each
 from harness.engine.graph import Graph, Node
-from harness.errors import HarnessError, RetrieverError
+from harness.errors import HarnessError, RetrieverError, scrub
 from harness.model import GoldenDataset
 from harness.protocol import Cancellable, HasParams, ReportsCost, Retriever, Stage
 from harness.run import Run
@@ -158,7 +158,7 @@ def describe(e: BaseException) -> str:
     text = str(e)
     if isinstance(e, SystemExit):
         text = f"the retriever called sys.exit({e.code!r})"
-    return f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}"
+    return scrub(f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}")
 
 
 def _cancel(component: list[Any]) -> None:
