@@ -120,11 +120,10 @@ def _check_score(qid: str, pos: int, doc: Any, score: Any) -> None:
 
 # ---------------------------------------------------------------------------- the dataset's text
 def check_dataset_usable(dataset: GoldenDataset) -> None:
-    """Refuse, before any retriever runs, a dataset nothing can be measured on: no documents, or no
-    judged query (every row would fail, or score 0, hours later)."""
+    """Refuse, before any retriever runs, a dataset nothing can be measured on: no judged query
+    (every row would score nothing, hours later). An empty corpus is allowed: a run file scored
+    against judgments needs none, and a retriever that does fails its own row (exit 1)."""
     where = dataset.source
-    if not len(dataset.corpus):
-        raise InputError("the corpus holds no documents", path=where, field="corpus")
     if not dataset.queries or not dataset.qrels:
         raise InputError("no judged query: nothing to score", path=where, field="qrels")
     check_corpus_encodable(dataset)

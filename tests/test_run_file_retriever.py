@@ -42,9 +42,9 @@ def test_scores_like_evaluate_and_counts_missing_queries(tmp_path: Path, tiny_da
     assert results.failures == {}
     expected = evaluate_run(CompiledQrels(tiny_dataset.qrels), read_run(path), METRICS)
     assert results.summary["other"] == pytest.approx(expected.means(), abs=0, rel=0)
-    assert results.per_query["other"] == expected.per_query()
+    assert results.query_scores("other") == expected.per_query()
     assert results.counts["other"]["missing_from_run"] == 1  # q3 is not in the file: it scores 0
-    assert results.per_query["other"]["q3"]["ndcg@10"] == 0.0
+    assert results.query_scores("other")["q3"]["ndcg@10"] == 0.0
 
 
 def test_path_relative_to_config_and_cut_to_depth(tmp_path: Path, tiny_dataset) -> None:
@@ -153,7 +153,7 @@ def test_run_file_equals_trec_eval(run_name: str, expected: str) -> None:
     for metric in TREC_METRICS:
         # trec_eval prints 4 decimals
         assert results.summary["STANDARD"][metric] == pytest.approx(reference["all"][trec_name(metric)], abs=5e-5)
-        for qid, values in results.per_query["STANDARD"].items():
+        for qid, values in results.query_scores("STANDARD").items():
             assert values[metric] == pytest.approx(reference[qid][trec_name(metric)], abs=5e-5), (qid, metric)
 
 
@@ -191,7 +191,7 @@ def test_run_file_equals_pytrec_eval_exactly_through_a_config(tmp_path: Path) ->
         "mrr": "recip_rank",
     }
     ref = pytrec_eval.RelevanceEvaluator(qrels, set(names.values())).evaluate(run)
-    for qid, values in saved["per_query"]["STANDARD"].items():
-        for metric, value in values.items():
+    for metric, values in saved["per_query"]["STANDARD"].items():
+        for qid, value in zip(saved["query_ids"], values):
             assert value == ref[qid][names[metric]], (qid, metric)
-    assert (out / "runs" / "STANDARD.trec").is_file()
+    assert (out / saved["run_files"]["STANDARD"]["file"]).is_file()
