@@ -111,11 +111,10 @@ def tags_of_results(results: Results) -> dict[str, list[str]]:
 
 def _stats_settings(results: Results) -> tuple[dict[str, Any], int]:
     """The statistics settings and seed the results' own table was computed with."""
-    from harness.config import StatsConfig
+    from harness.report.table import _stats_config
 
     config = results.manifest.get("config") or {}
-    stats = StatsConfig().model_dump()
-    stats.update(config.get("stats") or {})
+    stats = {k: _stats_config(results)[k] for k in ("bootstrap", "permutations", "alpha")}
     return stats, int(config.get("seed", results.manifest.get("seed", 0)) or 0)
 
 
