@@ -33,7 +33,7 @@ bench: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples

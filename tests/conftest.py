@@ -95,3 +95,17 @@ def build_tiny_bert(path: Path, *, head: bool, seed: int = 0) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(autouse=True)
+def _fresh_harness_logger():
+    """``harness.cli.main`` points the "harness" logger at the stderr of its moment and stops it
+    propagating; reset that after each test, so a later test's caplog/capsys sees harness logs
+    whatever ran before it in this worker."""
+    import logging
+
+    yield
+    log = logging.getLogger("harness")
+    log.handlers.clear()
+    log.propagate = True
+    log.setLevel(logging.NOTSET)
