@@ -69,7 +69,7 @@ def main() -> int:
     )
     for name, error in results.failures.items():
         print(f"FAILED {name}: {error}")
-    print(f"\nSciFact {args.split}, {len(results.per_query.get('bm25', {}))} queries")
+    print(f"\nSciFact {args.split}, {len(results.query_ids)} queries")
     print(f"{'retriever':<22}{'nDCG@10':>9}{'ref':>7}{'R@100':>8}{'MRR@10':>8}{'qps':>9}{'p50 ms':>9}{'index s':>9}")
     for name, s in results.summary.items():
         e = results.efficiency[name]
