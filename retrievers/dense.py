@@ -120,10 +120,17 @@ class Dense:
             # exact: blocks go into the index as they are read or encoded, so the embeddings are
             # never all held beside the index (FAISS's flat index is its own copy)
             index = faiss.IndexFlatIP(d)
-            for _, block in enc.iter_document_blocks(cols):
+            codes = _flat_storage(index, n, d)
+            for start, block in enc.iter_document_blocks(cols):
                 t0 = time.perf_counter()
-                index.add(np.ascontiguousarray(block, dtype=np.float32))
+                if codes is not None:
+                    codes[start : start + len(block)] = block
+                else:
+                    index.add(np.ascontiguousarray(block, dtype=np.float32))
                 build += time.perf_counter() - t0
+            if codes is not None:
+                del codes  # a view of the index's own memory: never outlives this call
+                index.ntotal = n
         else:
             emb = np.ascontiguousarray(enc.encode_documents(cols), dtype=np.float32)  # float32 rows: no copy
             t0 = time.perf_counter()
@@ -201,6 +208,22 @@ class Dense:
         _, exact = faiss.knn(self._last_queries, self._emb, kk, metric=faiss.METRIC_INNER_PRODUCT)
         out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
         return out
+
+
+def _flat_storage(index: Any, n: int, d: int) -> np.ndarray | None:
+    """The flat index's code storage sized once for ``n`` vectors, as a writable ``(n, d)``
+    float32 view (IndexFlat stores raw float32 rows), or None where this FAISS build does not
+    expose it. Filling it block by block holds one copy of the embeddings; ``add`` per block grows
+    the storage by reallocation, which briefly holds two."""
+    if n == 0:
+        return None
+    try:
+        import faiss
+
+        index.codes.resize(n * d * 4)
+        return faiss.rev_swig_ptr(index.codes.data(), n * d * 4).view(np.float32).reshape(n, d)
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 def default_nprobe(n: int, nlist: int, depth: int) -> int:
