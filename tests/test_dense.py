@@ -66,3 +66,42 @@ def test_unknown_model_gives_actionable_error():
 
     with pytest.raises(InputError, match="cannot load sentence-transformers model"):
         Encoder("no-such-org/no-such-model-xyz", show_progress=False)
+
+
+def test_warm_run_reads_the_cache_without_loading_the_model(tmp_path):
+    """Every document and query cached: a new process indexes and searches without importing
+    torch (the model's identity is read from the cache folder's record of it)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    script = textwrap.dedent(
+        """
+        import json, sys
+        from harness.model import Document, Query
+        from retrievers.dense import Dense
+        docs = [Document(id=f"d{i}", text=f"text number {i} about bicycles") for i in range(40)]
+        queries = [Query(id=f"q{i}", text=f"bicycle {i}") for i in range(40)]
+        d = Dense(cache_dir=sys.argv[1], show_progress=False)
+        d.index(docs)
+        run = d.search(queries, k=5)
+        print(json.dumps({"torch": "torch" in sys.modules, "encoded": d.encoder.encoded,
+                          "top": run.ranking("q3")[0][0], "extra": d.efficiency_extra(5)}))
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "HF_HUB_OFFLINE": "1"}
+
+    def run() -> dict:
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    cold, warm = run(), run()
+    assert cold["torch"] and cold["encoded"] == 80 and cold["extra"]["cache_hit_rate"] == 0.0
+    assert not warm["torch"] and warm["encoded"] == 0 and warm["extra"]["cache_hit_rate"] == 1.0
+    assert warm["top"] == cold["top"] and warm["extra"]["encode_seconds"] == 0.0

@@ -22,7 +22,7 @@ def clustered(n: int, d: int = 64, clusters: int = 50, seed: int = 0) -> np.ndar
 
 
 def test_default_nprobe_scales_with_depth_and_list_size():
-    assert default_nprobe(5183, 287, 100) == 34  # 18 docs per list: ~6x100 documents probed
+    assert default_nprobe(5183, 287, 100) == 78  # 18 docs per list: ~14x100 documents probed
     assert default_nprobe(100_000, 1264, 100) == 79  # at least 1/16 of the lists
     assert default_nprobe(50, 28, 100) == 28  # never more than there are
     assert default_nprobe(10_000_000, 12649, 10) == 791

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from harness.model import Corpus, GoldenDataset, Query
 
 log = logging.getLogger("harness")
 
+_WHITESPACE = re.compile(r"\s")
 _DOC_KEYS = {"_id", "id", "title", "text", "metadata"}
 _QUERY_KEYS = {"_id", "id", "text", "keywords", "metadata", "split"}
 
@@ -64,8 +66,9 @@ def _id_of(obj: dict[str, Any], path: Path, lineno: int) -> str:
         raise InputError("missing", path=path, line=lineno, field="_id")
     if not isinstance(raw, (str, int)) or isinstance(raw, bool):
         raise InputError(f"must be a string, got {type(raw).__name__}", path=path, line=lineno, field="_id")
-    value = str(raw)
-    if not value.strip() or any(c.isspace() for c in value):
+    value = raw if isinstance(raw, str) else str(raw)
+    # re's \s on str is exactly str.isspace (Py_UNICODE_ISSPACE), without a generator per id
+    if not value or _WHITESPACE.search(value):
         raise InputError(
             f"{value!r} is empty or contains whitespace (TREC files could not hold it)",
             path=path,
