@@ -70,7 +70,6 @@ def run(args: argparse.Namespace) -> int:
     from harness.api import run_config
     from harness.engine import check_out_dir
     from harness.metrics.names import parse_metrics
-    from harness.report.terminal import print_results
 
     config, config_dir = resolve_config(args)
     if args.executor:
@@ -95,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         retrievers=_split(args.retrievers),
         metrics=metrics,
     )
+    from harness.report.terminal import print_results  # after the run: matplotlib & co. not resident during it
+
     print_results(results)
     if config.slices == "tag":
         from harness.report.slices import print_by_tag
