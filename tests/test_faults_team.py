@@ -311,6 +311,9 @@ def test_a_real_ctrl_c_inside_team_code_still_stops(team) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
+        # a test runner's worker may ignore SIGINT, and an ignored signal stays ignored across exec:
+        # give the child the disposition a terminal gives a user's process
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
