@@ -13,7 +13,6 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from harness.cache import CHUNK_ROWS, VectorCache, digest, text_key
 from harness.errors import InputError
 from harness.executor import EncoderSettings
 from harness.executor import remote as remote_executor
+from harness.executor.models import load_sentence_transformer  # one loader (and one model) per process
 from harness.io import atomic
 from harness.model import Corpus
 
@@ -60,21 +60,6 @@ def set_threads(threads: int | None) -> None:
         import torch
 
         torch.set_num_threads(int(threads))
-
-
-@cache
-def load_sentence_transformer(path_or_name: str, device: str = "cpu") -> Any:
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        return SentenceTransformer(path_or_name, device=device)
-    except Exception as e:
-        raise InputError(
-            f"cannot load sentence-transformers model {path_or_name!r}: {type(e).__name__}: {str(e).splitlines()[0]}. "
-            "Give a local model folder, or a hub name on a machine with network access "
-            "(HF_HUB_OFFLINE=1 forbids downloads)",
-            field="model",
-        ) from None
 
 
 def weights_digest(model: Any) -> str:
