@@ -502,6 +502,13 @@ def _safe_load(text: str) -> Any:
 
 def load_config(path: str | os.PathLike[str]) -> RunConfig:
     """Read, expand and check a config file; everything a run needs is resolved here (exit 2 on error)."""
+    p, text, data = read_config_file(path)
+    return parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> tuple[Path, str, Any]:
+    """A config file's path, text and YAML data, read the hardened way (duplicate keys and alias
+    bombs refused; errors with file and line): every command that reads a config goes through here."""
     p = Path(path).expanduser()
     if not p.is_file():
         raise InputError("config file not found", path=p)
@@ -519,4 +526,4 @@ def load_config(path: str | os.PathLike[str]) -> RunConfig:
         raise InputError(f"invalid YAML: {problem}", path=p, line=mark.line + 1 if mark else None) from None
     except RecursionError:
         raise InputError("invalid YAML: nested too deeply", path=p) from None
-    return parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)
+    return p, text, data

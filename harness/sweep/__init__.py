@@ -12,9 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from harness.config import RunConfig, parse_config
+from harness.config import RunConfig, parse_config, read_config_file
 from harness.errors import InputError
 from harness.io import atomic
 from harness.sweep.core import SweepResult, run_sweep
@@ -36,24 +34,12 @@ SWEEP_FILES = ("sweep.json", "sweep.md")
 
 def load_sweep_config(path: str | os.PathLike[str]) -> tuple[RunConfig, SweepSpec]:
     """A run config and its ``sweep:`` block, both validated; errors name file, line and key."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError("config file not found", path=p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not valid UTF-8 (byte {e.start})", path=p) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"invalid YAML: {problem}", path=p, line=mark.line + 1 if mark else None) from None
+    p, text, data = read_config_file(path)
     if not isinstance(data, dict):
         raise InputError("a config must be a YAML mapping (key: value)", path=p, line=1)
     data = dict(data)
     block: Any = data.pop("sweep", None)
-    config = parse_config(data, source=str(p), yaml_text=text)
+    config = parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)
     return config, parse_sweep(block, config, source=str(p), yaml_text=text)
 
 
