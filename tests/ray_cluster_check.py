@@ -135,6 +135,78 @@ def ranking_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(np.argsort(-a, axis=1, kind="stable"), np.argsort(-b, axis=1, kind="stable")))
 
 
+def config_run(verdict: dict[str, Any], tmp: Path, ce_path: Path) -> None:
+    """One small config (BM25, dense, hybrid, a cross-encoder rerank) run twice through ``run_config``:
+    with the default local executor, then with ``executor: {type: ray, num_workers: 2}``, each with its
+    own empty cache so both really encode and score. Records the largest summary difference, whether
+    every stored run file ranks the same documents in the same order, and what the Ray executor did."""
+    import harness.executor as executor_module
+    from harness.api import run_config
+    from harness.config import RunConfig
+
+    base = {
+        "dataset": "demo",
+        "metrics": ["ndcg@10", "recall@20", "mrr@10", "map@20"],
+        "depth": 20,
+        "latency_queries": 2,
+        "warmup_queries": 0,
+        "stats": {"bootstrap": 50, "permutations": 50},
+        "baseline": "bm25",
+        "retrievers": {
+            "bm25": {"type": "bm25"},
+            "dense": {"type": "dense", "batch_size": 16},
+            "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
+            "reranked": {"type": "rerank", "of": "hybrid", "model": str(ce_path), "top_n": 10, "batch_size": 16},
+        },
+    }
+    calls: list[dict[str, Any]] = []
+    made = executor_module.from_config
+
+    def watched(config: Any, **kw: Any) -> Any:
+        ex = made(config, **kw)
+        for method in ("encode", "score_pairs"):
+            inner = getattr(ex, method)
+
+            def wrapped(*a: Any, _inner: Any = inner, _method: str = method, **k: Any) -> Any:
+                out = _inner(*a, **k)
+                calls.append({"method": _method, "executor": ex.name, **getattr(ex, "last_stats", {})})
+                return out
+
+            setattr(ex, method, wrapped)
+        return ex
+
+    executor_module.from_config = watched
+    summaries, runs = {}, {}
+    try:
+        for kind in ("local", "ray"):
+            cfg = {**base, "cache_dir": str(tmp / f"cache-{kind}")}
+            if kind == "ray":
+                cfg["executor"] = {"type": "ray", "address": "auto", "num_workers": 2}
+            out = tmp / f"results-{kind}"
+            t0 = time.perf_counter()
+            res = run_config(RunConfig.model_validate(cfg), show_progress=False, out=out)
+            verdict[f"config_{kind}_s"] = round(time.perf_counter() - t0, 1)
+            summaries[kind] = res.summary
+            runs[kind] = {
+                f.name: [ln.split()[:4] for ln in f.read_text(encoding="utf-8").splitlines()]
+                for f in sorted((out / "runs").glob("*.trec"))
+            }
+    finally:
+        executor_module.from_config = made
+    loc, ray_ = summaries["local"], summaries["ray"]
+    verdict["config_rows"] = sorted(loc)
+    verdict["config_same_cells"] = sorted(loc) == sorted(ray_) and all(sorted(loc[r]) == sorted(ray_[r]) for r in loc)
+    diffs = [abs(float(loc[r][m]) - float(ray_[r][m])) for r in loc for m in loc[r] if r in ray_ and m in ray_[r]]
+    verdict["config_cells"] = len(diffs)
+    verdict["config_summary_max_abs"] = max(diffs) if diffs else None
+    verdict["config_run_files"] = sorted(runs["local"])
+    verdict["config_runs_identical"] = runs["local"] == runs["ray"] and len(runs["local"]) == 4
+    verdict["config_ray_calls"] = [
+        {"method": c["method"], "executor": c["executor"], "rows": c.get("rows"), "workers": len(c.get("workers", []))}
+        for c in calls
+    ]
+
+
 def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
     from conftest import build_tiny_bert
 
@@ -210,6 +282,8 @@ def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
         )
         verdict["score_rankings_equal"] = ranking_equal(local_scores.reshape(20, 10), ray_scores.reshape(20, 10))
         verdict["distinct_local_scores"] = len(np.unique(local_scores))
+        # the whole run through a config: `executor: ray` equals the default local executor, value for value
+        config_run(verdict, tmp, ce_path)
         # failures end in one clear error, not a hang: a model no worker can load, a pool nobody can place
         t0 = time.perf_counter()
         with RayExecutor(address="auto", num_workers=1) as bad:

@@ -234,6 +234,13 @@ def test_ray_cluster_on_loopback_matches_the_local_executor(tmp_path):
     assert v["embedding_rankings_equal"]
     assert v["score_max_rel"] <= 1e-6
     assert v["score_rankings_equal"] and v["distinct_local_scores"] == 200
+    # a whole config run with `executor: ray` equals the local executor's: every summary value, every ranking
+    assert v["config_same_cells"] and v["config_cells"] == 4 * 4, v["config_rows"]
+    assert v["config_summary_max_abs"] <= 1e-6
+    assert v["config_runs_identical"], v["config_run_files"]
+    rows = {m: sum(c["rows"] for c in v["config_ray_calls"] if c["method"] == m) for m in ("encode", "score_pairs")}
+    assert rows == {"encode": 187, "score_pairs": 83 * 10}, v["config_ray_calls"]  # docs and pairs went to Ray
+    assert all(c["executor"] == "ray" and c["workers"] >= 1 for c in v["config_ray_calls"])
     # nothing but loopback, in any of the samples taken while the cluster ran
     assert v["socket_samples"] > 0 and v["sockets_seen"] > 0
     assert v["non_loopback_sockets"] == [], "\n".join(v["non_loopback_sockets"])

@@ -62,8 +62,6 @@ class Outcome:
     #: True when the run was read back from a results folder instead of computed (``--resume``)
     reused: bool = False
     seconds: float = 0.0
-    #: the built component (not stored): lets the caller ask a dense node for embeddings
-    component: Any = None
 
     @property
     def ok(self) -> bool:
@@ -236,7 +234,9 @@ def _execute(
     if isinstance(obj, ReportsCost):
         cost.extra = dict(obj.efficiency_extra(k))
     params = dict(obj.params()) if isinstance(obj, HasParams) else {}
-    return Outcome(node.name, run=run, cost=cost, params=params, component=obj)
+    # the component is not kept: its index and model are freed before scoring starts (at 100k x 384
+    # a flat index alone is 154 MB that would otherwise sit under every later node and the report)
+    return Outcome(node.name, run=run, cost=cost, params=params)
 
 
 def call_with_deadline(fn: Callable[[], Any], deadline: float | None, what: str, limit_s: float | None = None) -> Any:
