@@ -135,17 +135,25 @@ def ranking_equal(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(np.argsort(-a, axis=1, kind="stable"), np.argsort(-b, axis=1, kind="stable")))
 
 
-def config_run(verdict: dict[str, Any], tmp: Path, ce_path: Path) -> None:
-    """One small config (BM25, dense, hybrid, a cross-encoder rerank) run twice through ``run_config``:
-    with the default local executor, then with ``executor: {type: ray, num_workers: 2}``, each with its
-    own empty cache so both really encode and score. Records the largest summary difference, whether
-    every stored run file ranks the same documents in the same order, and what the Ray executor did."""
-    import harness.executor as executor_module
-    from harness.api import run_config
+def make_dataset(folder: Path) -> Path:
+    """The demo dataset plus the hostile texts as extra documents (200 in all): a BEIR folder."""
+    demo = REPO / "datasets" / "demo"
+    folder.mkdir(parents=True)
+    shutil.copytree(demo / "qrels", folder / "qrels")
+    shutil.copy(demo / "queries.jsonl", folder / "queries.jsonl")
+    lines = (demo / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+    lines += [json.dumps({"_id": f"hostile{i:02d}", "title": "", "text": t}) for i, t in enumerate(HOSTILE)]
+    (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def config_of(dataset: Path, ce_path: Path, executor: dict[str, Any] | None) -> Any:
+    """One small config: BM25, dense, their RRF hybrid, and a cross-encoder rerank of the hybrid's top
+    10, with ``executor`` (None: the default, local and in-process)."""
     from harness.config import RunConfig
 
-    base = {
-        "dataset": "demo",
+    cfg: dict[str, Any] = {
+        "dataset": {"path": str(dataset), "split": "test"},
         "metrics": ["ndcg@10", "recall@20", "mrr@10", "map@20"],
         "depth": 20,
         "latency_queries": 2,
@@ -159,7 +167,52 @@ def config_run(verdict: dict[str, Any], tmp: Path, ce_path: Path) -> None:
             "reranked": {"type": "rerank", "of": "hybrid", "model": str(ce_path), "top_n": 10, "batch_size": 16},
         },
     }
-    calls: list[dict[str, Any]] = []
+    if executor is not None:
+        cfg["executor"] = executor
+    return RunConfig.model_validate(cfg)
+
+
+def run_once(config: Any, cache: Path, out: Path) -> tuple[Any, dict[str, list[list[str]]], float]:
+    """``run_config`` with its own empty cache (so the documents and pairs are really computed): the
+    results, every stored run file's rows, and the wall time."""
+    from harness.api import run_config
+
+    before = os.environ.get("HARNESS_CACHE_DIR")
+    os.environ["HARNESS_CACHE_DIR"] = str(cache)  # the test session's cache would be shared otherwise
+    try:
+        t0 = time.perf_counter()
+        res = run_config(config, show_progress=False, out=out)
+        seconds = round(time.perf_counter() - t0, 1)
+    finally:
+        if before is None:
+            os.environ.pop("HARNESS_CACHE_DIR", None)
+        else:
+            os.environ["HARNESS_CACHE_DIR"] = before
+    runs = {
+        f.name: [ln.split() for ln in f.read_text(encoding="utf-8").splitlines()]
+        for f in sorted((out / "runs").glob("*.trec"))
+    }
+    return res, runs, seconds
+
+
+def cached_embeddings(cache: Path, dataset: Path) -> tuple[np.ndarray, np.ndarray, int]:
+    """The documents' embeddings as the run cached them, the queries' (computed here), and how many
+    documents were not in the cache (0: the run encoded every document)."""
+    from harness.datasets import load_dataset
+    from retrievers.encoder import Encoder
+
+    ds = load_dataset(dataset)
+    enc = Encoder(cache_dir=cache, show_progress=False)
+    docs = enc.encode_documents(ds.corpus, progress=False)
+    q = enc.encode_queries(ds.queries, use_cache=False, progress=False)
+    return docs, q, enc.cache.misses
+
+
+def watch_executors(calls: list[dict[str, Any]]) -> Any:
+    """Wrap ``harness.executor.from_config`` so every encode / score_pairs call of the executor a
+    config makes is recorded with its stats (rows, workers, start-up). Returns the original."""
+    import harness.executor as executor_module
+
     made = executor_module.from_config
 
     def watched(config: Any, **kw: Any) -> Any:
@@ -176,65 +229,41 @@ def config_run(verdict: dict[str, Any], tmp: Path, ce_path: Path) -> None:
         return ex
 
     executor_module.from_config = watched
-    summaries, runs = {}, {}
-    try:
-        for kind in ("local", "ray"):
-            cfg = {**base, "cache_dir": str(tmp / f"cache-{kind}")}
-            if kind == "ray":
-                cfg["executor"] = {"type": "ray", "address": "auto", "num_workers": 2}
-            out = tmp / f"results-{kind}"
-            t0 = time.perf_counter()
-            res = run_config(RunConfig.model_validate(cfg), show_progress=False, out=out)
-            verdict[f"config_{kind}_s"] = round(time.perf_counter() - t0, 1)
-            summaries[kind] = res.summary
-            runs[kind] = {
-                f.name: [ln.split()[:4] for ln in f.read_text(encoding="utf-8").splitlines()]
-                for f in sorted((out / "runs").glob("*.trec"))
-            }
-    finally:
-        executor_module.from_config = made
-    loc, ray_ = summaries["local"], summaries["ray"]
-    verdict["config_rows"] = sorted(loc)
-    verdict["config_same_cells"] = sorted(loc) == sorted(ray_) and all(sorted(loc[r]) == sorted(ray_[r]) for r in loc)
-    diffs = [abs(float(loc[r][m]) - float(ray_[r][m])) for r in loc for m in loc[r] if r in ray_ and m in ray_[r]]
-    verdict["config_cells"] = len(diffs)
-    verdict["config_summary_max_abs"] = max(diffs) if diffs else None
-    verdict["config_run_files"] = sorted(runs["local"])
-    verdict["config_runs_identical"] = runs["local"] == runs["ray"] and len(runs["local"]) == 4
-    verdict["config_ray_calls"] = [
-        {"method": c["method"], "executor": c["executor"], "rows": c.get("rows"), "workers": len(c.get("workers", []))}
-        for c in calls
-    ]
+    return made
 
 
 def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
     from conftest import build_tiny_bert
 
+    import harness.executor as executor_module
     from harness.datasets import load_dataset
     from harness.executor import CrossEncoderSettings, EncoderSettings, LocalExecutor
     from harness.executor.ray import RayExecutor
     from retrievers.encoder import Encoder, resolve_model
     from retrievers.rerank import Rerank
 
-    demo = load_dataset("demo")
-    texts = list(dict.fromkeys([d.content for d in demo.corpus] + HOSTILE))[: args.texts]
-    queries = [q.text for q in demo.queries]
+    dataset = make_dataset(tmp / "dataset")
+    texts = [d.content for d in load_dataset(dataset).corpus]
     verdict["n_texts"] = len(texts)
     enc = EncoderSettings(location=resolve_model(None))
     ce_path = build_tiny_bert(tmp / "tiny-ce", head=True)
     ce = CrossEncoderSettings(location=str(ce_path))
-    pair_queries = queries[:20]
-    pairs = [(q, texts[(7 * i + j) % len(texts)]) for i, q in enumerate(pair_queries) for j in range(10)]
 
-    # the local executor, and today's code path it replaces, in this process
+    # the local executor is today's code path, bit for bit (in this process, no cluster yet)
     local = LocalExecutor()
-    local_emb = local.encode(texts, enc, args.batch_size)
-    today = Encoder(batch_size=args.batch_size, show_progress=False).encode(texts, use_cache=False)
-    verdict["local_vs_encoder_max_abs"] = float(np.abs(local_emb - today).max())
-    local_scores = local.score_pairs(pairs, ce, args.batch_size)
+    some = texts[-48:]  # the hostile texts among them
+    today = Encoder(batch_size=args.batch_size, show_progress=False).encode(some, use_cache=False)
+    verdict["local_vs_encoder_max_abs"] = float(np.abs(local.encode(some, enc, args.batch_size) - today).max())
+    pairs = [(t, texts[(7 * i) % len(texts)]) for i, t in enumerate(some)]
     rerank = Rerank(model=str(ce_path), batch_size=args.batch_size, show_progress=False)
     today_scores = rerank.score(pairs, use_cache=False, progress=False)
+    local_scores = local.score_pairs(pairs, ce, args.batch_size)
     verdict["local_vs_rerank_max_abs"] = float(np.abs(local_scores - today_scores).max())
+
+    # the config with the default local executor, before the cluster starts (the two never share cores)
+    local_res, local_runs, verdict["config_local_s"] = run_once(
+        config_of(dataset, ce_path, None), tmp / "cache-local", tmp / "results-local"
+    )
 
     # the cluster: one head node on loopback, token auth off (nothing outside the namespace can reach it)
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
@@ -255,35 +284,25 @@ def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
         verdict["ray_start_output"] = (started.stdout + started.stderr)[-4000:]
         raise RuntimeError("ray start failed")
     verdict["cluster_processes"] = own_processes()
+    calls: list[dict[str, Any]] = []
     try:
         os.environ.update({"RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": f"127.0.0.1:{args.port}"})
-        with RayExecutor(address="auto", num_workers=args.workers) as ray_ex:
-            t0 = time.perf_counter()
-            ray_emb = ray_ex.encode(texts, enc, args.batch_size)
-            verdict["ray_encode_s"] = round(time.perf_counter() - t0, 1)
-            verdict["encode_stats"] = ray_ex.last_stats
-            t0 = time.perf_counter()
-            ray_scores = ray_ex.score_pairs(pairs, ce, args.batch_size)
-            verdict["ray_score_s"] = round(time.perf_counter() - t0, 1)
-            verdict["score_stats"] = ray_ex.last_stats
-            import ray
+        # the same config with `executor: ray`: the documents and the pairs go to the workers
+        made = watch_executors(calls)
+        try:
+            executor = {"type": "ray", "address": "auto", "num_workers": args.workers}
+            ray_res, ray_runs, verdict["config_ray_s"] = run_once(
+                config_of(dataset, ce_path, executor), tmp / "cache-ray", tmp / "results-ray"
+            )
+        finally:
+            executor_module.from_config = made
+        import ray
 
-            verdict["cluster_resources"] = {k: v for k, v in ray.cluster_resources().items() if "memory" not in k}
-            verdict["nodes"] = [n["NodeManagerAddress"] for n in ray.nodes()]
-            sampler.sample()
-        verdict["embedding_shape"] = list(ray_emb.shape)
-        verdict["embedding_dtype"] = str(ray_emb.dtype)
-        verdict["embedding_max_abs"] = float(np.abs(ray_emb - local_emb).max())
-        q = local.encode(queries, enc, args.batch_size)
-        verdict["embedding_rankings_equal"] = ranking_equal(q @ local_emb.T, q @ ray_emb.T)
-        verdict["score_max_abs"] = float(np.abs(ray_scores - local_scores).max())
-        verdict["score_max_rel"] = float(
-            (np.abs(ray_scores - local_scores) / np.maximum(1, np.abs(local_scores))).max()
-        )
-        verdict["score_rankings_equal"] = ranking_equal(local_scores.reshape(20, 10), ray_scores.reshape(20, 10))
-        verdict["distinct_local_scores"] = len(np.unique(local_scores))
-        # the whole run through a config: `executor: ray` equals the default local executor, value for value
-        config_run(verdict, tmp, ce_path)
+        ray.init(address="auto", logging_level="WARNING", log_to_driver=False)
+        verdict["cluster_resources"] = {k: v for k, v in ray.cluster_resources().items() if "memory" not in k}
+        verdict["nodes"] = [n["NodeManagerAddress"] for n in ray.nodes()]
+        ray.shutdown()
+        sampler.sample()
         # failures end in one clear error, not a hang: a model no worker can load, a pool nobody can place
         t0 = time.perf_counter()
         with RayExecutor(address="auto", num_workers=1) as bad:
@@ -310,11 +329,51 @@ def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
         verdict["socket_lines"] = sorted(sampler.seen)
         verdict["non_loopback_sockets"] = offending(list(sampler.seen.values()))
 
+    verdict["ray_calls"] = [
+        {
+            "method": c["method"],
+            "executor": c["executor"],
+            "rows": c.get("rows"),
+            "workers": c.get("workers", []),
+            "arrived_in_order": c.get("arrived_in_order"),
+            "seconds": c.get("seconds"),
+            "seconds_to_first_batch": c.get("seconds_to_first_batch"),
+        }
+        for c in calls
+    ]
+    # every summary value, and every stored run: the same documents in the same order, scores to 1e-6
+    loc, far = local_res.summary, ray_res.summary
+    verdict["config_rows"] = sorted(loc)
+    verdict["config_same_cells"] = sorted(loc) == sorted(far) and all(sorted(loc[r]) == sorted(far[r]) for r in loc)
+    diffs = [abs(float(loc[r][m]) - float(far[r][m])) for r in loc for m in loc[r] if r in far and m in far[r]]
+    verdict["config_cells"] = len(diffs)
+    verdict["config_summary_max_abs"] = max(diffs) if diffs else None
+    verdict["config_run_files"] = sorted(local_runs)
+    verdict["config_runs_identical"] = sorted(local_runs) == sorted(ray_runs) and all(
+        [row[:4] for row in local_runs[f]] == [row[:4] for row in ray_runs[f]] for f in local_runs
+    )
+    rel = [
+        abs(float(a[4]) - float(b[4])) / max(1.0, abs(float(a[4])))
+        for f in local_runs
+        if f in ray_runs
+        for a, b in zip(local_runs[f], ray_runs[f])
+    ]
+    verdict["run_score_max_rel"] = max(rel) if rel else None
+    # the embeddings each run cached for its documents: Ray's equal the local executor's
+    local_emb, q, local_missing = cached_embeddings(tmp / "cache-local", dataset)
+    ray_emb, _, ray_missing = cached_embeddings(tmp / "cache-ray", dataset)
+    verdict["embeddings_missing_from_caches"] = [local_missing, ray_missing]
+    verdict["embedding_shape"] = list(ray_emb.shape)
+    verdict["embedding_dtype"] = str(ray_emb.dtype)
+    verdict["embedding_max_abs"] = float(np.abs(ray_emb - local_emb).max())
+    verdict["embedding_rankings_equal"] = ranking_equal(q @ local_emb.T, q @ ray_emb.T)
+    reranked = next(f for f in local_runs if f.startswith("reranked"))
+    verdict["distinct_rerank_scores"] = len({row[4] for row in local_runs[reranked]})
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--texts", type=int, default=200)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--num-cpus", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=16)
