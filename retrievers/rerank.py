@@ -32,6 +32,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from harness import progress as harness_progress
 from harness.cache import VectorCache, digest
 from harness.errors import InputError, RetrieverError
 from harness.executor import CrossEncoderSettings
@@ -251,11 +252,25 @@ class Rerank:
         """Raw cross-encoder logits of (query text, document text) pairs, float64."""
         if not pairs:
             return np.zeros(0)
+        # the harness's own progress line counts pairs (a 30k-pair rerank is minutes on a CPU), in
+        # checkpointed chunks; the third-party bar stays off under it
+        report = harness_progress.current()
+        if progress:
+            report.phase("scoring pairs", total=len(pairs))
         if not use_cache or self.cache is None:
-            return self._predict(pairs, progress).astype(np.float64)
+            out = self._predict(pairs, False).astype(np.float64)
+            if progress:
+                report.advance(len(pairs))
+            return out
         keys = [pair_key(q, d) for q, d in pairs]
         hits0, misses0 = self.cache.hits, self.cache.misses
-        out = self.cache.get_or_compute(keys, lambda todo: self._predict([pairs[i] for i in todo], progress))
+        out = self.cache.get_or_compute(
+            keys,
+            lambda todo: self._predict([pairs[i] for i in todo], False),
+            on_chunk=report.advance if progress else None,
+        )
+        if progress and self.cache.hits > hits0:
+            report.advance(self.cache.hits - hits0)
         looked = (self.cache.hits - hits0) + (self.cache.misses - misses0)
         self._last_hit_rate = (self.cache.hits - hits0) / looked if looked else None
         return np.asarray(out, dtype=np.float64).reshape(len(pairs))

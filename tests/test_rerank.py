@@ -195,3 +195,25 @@ def test_cli_run_without_a_reranker_fails_in_one_line(monkeypatch, tmp_path, cap
     assert rc == 1
     assert "error: retriever 'rr' failed" in err and "harness train-reranker" in err
     assert "Traceback" not in err
+
+
+def test_pairs_scored_show_in_the_harness_progress_display(tiny_ce, tmp_path):
+    """A rerank of many pairs reports them (done/total) through the harness's one display, cached
+    pairs included, instead of sitting at "searching 0/N" for minutes."""
+    import io
+
+    from harness.progress import PlainProgress, use
+
+    stage = _stage(tiny_ce, cache_dir=tmp_path, top_n=8)
+    buf = io.StringIO()
+    rep = PlainProgress(buf, interval=0)
+    with use(rep):
+        rep.start(1)
+        rep.node(1, 1, "rerank")
+        stage.transform([_input_run()], QUERIES, 8)  # 8 + 4 pairs, computed
+        computed = (rep.stage, rep.total, rep.done)
+        stage.transform([_input_run()], QUERIES, 8)  # the same pairs, from the cache
+        cached = (rep.stage, rep.total, rep.done)
+    rep.close()
+    assert computed == cached == ("scoring pairs", 12, 12)
+    assert buf.getvalue().count("[1/1] rerank: scoring pairs (0/12)") == 2, buf.getvalue()
