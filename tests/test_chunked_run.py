@@ -46,7 +46,18 @@ def test_chunkings_are_rows_and_none_equals_the_unchunked_run(tmp_path):
     assert 0 < b["summary"]["bm25[t48]"]["recall@256tok"] <= 1
     assert set(b["chunk_level"]["bm25[t48]"]) == {"ndcg@10", "recall@20"}
     assert b["manifest"]["retrievers"]["bm25[t48]"]["chunking"] == "t48"
-    assert "bm25[t48]" in chunked.stdout
+    # the table: a chunking column beside the retriever's own name, in every format
+    assert "chunking" in chunked.stdout
+    assert "Against the baseline (bm25[none])" in chunked.stdout  # a title with brackets is not read as markup
+    md = (tmp_path / "chunked" / "table.md").read_text(encoding="utf-8")
+    assert "| retriever | chunking | ndcg@10 |" in md
+    assert "| bm25 (baseline) | none |" in md and "| bm25 | t48 |" in md
+    csv_head = (tmp_path / "chunked" / "table.csv").read_text(encoding="utf-8").splitlines()[:3]
+    assert csv_head[0].startswith("retriever,chunking,baseline,status,")
+    assert csv_head[1].startswith("bm25[none],none,yes,ok,") and csv_head[2].startswith("bm25[t48],t48,,ok,")
+    for fmt in ("html", "tex"):
+        assert "chunking" in (tmp_path / "chunked" / f"table.{fmt}").read_text(encoding="utf-8")
+    assert "retriever | chunking" not in (tmp_path / "plain" / "table.md").read_text(encoding="utf-8")
 
 
 def test_csv_answers_over_markdown_files_run_with_no_conversion(tmp_path):

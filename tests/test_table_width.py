@@ -131,3 +131,39 @@ def test_cold_and_warm_costs_are_labelled():
     out = render(DEMO, 200)
     assert "encode s" in out and "build s" in out and "cache hit" in out and "index s" not in out
     assert " warm" in out and " cold" in out and "100%" in out
+
+
+def chunked_results() -> Results:
+    """A retriever x chunking run as ``chunking:`` leaves it: rows ``name[label]``."""
+    names = [f"{r}[{c}]" for c in ("none", "t128", "s256") for r in ("bm25", "dense_minilm")]
+    res = fake_results(names, ["ndcg@10", "recall@100", "recall@512tok", "precision@512tok"], seed=3)
+    res.manifest["config"]["chunking"] = {"none": {"method": "none"}, "t128": {}, "s256": {}}
+    return res
+
+
+@pytest.mark.parametrize("width", [80, 120, 200])
+def test_chunked_rows_name_retriever_and_chunking_in_their_own_columns(width):
+    res = chunked_results()
+    out = render(res, width)
+    assert "…" not in out and max(cell_len(line) for line in out.splitlines()) <= width
+    table = build_table(res)
+    assert table.chunked and [(r.retriever, r.chunking) for r in table.rows][:2] == [
+        ("bm25", "none"),
+        ("dense_minilm", "none"),
+    ]
+    # the header of every part of the main and CI tables (the detail table names rows in full)
+    heads = [line for line in out.splitlines() if line.startswith("┃ retriever") and "┃ metric " not in line]
+    assert heads and all(re.match(r"^┃ retriever +┃ chunking +┃", h) for h in heads)  # repeated in every part
+    for row in table.rows:
+        pat = re.compile(r"^│ " + re.escape(row_label(row, table)) + r" +│ " + re.escape(row.chunking) + r" +│")
+        joined = "\n".join(line for line in out.splitlines() if pat.match(line))
+        assert joined, f"{row.name} has no row of its own at width {width}"
+        for m, cell in row.metrics.items():
+            assert fmt_metric(cell.value) + cell.marker in joined, (row.name, m, width)
+
+
+def test_a_name_in_brackets_without_chunking_stays_whole():
+    res = fake_results(["bm25", "team[v2]"], ["ndcg@10"], seed=4)
+    table = build_table(res)
+    assert not table.chunked and [r.name for r in table.rows] == ["bm25", "team[v2]"]
+    assert row_lines(render(res, 80), "team[v2]")

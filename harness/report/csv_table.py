@@ -19,7 +19,7 @@ def _num(value: object) -> str:
 
 
 def to_csv(table: ComparisonTable) -> str:
-    head = ["retriever", "baseline", "status"]
+    head = ["retriever", *(["chunking"] if table.chunked else []), "baseline", "status"]
     for m in table.metrics:
         head += [m, f"{m} ci_low", f"{m} ci_high", f"{m} delta", f"{m} p_holm", f"{m} sig"]
     head += [EFFICIENCY_COLUMNS[k][0] for k in table.efficiency]
@@ -31,7 +31,8 @@ def to_csv(table: ComparisonTable) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(head)
     for row in table.rows:
-        out = [row.name, "yes" if row.baseline else "", "failed" if row.error is not None else "ok"]
+        out = [row.name, *([row.chunking or ""] if table.chunked else [])]
+        out += ["yes" if row.baseline else "", "failed" if row.error is not None else "ok"]
         for m in table.metrics:
             c = row.metrics.get(m)
             if c is None:

@@ -19,7 +19,8 @@ from harness.report.table import (
     fmt_metric,
     fmt_p,
     header,
-    row_label,
+    lead_cells,
+    lead_header,
 )
 
 STYLE = """
@@ -59,12 +60,15 @@ def to_html(table: ComparisonTable, plots: list[str] | None = None) -> str:
     ]
     for row in table.rows:
         if row.error is not None:
+            names = "".join(f"<td>{escape(c)}</td>" for c in lead_cells(row, table))
             out.append(
-                f'<tr class="failed"><td>{escape(row_label(row))}</td>'
-                f'<td colspan="{len(cols) - 1}" style="text-align:left">FAILED: {escape(row.error)}</td></tr>'
+                f'<tr class="failed">{names}'
+                f'<td colspan="{len(cols) - len(lead_header(table))}" style="text-align:left">'
+                f"FAILED: {escape(row.error)}</td></tr>"
             )
             continue
-        cells = [f"<td>{'<b>' if row.baseline else ''}{escape(row_label(row))}{'</b>' if row.baseline else ''}</td>"]
+        b, nb = ("<b>", "</b>") if row.baseline else ("", "")
+        cells = [f"<td>{b}{escape(c)}{nb}</td>" for c in lead_cells(row, table)]
         for c in row.metrics.values():
             cls = ' class="best"' if c.best else ""
             mark = ""

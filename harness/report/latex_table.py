@@ -6,7 +6,16 @@ Needs ``\\usepackage{booktabs,amssymb,graphicx}``.
 
 from __future__ import annotations
 
-from harness.report.table import BETTER, ComparisonTable, fmt_ci, fmt_cost, fmt_metric, header
+from harness.report.table import (
+    BETTER,
+    ComparisonTable,
+    fmt_ci,
+    fmt_cost,
+    fmt_metric,
+    header,
+    lead_cells,
+    lead_header,
+)
 
 _SPECIAL = {
     "\\": r"\textbackslash{}",
@@ -36,21 +45,22 @@ def _legend(table: ComparisonTable) -> str:
 
 def to_latex(table: ComparisonTable) -> str:
     cols = header(table)
+    lead = len(lead_header(table))
     lines = [
         "% needs \\usepackage{booktabs,amssymb,graphicx}",
         "\\begin{table*}[ht]",
         "\\centering",
         f"\\caption{{{tex_escape(table.title)}. {_legend(table)}}}",
         "\\resizebox{\\textwidth}{!}{%",
-        "\\begin{tabular}{l" + "r" * (len(cols) - 1) + "}",
+        "\\begin{tabular}{" + "l" * lead + "r" * (len(cols) - lead) + "}",
         "\\toprule",
         " & ".join(f"\\textbf{{{tex_escape(c)}}}" for c in cols) + " \\\\",
         "\\midrule",
     ]
     for row in table.rows:
-        name = tex_escape(row.name) + (" (baseline)" if row.baseline else "")
+        name = " & ".join(tex_escape(c) for c in lead_cells(row, table))
         if row.error is not None:
-            lines.append(f"{name} & \\multicolumn{{{len(cols) - 1}}}{{l}}{{FAILED: {tex_escape(row.error)}}} \\\\")
+            lines.append(f"{name} & \\multicolumn{{{len(cols) - lead}}}{{l}}{{FAILED: {tex_escape(row.error)}}} \\\\")
             continue
         cells = [name]
         for c in row.metrics.values():

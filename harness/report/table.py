@@ -69,6 +69,14 @@ class Row:
     error: str | None = None
     baseline: bool = False
     components: list[str] = field(default_factory=list)
+    #: the chunking this row ran on (``bm25[t128]`` -> ``t128``); None without ``chunking:``
+    chunking: str | None = None
+
+    @property
+    def retriever(self) -> str:
+        """The retriever's own name: the row name without its ``[chunking]`` suffix."""
+        suffix = f"[{self.chunking}]"
+        return self.name[: -len(suffix)] if self.chunking and self.name.endswith(suffix) else self.name
 
 
 @dataclass
@@ -80,6 +88,11 @@ class ComparisonTable:
     baseline: str | None
     stats: dict[str, Any]
     n_tests: int
+
+    @property
+    def chunked(self) -> bool:
+        """Whether the rows are retriever x chunking (then the table has a ``chunking`` column)."""
+        return any(r.chunking for r in self.rows)
 
     @property
     def ok_rows(self) -> list[Row]:
@@ -151,9 +164,26 @@ def _mark_best(rows: list[Row], column: str, attr: str, higher: bool, fmt) -> No
         c.best = k == best
 
 
+def _chunking_of(results: Results) -> Any:
+    """name -> its chunking label, for rows named ``retriever[label]`` where ``label`` is one of the
+    config's ``chunking:`` entries (a retriever whose own name ends in brackets is left alone)."""
+    labels = (results.manifest.get("config") or {}).get("chunking") or {}
+    if not isinstance(labels, dict) or not labels:
+        return lambda name: None
+
+    def of(name: str) -> str | None:
+        if name.endswith("]") and "[" in name:
+            label = name[name.rindex("[") + 1 : -1]
+            return label if label in labels and name.rindex("[") > 0 else None
+        return None
+
+    return of
+
+
 def build_table(results: Results) -> ComparisonTable:
     """The table of ``results`` (see module doc)."""
     metrics = results.metrics
+    chunking_of = _chunking_of(results)
     baseline = results.baseline if results.baseline in results.summary else None
     eff_keys = [
         k for k in EFFICIENCY_COLUMNS if any(results.efficiency.get(r, {}).get(k) is not None for r in results.summary)
@@ -163,7 +193,7 @@ def build_table(results: Results) -> ComparisonTable:
     rows: list[Row] = []
     n_tests = 0
     for name, means in results.summary.items():
-        row = Row(name=name, baseline=name == baseline)
+        row = Row(name=name, baseline=name == baseline, chunking=chunking_of(name))
         tests = results.significance.get(name) or {}
         for m in metrics:
             ci = results.intervals.get(name, {}).get(m)
@@ -181,7 +211,7 @@ def build_table(results: Results) -> ComparisonTable:
         row.components = list(eff.get("components") or [])
         rows.append(row)
     for name, error in results.failures.items():
-        rows.append(Row(name=name, error=error, baseline=name == results.baseline))
+        rows.append(Row(name=name, error=error, baseline=name == results.baseline, chunking=chunking_of(name)))
     for m in metrics:
         _mark_best(rows, m, "metrics", True, fmt_metric)
     for k in eff_keys:
@@ -242,12 +272,25 @@ def fmt_delta(value: float | None) -> str:
     return "–" if value is None else f"{value:+.{DECIMALS}f}"
 
 
+def lead_header(table: ComparisonTable) -> list[str]:
+    """The columns that name a row: ``retriever``, and ``chunking`` when the run had chunkings."""
+    return ["retriever", "chunking"] if table.chunked else ["retriever"]
+
+
 def header(table: ComparisonTable) -> list[str]:
-    return ["retriever", *table.metrics, *(EFFICIENCY_COLUMNS[k][0] for k in table.efficiency)]
+    return [*lead_header(table), *table.metrics, *(EFFICIENCY_COLUMNS[k][0] for k in table.efficiency)]
 
 
-def row_label(row: Row) -> str:
-    return f"{row.name} (baseline)" if row.baseline else row.name
+def row_label(row: Row, table: ComparisonTable | None = None) -> str:
+    """The retriever cell: the row's name (its retriever's alone when the table has a chunking
+    column), marked when it is the baseline."""
+    name = row.retriever if table is not None and table.chunked else row.name
+    return f"{name} (baseline)" if row.baseline else name
+
+
+def lead_cells(row: Row, table: ComparisonTable) -> list[str]:
+    """The cells under :func:`lead_header` for ``row``."""
+    return [row_label(row, table), row.chunking or ""] if table.chunked else [row_label(row, table)]
 
 
 def detail_rows(table: ComparisonTable) -> list[list[str]]:
@@ -304,12 +347,15 @@ def to_markdown(results: Results | ComparisonTable) -> str:
     """``table.md``: the table (mean, marker, CI per metric), its legend, and the test details."""
     table = results if isinstance(results, ComparisonTable) else build_table(results)
     cols = header(table)
-    lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |", "|---|" + "---:|" * (len(cols) - 1)]
+    lead = len(lead_header(table))
+    rule = "|" + "---|" * lead + "---:|" * (len(cols) - lead)
+    lines = [f"### {table.title}", "", "| " + " | ".join(cols) + " |", rule]
     for row in table.rows:
+        names = " | ".join(_md_escape(c) for c in lead_cells(row, table))
         if row.error is not None:  # the marker here, the error under the table (it would set a column's width)
-            lines.append(f"| {_md_escape(row_label(row))} | **FAILED** " + "| " * (len(cols) - 2) + "|")
+            lines.append(f"| {names} | **FAILED** " + "| " * (len(cols) - lead - 1) + "|")
             continue
-        cells = [_md_escape(row_label(row))]
+        cells = [names]
         for c in row.metrics.values():
             text = fmt_metric(c.value)
             text = f"**{text}**" if c.best else text

@@ -132,7 +132,9 @@ def render_tables(title: str, keys: list[Column], groups: list[list[Column]], wi
     parts = parts or [[]]
     out = []
     for i, part in enumerate(parts, start=1):
-        t = Table(title=title if len(parts) == 1 else f"{title} ({i}/{len(parts)})", title_style="bold")
+        # a Text, not a str: rich would read "[none]" in "baseline (bm25[none])" as markup and drop it
+        text = title if len(parts) == 1 else f"{title} ({i}/{len(parts)})"
+        t = Table(title=Text(text), title_style="bold")
         for col in [*keys, *part]:
             # min_width and no_wrap: rich may not shrink a column (it would cut names and means)
             t.add_column(col.header, justify=col.justify, no_wrap=True, min_width=col.width, style=col.style)
@@ -144,12 +146,17 @@ def render_tables(title: str, keys: list[Column], groups: list[list[Column]], wi
 
 
 # ---------------------------------------------------------------------- the tables
-def _name_column(table: ComparisonTable, rows) -> Column:
-    cells = []
+def _name_columns(table: ComparisonTable, rows) -> list[Column]:
+    """``retriever`` (and ``chunking`` when the run had chunkings): the columns every part repeats."""
+    names, chunks = [], []
     for row in rows:
         style = "red" if row.error is not None else "bold" if row.baseline else ""
-        cells.append(Text(row_label(row), style=style))
-    return Column("retriever", cells, justify="left")
+        names.append(Text(row_label(row, table), style=style))
+        chunks.append(Text(row.chunking or "", style=style))
+    cols = [Column("retriever", names, justify="left")]
+    if table.chunked:
+        cols.append(Column("chunking", chunks, justify="left"))
+    return cols
 
 
 def _metric_columns(table: ComparisonTable, with_ci: bool) -> list[Column]:
@@ -187,13 +194,13 @@ def _cost_columns(table: ComparisonTable) -> list[Column]:
 
 def main_tables(table: ComparisonTable, width: int) -> tuple[list[Table], bool]:
     """The comparison table(s) fitting ``width``, and whether the CIs are in them."""
-    name = _name_column(table, table.rows)
+    names = _name_columns(table, table.rows)
     costs = _cost_columns(table)
     with_ci = _metric_columns(table, True)
-    if table_width([name, *with_ci, *costs]) <= width:
-        return render_tables(table.title, [name], [with_ci, costs], width), True
+    if table_width([*names, *with_ci, *costs]) <= width:
+        return render_tables(table.title, names, [with_ci, costs], width), True
     means = _metric_columns(table, False)
-    return render_tables(table.title, [name], [means, costs], width), False
+    return render_tables(table.title, names, [means, costs], width), False
 
 
 def ci_tables(table: ComparisonTable, width: int) -> list[Table]:
@@ -201,9 +208,9 @@ def ci_tables(table: ComparisonTable, width: int) -> list[Table]:
     rows = table.ok_rows
     if not rows:
         return []
-    name = _name_column(table, rows)
+    names = _name_columns(table, rows)
     cols = [Column(m, [Text(fmt_ci(r.metrics[m].ci) or "–") for r in rows]) for m in table.metrics]
-    return render_tables(CI_TITLE, [name], [cols], width)
+    return render_tables(CI_TITLE, names, [cols], width)
 
 
 def detail_tables(table: ComparisonTable, width: int) -> list[Table]:
