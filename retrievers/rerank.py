@@ -37,6 +37,7 @@ from harness.cache import VectorCache, digest
 from harness.errors import InputError, RetrieverError
 from harness.executor import CrossEncoderSettings
 from harness.executor import remote as remote_executor
+from harness.executor.models import load_cross_encoder as _load_cross_encoder
 from harness.fusion import normalize_rows
 from harness.model import Document, Query
 from harness.registry import BuildContext, SpecBase
@@ -137,29 +138,14 @@ def _check_cross_encoder(folder: Path) -> None:
 
 @cache
 def load_cross_encoder(location: str, device: str = "cpu", max_length: int | None = None) -> Any:
-    """One ``CrossEncoder`` per (location, device, max length) per process."""
-    from sentence_transformers import CrossEncoder
-
-    local = Path(location).exists()
-    attempts = [True] if local or os.environ.get("HF_HUB_OFFLINE") == "1" else [True, False]
-    error: Exception | None = None
-    for local_only in attempts:
-        try:
-            model = CrossEncoder(location, device=device, max_length=max_length, local_files_only=local_only)
-            break
-        except Exception as e:  # transformers raises OSError, ValueError, HTTP errors...
-            error = e
-    else:
-        first = str(error).splitlines()[0] if str(error) else ""
-        raise InputError(
-            f"cannot load reranker {location!r} ({type(error).__name__}: {first}); {HOW_TO_GET_ONE}", field="model"
-        ) from None
-    if model.num_labels != 1:
-        raise InputError(
-            f"reranker {location!r} has {model.num_labels} output labels; a reranker needs one score per pair",
-            field="model",
-        )
-    return model
+    """One ``CrossEncoder`` per (location, device, max length) per process: the executor's loader
+    (the one model a local run and a Ray worker share), plus how to get a reranker when none loads."""
+    try:
+        return _load_cross_encoder(location, device, max_length)
+    except InputError as e:
+        if not e.message.startswith("cannot load reranker"):
+            raise  # e.g. a model with more than one output label: the message says what to do
+        raise InputError(f"{e.message}; {HOW_TO_GET_ONE}", field="model") from None
 
 
 def pair_key(query: str, document: str) -> str:
