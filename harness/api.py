@@ -410,21 +410,26 @@ def run_graph(
         if store is not None:
             store.__enter__()
         reuse = store.stored(hashes) if (store is not None and resume) else {}
+        before, total = 0, sum(len(g) for _, g in parts)
         for v, g in parts:
-            for outcome in execute(g, v.dataset, settings, reuse={n: o for n, o in reuse.items() if n in g}):
-                outcomes[outcome.name] = outcome
-                if outcome.ok:
-                    doc_runs[outcome.name] = _document_run(outcome.run, v, ds)
-                if store is not None:
-                    node = full[outcome.name]
-                    if not (outcome.reused and store.holds(outcome.name, hashes[outcome.name])):
-                        _stored(
-                            lambda o=outcome, n=node: store.save(
-                                o, config_hash=hashes[o.name], spec=n.spec, inputs=n.inputs
+            # one numbering over every chunking's graph: [3/6], not [1/2] twice
+            numbered = progress.Numbered(reporter, before, total)
+            before += len(g)
+            with progress.use(numbered, quiet=False):
+                for outcome in execute(g, v.dataset, settings, reuse={n: o for n, o in reuse.items() if n in g}):
+                    outcomes[outcome.name] = outcome
+                    if outcome.ok:
+                        doc_runs[outcome.name] = _document_run(outcome.run, v, ds)
+                    if store is not None:
+                        node = full[outcome.name]
+                        if not (outcome.reused and store.holds(outcome.name, hashes[outcome.name])):
+                            _stored(
+                                lambda o=outcome, n=node: store.save(
+                                    o, config_hash=hashes[o.name], spec=n.spec, inputs=n.inputs
+                                )
                             )
-                        )
-                    partial = summarise(complete=False)
-                    _stored(lambda p=partial: store.write_results(p, ds.qrels))
+                        partial = summarise(complete=False)
+                        _stored(lambda p=partial: store.write_results(p, ds.qrels))
         reporter.phase("scoring and statistics")
         results = summarise(complete=True)
         if store is not None:

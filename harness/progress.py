@@ -80,9 +80,47 @@ class Progress:
     def close(self) -> None:
         """The run is over: stop timers, clear live displays. Safe to call twice."""
 
+    def numbered(self, index: int, total: int) -> tuple[int, int]:
+        """``(index, total)`` as this display numbers retriever ``index`` of ``total`` (for log lines)."""
+        return index, total
+
 
 class NullProgress(Progress):
     """The no-op reporter, current when nobody asked for a display."""
+
+
+class Numbered(Progress):
+    """``inner``, with retrievers numbered ``before + i`` of ``total``: a run made of several graphs
+    (one per chunking) counts its retrievers once, ``[3/6]`` rather than ``[1/2]`` twice."""
+
+    def __init__(self, inner: Progress, before: int, total: int) -> None:
+        self.inner, self.before, self.total_nodes = inner, before, total
+        self.active = inner.active
+
+    def start(self, total_nodes: int) -> None:
+        if self.before == 0:
+            self.inner.start(self.total_nodes)
+
+    def node(self, index: int, total: int, name: str) -> None:
+        self.inner.node(self.before + index, self.total_nodes, name)
+
+    def phase(self, name: str, total: int | None = None) -> None:
+        self.inner.phase(name, total)
+
+    def advance(self, n: int = 1) -> None:
+        self.inner.advance(n)
+
+    def note(self, msg: str) -> None:
+        self.inner.note(msg)
+
+    def node_done(self, name: str, ok: bool, seconds: float) -> None:
+        self.inner.node_done(name, ok, seconds)
+
+    def close(self) -> None:
+        """Closing stays with whoever made ``inner``."""
+
+    def numbered(self, index: int, total: int) -> tuple[int, int]:
+        return self.before + index, self.total_nodes
 
 
 # ---------------------------------------------------------------------- the current reporter

@@ -210,3 +210,28 @@ def test_quiet_third_party_silences_and_restores(monkeypatch):
 
 def test_fmt_duration():
     assert [progress.fmt_duration(s) for s in (0.4, 59, 61, 3599, 3660)] == ["0s", "59s", "1m01s", "59m59s", "1h01m"]
+
+
+def test_numbered_counts_every_graph_of_a_run_once():
+    """A chunked run executes one graph per chunking; the display numbers its retrievers 1..N once."""
+    from harness.progress import Numbered
+
+    buf = io.StringIO()
+    rep = PlainProgress(buf, interval=0)
+    for before, names in ((0, ["bm25[none]", "dense[none]"]), (2, ["bm25[t128]", "dense[t128]"])):
+        part = Numbered(rep, before, 4)
+        part.start(2)
+        for i, name in enumerate(names, start=1):
+            assert part.numbered(i, 2) == (before + i, 4)
+            part.node(i, 2, name)
+            part.node_done(name, True, 1.0)
+        part.close()  # the run's display stays open
+    rep.close()
+    text = [line.split("harness: ", 1)[1] for line in buf.getvalue().splitlines()]
+    assert text[0] == "running 4 retrievers" and text.count("running 4 retrievers") == 1
+    assert [t for t in text if t.startswith("[") and "done" not in t] == [
+        "[1/4] bm25[none]",
+        "[2/4] dense[none]",
+        "[3/4] bm25[t128]",
+        "[4/4] dense[t128]",
+    ]

@@ -109,13 +109,19 @@ def execute(
         if name in reuse:
             out = reuse[name]
             out.reused = True
-            log.info("[%d/%d] %s: reusing the stored run (same config hash)", i, len(graph), name)
+            log.info("[%d/%d] %s: reusing the stored run (same config hash)", *reporter.numbered(i, len(graph)), name)
         else:
             failed = [d for d in node.inputs if not done[d].ok]
             if failed:
                 out = Outcome(name, error=f"not run: it builds on {failed[0]!r}, which failed")
             else:
-                log.info("[%d/%d] running %s", i, len(graph), name)
+                # the display (when there is one) already says so
+                log.log(
+                    logging.DEBUG if reporter.active else logging.INFO,
+                    "[%d/%d] running %s",
+                    *reporter.numbered(i, len(graph)),
+                    name,
+                )
                 t0 = time.perf_counter()
                 out = _run_node(node, dataset, settings, done, sample, doc_ids)
                 out.seconds = time.perf_counter() - t0
