@@ -167,3 +167,28 @@ def test_a_name_in_brackets_without_chunking_stays_whole():
     table = build_table(res)
     assert not table.chunked and [r.name for r in table.rows] == ["bm25", "team[v2]"]
     assert row_lines(render(res, 80), "team[v2]")
+
+
+@pytest.mark.slow
+def test_the_real_demo_table_at_80_columns(tmp_path, monkeypatch):
+    """Bare ``harness run``'s own config on the demo (bm25, dense, hybrid, MMR, with a tiny reranker
+    as the hybrid_rerank row), its table printed at 80 columns: every name and every mean in full."""
+    from harness.api import run_config
+    from harness.defaults import default_config
+    from tests.conftest import build_tiny_bert
+
+    monkeypatch.setenv("HARNESS_RERANKER", str(build_tiny_bert(tmp_path / "ce", head=True)))
+    config = default_config()
+    assert "hybrid_rerank" in config.retrievers
+    config = config.model_copy(update={"latency_queries": 3, "warmup_queries": 0})
+    results = run_config(config, show_progress=False)
+    assert len(results.summary) == 5 and not results.failures
+    out = render(results, 80)
+    assert "…" not in out and max(cell_len(line) for line in out.splitlines()) <= 80
+    table = build_table(results)
+    for row in table.rows:
+        joined = "\n".join(row_lines(out, row_label(row)))
+        assert joined, f"{row.name} has no row of its own"
+        for m, cell in row.metrics.items():
+            assert fmt_metric(cell.value) + cell.marker in joined, (row.name, m)
+            assert fmt_ci(cell.ci) in out
