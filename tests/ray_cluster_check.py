@@ -310,7 +310,7 @@ def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
             verdict["bad_model_error"] = error_of(lambda: bad.encode(["x", "y"], missing, 4))
         verdict["bad_model_s"] = round(time.perf_counter() - t0, 1)
         t0 = time.perf_counter()
-        with RayExecutor(address="auto", num_workers=1, num_gpus_per_worker=1, start_timeout_s=15) as gpu:
+        with RayExecutor(address="auto", num_workers=1, num_gpus_per_worker=1, start_timeout_s=5) as gpu:
             verdict["unplaceable_error"] = error_of(lambda: gpu.encode(["x", "y"], enc, 4))
         verdict["unplaceable_s"] = round(time.perf_counter() - t0, 1)
     finally:

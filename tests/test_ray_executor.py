@@ -251,7 +251,30 @@ def test_ray_cluster_on_loopback_matches_the_local_executor(tmp_path):
     assert v["bad_model_error"].startswith("harness.errors.InputError: executor: a Ray worker could not load")
     assert "no-such-model" in v["bad_model_error"]
     assert v["unplaceable_error"].startswith("harness.errors.InputError: executor.num_workers: the Ray cluster did")
-    assert "1 GPU each within 15 s" in v["unplaceable_error"]
+    assert "1 GPU each within 5 s" in v["unplaceable_error"]
     # everything started was stopped
     assert v["ray_stop_rc"] == 0
     assert v["left_after_stop"] == [], v["left_after_stop"]
+
+
+def test_a_missing_model_folder_fails_before_torch_is_imported():
+    """An absolute path that does not exist cannot be a hub name: the loaders say so at once (a Ray
+    worker would otherwise spend seconds importing torch first)."""
+    code = (
+        "import sys\n"
+        "from harness.executor.models import load_cross_encoder, load_sentence_transformer\n"
+        "for load in (load_sentence_transformer, load_cross_encoder):\n"
+        "    try:\n"
+        "        load('/no/such/model-folder')\n"
+        "    except Exception as e:\n"
+        "        print(type(e).__name__, e)\n"
+        "print('torch' in sys.modules, 'sentence_transformers' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    lines = out.stdout.splitlines()
+    assert lines == [
+        "InputError model: cannot load sentence-transformers model '/no/such/model-folder': no such folder. "
+        "Give a local model folder, or a hub name on a machine with network access",
+        "InputError model: cannot load reranker '/no/such/model-folder': no such folder",
+        "False False",
+    ], out.stderr

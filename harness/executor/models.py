@@ -21,9 +21,21 @@ from harness.errors import InputError
 from harness.executor import CrossEncoderSettings, EncoderSettings
 
 
+def missing_folder(location: str) -> bool:
+    """An absolute path that does not exist: no hub name looks like one, so a load can fail at once,
+    before torch and sentence-transformers are imported (seconds in a fresh Ray worker)."""
+    return os.path.isabs(location) and not Path(location).exists()
+
+
 @cache
 def load_sentence_transformer(path_or_name: str, device: str = "cpu") -> Any:
     """One ``SentenceTransformer`` per (location, device) per process."""
+    if missing_folder(path_or_name):
+        raise InputError(
+            f"cannot load sentence-transformers model {path_or_name!r}: no such folder. "
+            "Give a local model folder, or a hub name on a machine with network access",
+            field="model",
+        )
     from sentence_transformers import SentenceTransformer
 
     try:
@@ -40,6 +52,8 @@ def load_sentence_transformer(path_or_name: str, device: str = "cpu") -> Any:
 @cache
 def load_cross_encoder(location: str, device: str = "cpu", max_length: int | None = None) -> Any:
     """One ``CrossEncoder`` per (location, device, max length) per process; local files first."""
+    if missing_folder(location):
+        raise InputError(f"cannot load reranker {location!r}: no such folder", field="model")
     from sentence_transformers import CrossEncoder
 
     local = Path(location).exists()

@@ -100,9 +100,9 @@ class EncodeActor:
     def __init__(self, settings: EncoderSettings, device: str, threads: int | None, batch_size: int) -> None:
         from harness.executor.models import sentence_transformer
 
-        _set_threads(threads)
         self.settings, self.batch_size = settings, batch_size
-        self.model = sentence_transformer(settings, device)
+        self.model = sentence_transformer(settings, device)  # a missing folder fails here, before torch
+        _set_threads(threads)
         self.worker = _worker_id()
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -119,9 +119,9 @@ class ScoreActor:
     def __init__(self, settings: CrossEncoderSettings, device: str, threads: int | None, batch_size: int) -> None:
         from harness.executor.models import cross_encoder
 
-        _set_threads(threads)
         self.batch_size = batch_size
-        self.model = cross_encoder(settings, device)
+        self.model = cross_encoder(settings, device)  # a missing folder fails here, before torch
+        _set_threads(threads)
         self.worker = _worker_id()
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
