@@ -19,11 +19,10 @@ TREC_EVAL_TESTS = SHARED_DATA / "trec_eval-tests" / "test"
 
 #: the longest tests, started first: with pytest-xdist's round-robin start each goes to a worker of
 #: its own at once, and the rest of the suite runs beside it instead of after it (the Ray cluster
-#: test alone is about 2.5 min of a ~5 min suite on 2 cores)
+#: test alone is about 2.5 min of a ~5.5 min suite on 2 cores)
 LONGEST_FIRST = (
     "test_ray_executor.py::test_ray_cluster_on_loopback_matches_the_local_executor",
     "test_scale_resume.py::test_sigkill_mid_encode_then_rerun_encodes_only_the_rest",
-    "test_diversity.py::test_harness_run_reports_ild_next_to_ndcg",
 )
 
 
@@ -39,8 +38,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Each test session gets its own embedding/score cache, unless HARNESS_TEST_CACHE_DIR names one."""
-    path = Path(os.environ.get("HARNESS_TEST_CACHE_DIR") or tmp_path_factory.mktemp("harness-cache"))
+    """Each test session gets its own embedding/score cache, unless HARNESS_TEST_CACHE_DIR names one.
+    The xdist workers of one session share it (the demo corpus is embedded once, not once per worker):
+    chunks are content-addressed and written atomically, so two workers writing the same rows is safe."""
+    shared = None
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = tmp_path_factory.getbasetemp().parent / "harness-cache"  # .../pytest-N, beside popen-gwK
+        shared.mkdir(exist_ok=True)
+    path = Path(os.environ.get("HARNESS_TEST_CACHE_DIR") or shared or tmp_path_factory.mktemp("harness-cache"))
     os.environ["HARNESS_CACHE_DIR"] = str(path)
     return path
 

@@ -237,29 +237,18 @@ def check(args: argparse.Namespace, verdict: dict[str, Any], tmp: Path) -> None:
 
     import harness.executor as executor_module
     from harness.datasets import load_dataset
-    from harness.executor import CrossEncoderSettings, EncoderSettings, LocalExecutor
+    from harness.executor import EncoderSettings
     from harness.executor.ray import RayExecutor
-    from retrievers.encoder import Encoder, resolve_model
-    from retrievers.rerank import Rerank
+    from retrievers.encoder import resolve_model
 
     dataset = make_dataset(tmp / "dataset")
     texts = [d.content for d in load_dataset(dataset).corpus]
     verdict["n_texts"] = len(texts)
     enc = EncoderSettings(location=resolve_model(None))
     ce_path = build_tiny_bert(tmp / "tiny-ce", head=True)
-    ce = CrossEncoderSettings(location=str(ce_path))
 
-    # the local executor is today's code path, bit for bit (in this process, no cluster yet)
-    local = LocalExecutor()
-    some = texts[-48:]  # the hostile texts among them
-    today = Encoder(batch_size=args.batch_size, show_progress=False).encode(some, use_cache=False)
-    verdict["local_vs_encoder_max_abs"] = float(np.abs(local.encode(some, enc, args.batch_size) - today).max())
-    pairs = [(t, texts[(7 * i) % len(texts)]) for i, t in enumerate(some)]
-    rerank = Rerank(model=str(ce_path), batch_size=args.batch_size, show_progress=False)
-    today_scores = rerank.score(pairs, use_cache=False, progress=False)
-    local_scores = local.score_pairs(pairs, ce, args.batch_size)
-    verdict["local_vs_rerank_max_abs"] = float(np.abs(local_scores - today_scores).max())
-
+    # (that the local executor is today's code path bit for bit is checked without a cluster, in
+    # test_ray_executor.py's fast tests)
     # the config with the default local executor, before the cluster starts (the two never share cores)
     local_res, local_runs, verdict["config_local_s"] = run_once(
         config_of(dataset, ce_path, None), tmp / "cache-local", tmp / "results-local"
