@@ -38,6 +38,7 @@ from harness.errors import InputError, RetrieverError
 from harness.executor import CrossEncoderSettings
 from harness.executor import remote as remote_executor
 from harness.executor.models import load_cross_encoder as _load_cross_encoder
+from harness.executor.models import predict_pairs
 from harness.fusion import normalize_rows
 from harness.model import Document, Query
 from harness.registry import BuildContext, SpecBase
@@ -244,7 +245,7 @@ class Rerank:
         if progress:
             report.phase("scoring pairs", total=len(pairs))
         if not use_cache or self.cache is None:
-            out = self._predict(pairs, False).astype(np.float64)
+            out = self._predict(pairs).astype(np.float64)
             if progress:
                 report.advance(len(pairs))
             return out
@@ -252,7 +253,7 @@ class Rerank:
         hits0, misses0 = self.cache.hits, self.cache.misses
         out = self.cache.get_or_compute(
             keys,
-            lambda todo: self._predict([pairs[i] for i in todo], False),
+            lambda todo: self._predict([pairs[i] for i in todo]),
             on_chunk=report.advance if progress else None,
         )
         if progress and self.cache.hits > hits0:
@@ -261,23 +262,14 @@ class Rerank:
         self._last_hit_rate = (self.cache.hits - hits0) / looked if looked else None
         return np.asarray(out, dtype=np.float64).reshape(len(pairs))
 
-    def _predict(self, pairs: Sequence[tuple[str, str]], progress: bool) -> np.ndarray:
+    def _predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         # a batch goes to the config's executor (Ray); a single query's pairs (the latency loop) stay
         # here, so latency measures the reranker, not a round trip to a cluster
         ex = remote_executor() if len(pairs) > self.spec.batch_size else None
         if ex is not None:
             settings = CrossEncoderSettings(self.location, self.spec.max_length, self.spec.device)
             return np.asarray(ex.score_pairs(list(pairs), settings, self.spec.batch_size), dtype=np.float32)
-        import torch
-
-        scores = self.model.predict(
-            [list(p) for p in pairs],
-            batch_size=self.spec.batch_size,
-            show_progress_bar=progress and self.show_progress and len(pairs) > self.spec.batch_size,
-            activation_fn=torch.nn.Identity(),
-            convert_to_numpy=True,
-        )
-        return np.asarray(scores, dtype=np.float32).reshape(len(pairs))
+        return predict_pairs(self.model, pairs, batch_size=self.spec.batch_size)
 
     def transform(self, runs: Sequence[Run], queries: Sequence[Query], k: int) -> Run:
         if len(runs) != 1:

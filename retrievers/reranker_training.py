@@ -33,6 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import InputError
+from harness.executor.models import predict_pairs
 from harness.io import atomic
 from harness.model import GoldenDataset, Query
 from harness.run import Run
@@ -175,18 +176,9 @@ def load_base(base: str | None, max_length: int, seed: int) -> Any:
 
 
 def predict_logits(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int, progress: bool) -> np.ndarray:
-    import torch
-
     if not pairs:
         return np.zeros(0)
-    scores = model.predict(
-        [list(p) for p in pairs],
-        batch_size=batch_size,
-        show_progress_bar=progress,
-        activation_fn=torch.nn.Identity(),
-        convert_to_numpy=True,
-    )
-    return np.asarray(scores, dtype=np.float64).reshape(len(pairs))
+    return predict_pairs(model, pairs, batch_size=batch_size, progress=progress).astype(np.float64)
 
 
 def rerank_scores(first: Run, ce: np.ndarray, alpha: float) -> Run:

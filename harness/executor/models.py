@@ -100,14 +100,17 @@ def encode_texts(model: Any, texts: Sequence[str], *, normalize: bool, batch_siz
     return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
 
 
-def predict_pairs(model: Any, pairs: Sequence[tuple[str, str]], *, batch_size: int) -> np.ndarray:
-    """float32 raw logits, exactly the call ``retrievers.rerank.Rerank._predict`` makes."""
+def predict_pairs(
+    model: Any, pairs: Sequence[tuple[str, str]], *, batch_size: int, progress: bool = False
+) -> np.ndarray:
+    """float32 raw logits: the one cross-encoder call the reranker, its training and both executors make
+    (``progress``: sentence-transformers' own bar, for the training's validation only)."""
     import torch
 
     scores = model.predict(
         [list(p) for p in pairs],
         batch_size=batch_size,
-        show_progress_bar=False,
+        show_progress_bar=progress,
         activation_fn=torch.nn.Identity(),
         convert_to_numpy=True,
     )
