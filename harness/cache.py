@@ -237,7 +237,7 @@ class VectorCache:
         """Rows for ``keys``; ``compute(positions)`` is called for the missing ones, at most
         ``chunk_rows`` positions per call, and each chunk is committed to disk as it completes.
         Rows computed as NaN or infinite are returned but never cached. ``on_chunk(n)`` is told
-        after each computed chunk (progress)."""
+        after each computed chunk, then once with the number of rows read from the cache (progress)."""
         n = len(keys)
         chunk, row = self.lookup(keys)
         hit = chunk >= 0
@@ -271,6 +271,8 @@ class VectorCache:
             out = np.empty((n, *(self.row_shape or ())), dtype=self.dtype or np.float32)
         self._gather(out, np.flatnonzero(hit), chunk[hit], row[hit])
         self.release()
+        if on_chunk is not None and hit.any():
+            on_chunk(int(hit.sum()))
         return out
 
     def _write_chunk(self, keys: list[str], rows: np.ndarray) -> None:

@@ -270,14 +270,11 @@ class Encoder:
                 report.advance(len(texts))
             return out
         keys = [text_key(t) for t in texts]
-        hits0 = self.cache.hits
         out = self.cache.get_or_compute(
             keys,
             lambda todo: self._encode([texts[i] for i in todo]),
             on_chunk=report.advance if progress else None,
         )
-        if progress and self.cache.hits > hits0:
-            report.advance(self.cache.hits - hits0)
         return out
 
     def encode_documents(self, docs: Sequence[Any], **kw: Any) -> np.ndarray:

@@ -256,8 +256,6 @@ class Rerank:
             lambda todo: self._predict([pairs[i] for i in todo]),
             on_chunk=report.advance if progress else None,
         )
-        if progress and self.cache.hits > hits0:
-            report.advance(self.cache.hits - hits0)
         looked = (self.cache.hits - hits0) + (self.cache.misses - misses0)
         self._last_hit_rate = (self.cache.hits - hits0) / looked if looked else None
         return np.asarray(out, dtype=np.float64).reshape(len(pairs))

@@ -195,3 +195,16 @@ def test_vectorised_read_matches_row_by_row(tmp_path_factory, picks, chunk_rows)
         keys, lambda todo: np.stack([rows[keys[i]] for i in todo])
     )
     assert np.array_equal(out, np.stack([rows[k] for k in keys]))
+
+
+def test_on_chunk_counts_computed_chunks_then_cached_rows(tmp_path):
+    """Progress is told about every computed chunk as it is committed, then about the rows read from
+    the cache, so a display reaches done == total whatever the cache held."""
+    cache = VectorCache(tmp_path, "embeddings", digest({"model": "m"}), chunk_rows=2)
+    keys = [text_key(f"t{i}") for i in range(5)]
+    told: list[int] = []
+    cache.get_or_compute(keys[:3], lambda todo: np.ones((len(todo), 4), np.float32), on_chunk=told.append)
+    assert told == [2, 1]  # two computed chunks, nothing cached
+    told.clear()
+    cache.get_or_compute(keys, lambda todo: np.ones((len(todo), 4), np.float32), on_chunk=told.append)
+    assert told == [2, 3]  # the two new rows in one chunk, then the three cached ones
