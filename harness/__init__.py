@@ -8,8 +8,9 @@ Public API (imported lazily so ``harness --help`` starts fast):
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from harness.loader import load as _load
 
 __version__ = "0.1.0"
 
@@ -46,8 +47,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    module, _, attr = module.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
+    value = _load(module if ":" in module else f"{module}:{name}")
     globals()[name] = value
     return value
 

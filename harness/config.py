@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,11 +44,21 @@ from pydantic import (
     model_validator,
 )
 
+from harness import defaults
 from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
 from harness.paths import DEFAULT_CACHE_DIR
-from harness.registry import ENV_TEMPLATES, SpecBase, redact_value, spec_class, strict_scalar_problem
+from harness.registry import (
+    ENV_TEMPLATES,
+    CycleError,
+    SpecBase,
+    build_order,
+    mask_raw_spec,
+    redact_value,
+    spec_class,
+    strict_scalar_problem,
+)
 
 #: Bounds that stop a typo from turning into hours of work or all the memory (``bootstrap: 1e12``).
 MAX_RESAMPLES = 1_000_000
@@ -66,8 +76,8 @@ class DatasetConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    path: str = "demo"
-    split: str = "test"
+    path: str = defaults.DATASET
+    split: str = defaults.SPLIT
     name: str | None = None
     corpus: str | None = None
     golden: str | None = None
@@ -81,9 +91,13 @@ class StatsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap: int = Field(1000, ge=0, le=MAX_RESAMPLES, description="bootstrap resamples for confidence intervals")
-    permutations: int = Field(10000, ge=0, le=MAX_RESAMPLES, description="random sign flips for the randomization test")
-    alpha: float = Field(0.05, gt=0, lt=1)
+    bootstrap: int = Field(
+        defaults.BOOTSTRAP, ge=0, le=MAX_RESAMPLES, description="bootstrap resamples for confidence intervals"
+    )
+    permutations: int = Field(
+        defaults.PERMUTATIONS, ge=0, le=MAX_RESAMPLES, description="random sign flips for the randomization test"
+    )
+    alpha: float = Field(defaults.ALPHA, gt=0, lt=1)
 
 
 class RunConfig(BaseModel):
@@ -93,14 +107,19 @@ class RunConfig(BaseModel):
 
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
-    depth: int = Field(100, ge=1, le=MAX_DEPTH, description="k asked of every retriever")
+    depth: int = Field(defaults.DEPTH, ge=1, le=MAX_DEPTH, description="k asked of every retriever")
     cache_dir: str = DEFAULT_CACHE_DIR
     baseline: str | None = None
-    seed: int = Field(0, ge=0, le=MAX_SEED, description="one seed for every random choice (numpy takes 0..2**32-1)")
-    latency_queries: int = Field(
-        100, ge=0, le=MAX_RESAMPLES, description="queries timed one at a time for latency percentiles"
+    seed: int = Field(
+        defaults.SEED, ge=0, le=MAX_SEED, description="one seed for every random choice (numpy takes 0..2**32-1)"
     )
-    warmup_queries: int = Field(5, ge=0, le=MAX_RESAMPLES)
+    latency_queries: int = Field(
+        defaults.LATENCY_QUERIES,
+        ge=0,
+        le=MAX_RESAMPLES,
+        description="queries timed one at a time for latency percentiles",
+    )
+    warmup_queries: int = Field(defaults.WARMUP_QUERIES, ge=0, le=MAX_RESAMPLES)
     timeout_s: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="per retriever; a retriever over it is marked failed"
     )
@@ -163,7 +182,7 @@ class RunConfig(BaseModel):
         if info.context and info.context.get("reveal"):
             return data
         if isinstance(data, dict) and isinstance(data.get("retrievers"), dict):
-            data["retrievers"] = {n: _mask_raw_spec(raw) for n, raw in data["retrievers"].items()}
+            data["retrievers"] = {n: mask_raw_spec(raw) for n, raw in data["retrievers"].items()}
         return redact_value(data) if info.mode_is_json() else data
 
     @model_validator(mode="after")
@@ -181,11 +200,16 @@ class RunConfig(BaseModel):
         yaml_text: str | None = None,
         *,
         config_dir: str | os.PathLike[str] | None = None,
+        objects: Collection[str] = (),
     ) -> dict[str, SpecBase]:
         """Validate every retriever spec with its type's model; check composition references; with
-        ``config_dir``, also resolve what each spec will import or open (``SpecBase.preflight``)."""
+        ``config_dir``, also resolve what each spec will import or open (``SpecBase.preflight``).
+        ``objects`` names retrievers given as Python objects (:func:`harness.benchmark`): their entries
+        are placeholders, not specs, and other specs may build on them."""
         specs: dict[str, SpecBase] = {}
         for name, raw in self.retrievers.items():
+            if name in objects:
+                continue
             try:
                 cls = spec_class(str(raw.get("type")))
             except InputError as e:
@@ -211,7 +235,7 @@ class RunConfig(BaseModel):
                     raise _located(e.message, loc, source, yaml_text) from None
         for name, spec in specs.items():
             for dep in spec.inputs():
-                if dep not in specs:
+                if dep not in specs and dep not in objects:
                     raise _located(
                         f"builds on {dep!r}, which is not a retriever in this config ({', '.join(specs)})",
                         ("retrievers", name),
@@ -220,7 +244,7 @@ class RunConfig(BaseModel):
                     )
                 if dep == name:
                     raise _located("a retriever cannot build on itself", ("retrievers", name), source, yaml_text)
-        _check_acyclic(specs, source, yaml_text)
+        _check_acyclic(specs, source, yaml_text, objects)
         return specs
 
 
@@ -246,24 +270,6 @@ def _spec_keys(cls: type[BaseModel]) -> str:
     return ", ".join((f.alias or n) for n, f in cls.model_fields.items())
 
 
-def _mask_raw_spec(raw: Any) -> Any:
-    """A raw retriever mapping with its type's secret fields masked (unknown types: as given)."""
-    if not isinstance(raw, dict):
-        return raw
-    try:
-        cls = spec_class(str(raw.get("type")))
-    except InputError:
-        return raw
-    out = dict(raw)
-    for name in cls.secret_fields():
-        field = cls.model_fields[name]
-        for key in {name, field.alias or name}:
-            if key in out and out[key] not in (None, "", {}, []):
-                value = out[key]
-                out[key] = {k: "<set>" for k in value} if isinstance(value, Mapping) else "<set>"
-    return out
-
-
 def _preflight_builtin(spec: SpecBase, config_dir: Path) -> None:
     """Checks for built-in types whose spec class has no ``preflight`` of its own yet."""
     if spec.type == "run_file" and type(spec).preflight is SpecBase.preflight:
@@ -281,22 +287,13 @@ def redacted(config: RunConfig | SpecBase) -> dict[str, Any]:
     return config.model_dump(mode="json")
 
 
-def _check_acyclic(specs: Mapping[str, SpecBase], source: str | None, yaml_text: str | None) -> None:
-    state: dict[str, int] = {}
-
-    def visit(n: str, path: list[str]) -> None:
-        if state.get(n) == 2:
-            return
-        if state.get(n) == 1:
-            cycle = " -> ".join([*path[path.index(n) :], n])
-            raise _located(f"retrievers build on each other in a cycle: {cycle}", ("retrievers", n), source, yaml_text)
-        state[n] = 1
-        for dep in specs[n].inputs():
-            visit(dep, [*path, n])
-        state[n] = 2
-
-    for n in specs:
-        visit(n, [])
+def _check_acyclic(
+    specs: Mapping[str, SpecBase], source: str | None, yaml_text: str | None, objects: Collection[str] = ()
+) -> None:
+    try:
+        build_order({n: s.inputs() for n, s in specs.items()}, external=objects)
+    except CycleError as e:
+        raise _located(e.message, ("retrievers", e.node), source, yaml_text) from None
 
 
 def _line_of(yaml_text: str | None, keys: tuple[Any, ...]) -> int | None:
@@ -335,9 +332,13 @@ def parse_config(
     source: str | None = None,
     yaml_text: str | None = None,
     config_dir: str | os.PathLike[str] | None = None,
+    objects: Collection[str] = (),
 ) -> RunConfig:
     """Validate a config mapping (``${ENV_VAR}`` expanded first); with ``config_dir``, also resolve the
-    imports, files and URLs the retrievers need, so a config that cannot run fails here, exit 2."""
+    imports, files and URLs the retrievers need, so a config that cannot run fails here, exit 2.
+
+    The one validation of a run: ``harness run``, :func:`harness.run_config` and :func:`harness.benchmark`
+    all come through here (``objects``: see :meth:`RunConfig.specs`)."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -357,7 +358,7 @@ def parse_config(
         raise _located(msg, loc, source, yaml_text) from None
     except InputError as e:  # metric names
         raise _located(e.message, ("metrics",), source, yaml_text) from None
-    config.specs(source, yaml_text, config_dir=config_dir)
+    config.specs(source, yaml_text, config_dir=config_dir, objects=objects)
     return config
 
 

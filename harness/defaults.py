@@ -1,54 +1,31 @@
-"""What bare ``harness run`` (and ``make bench``) runs.
+"""Every default value of a run, in one place (the bottom layer, so every module may read it).
 
-This sits above the config (it looks for an offline reranker through the rerank adapter, which the
-config module may not import).
+A config that leaves a key out, a :func:`harness.benchmark` call that leaves an argument out, a CLI
+flag left out and a library function called with its defaults all get these values, so a run built
+any of those ways resolves to the same config. (What bare ``harness run`` runs, a whole preset
+config, is :func:`harness.presets.default_config`.)
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any
-
-from harness.config import RunConfig, parse_config
-from harness.metrics.names import DEFAULT_METRICS
-
-log = logging.getLogger("harness")
-
-
-def default_config() -> RunConfig:
-    """What bare ``harness run`` (and ``make bench``) runs: the demo dataset; BM25 (the baseline),
-    dense, their RRF hybrid, MMR over dense, and a cross-encoder rerank of the hybrid when a
-    reranker is available offline (otherwise one log line says how to get one)."""
-    metrics = [*DEFAULT_METRICS, "ild@10"]
-    retrievers: dict[str, dict[str, Any]] = {
-        "bm25": {"type": "bm25"},
-        "dense": {"type": "dense"},
-        "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
-        "dense_mmr": {"type": "mmr", "of": "dense", "lambda": 0.7},
-    }
-    try:
-        from retrievers.rerank import default_reranker, recommended_interpolate
-    except ImportError:
-        model = None
-    else:
-        model = default_reranker()
-    if model:
-        retrievers["hybrid_rerank"] = {"type": "rerank", "of": "hybrid", "top_n": 50, "model": model}
-        alpha = recommended_interpolate(model)
-        if alpha is not None and alpha < 1:
-            retrievers["hybrid_rerank"]["interpolate"] = alpha
-    else:
-        log.info(
-            "no cross-encoder reranker available offline, so no hybrid_rerank row; to add one: "
-            "`harness train-reranker --dataset PATH --split train` (saved where bare `harness run` finds it), "
-            "or set $HARNESS_RERANKER to a CrossEncoder folder or hub name"
-        )
-    return parse_config(
-        {
-            "dataset": {"path": "demo", "split": "test"},
-            "metrics": metrics,
-            "baseline": "bm25",
-            "retrievers": retrievers,
-            "slices": "tag",
-        }
-    )
+#: the dataset and split when none is named
+DATASET = "demo"
+SPLIT = "test"
+#: metrics scored when none are named
+METRICS = ("ndcg@10", "mrr@10", "recall@100", "hit_rate@5", "precision@5", "map@100")
+#: k asked of every retriever
+DEPTH = 100
+#: one seed for every random choice
+SEED = 0
+#: queries timed one at a time for latency percentiles, and untimed warm-up queries before them
+LATENCY_QUERIES = 100
+WARMUP_QUERIES = 5
+#: a node that runs longer than this (build + index + search) is failed, so a hanging retriever
+#: never holds a nightly job forever; ``timeout_s`` in the config changes it
+TIMEOUT_S = 6 * 3600.0
+#: statistics against the baseline: bootstrap resamples, randomization-test sign flips, alpha
+BOOTSTRAP = 1000
+PERMUTATIONS = 10000
+ALPHA = 0.05
+#: where embedding and score caches live (``$HARNESS_CACHE_DIR`` overrides it)
+CACHE_DIR = "~/.cache/retrieval-harness"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-DEFAULT_CACHE_DIR = "~/.cache/retrieval-harness"
+from harness import defaults
+
+DEFAULT_CACHE_DIR = defaults.CACHE_DIR
 
 
 def cache_dir_of(value: str | os.PathLike[str] | None) -> Path:

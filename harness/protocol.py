@@ -1,8 +1,8 @@
 """The two contracts every component satisfies, structurally (no inheritance, no import from us).
 
 A *retriever* indexes a corpus and ranks documents for a batch of queries. A *stage* maps one or
-more input runs to a new run (fusion, cross-encoder rerank, MMR, cutoff), so pipelines compose
-like PyTerrier's transformers: ``bm25 -> hybrid(bm25, dense) -> rerank -> mmr``.
+more input runs to a new run (the built-in stages: ``hybrid`` fusion, cross-encoder ``rerank`` and
+``mmr``), so pipelines compose like PyTerrier's transformers: ``bm25 -> hybrid(bm25, dense) -> rerank -> mmr``.
 """
 
 from __future__ import annotations

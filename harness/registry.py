@@ -19,11 +19,10 @@ fields only; a JSON-mode dump, what gets written, also shows ``${ENV_VAR}`` valu
 
 from __future__ import annotations
 
-import importlib
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import entry_points
@@ -40,7 +39,9 @@ from pydantic import (
     model_validator,
 )
 
+from harness import defaults
 from harness.errors import InputError, register_secret, scrub
+from harness.loader import NoAttribute, load
 
 ENTRY_POINT_GROUP = "retrieval_harness.retrievers"
 
@@ -105,7 +106,7 @@ class SpecBase(BaseModel):
             field = type(self).model_fields[name]
             for key in {name, field.alias or name}:
                 if key in data:
-                    data[key] = _mask(data[key])
+                    data[key] = mask_secret(data[key])
         # a JSON dump is what gets written: env-expanded values as their templates, secrets scrubbed;
         # a Python dump is what adapters are built from, so other fields keep their real values
         return redact_value(data) if info.mode_is_json() else data
@@ -190,15 +191,15 @@ def _register(value: Any) -> None:
             _register(v)
 
 
-def _mask(value: Any) -> Any:
+def mask_secret(value: Any) -> Any:
     """``"<set>"`` for a value that was given; a mapping keeps its keys, so results say *which* header
-    was sent."""
+    was sent. (The one secret mask: spec dumps and raw config mappings, :func:`mask_raw_spec`.)"""
     if value is None or value == "" or value == {} or value == []:
         return value
     if isinstance(value, dict):
-        return {k: _mask(v) for k, v in value.items()}
+        return {k: mask_secret(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_mask(v) for v in value]
+        return [mask_secret(v) for v in value]
     return SET
 
 
@@ -227,14 +228,70 @@ def redact_value(value: Any) -> Any:
     return value
 
 
+def mask_raw_spec(raw: Any) -> Any:
+    """A raw retriever mapping (as a config holds it) with its type's secret fields masked; an unknown
+    type's mapping as given."""
+    if not isinstance(raw, dict):
+        return raw
+    try:
+        cls = spec_class(str(raw.get("type")))
+    except InputError:
+        return raw
+    out = dict(raw)
+    for name in cls.secret_fields():
+        field = cls.model_fields[name]
+        for key in {name, field.alias or name}:
+            if key in out:
+                out[key] = mask_secret(out[key])
+    return out
+
+
+class CycleError(InputError):
+    """Retrievers that build on each other in a cycle; ``node`` is where the walk closed it."""
+
+    def __init__(self, message: str, node: str) -> None:
+        super().__init__(message, field="retrievers")
+        self.node = node
+
+
+def build_order(inputs: Mapping[str, Sequence[str]], *, external: Collection[str] = ()) -> list[str]:
+    """Names with every one after what it builds on (depth-first, otherwise in the given order): the
+    one cycle check, for configs and graphs alike. ``external`` names may be built on (Python
+    objects outside ``inputs``, which build on nothing). Raises :class:`CycleError` for a cycle and
+    ``InputError`` for an input that is not there."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(n: str, path: tuple[str, ...]) -> None:
+        if state.get(n) == 2 or (n in external and n not in inputs):
+            return
+        if state.get(n) == 1:
+            cycle = " -> ".join((*path[path.index(n) :], n))
+            raise CycleError(f"retrievers build on each other in a cycle: {cycle}", n)
+        if n not in inputs:
+            known = ", ".join(inputs)
+            raise InputError(
+                f"{path[-1]!r} builds on {n!r}, which is not a retriever here ({known})", field="retrievers"
+            )
+        state[n] = 1
+        for d in inputs[n]:
+            visit(d, (*path, n))
+        state[n] = 2
+        order.append(n)
+
+    for n in inputs:
+        visit(n, ())
+    return order
+
+
 @dataclass
 class BuildContext:
     """What a spec may need to build its adapter."""
 
     cache_dir: Path
     config_dir: Path = field(default_factory=Path.cwd)
-    seed: int = 0
-    depth: int = 100
+    seed: int = defaults.SEED
+    depth: int = defaults.DEPTH
     show_progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -262,17 +319,15 @@ def spec_class(type_name: str) -> type[SpecBase]:
     target = types.get(type_name)
     if target is None:
         raise InputError(f"unknown retriever type {type_name!r}; known types: {', '.join(sorted(types))}", field="type")
-    module_name, _, attr = target.partition(":")
+    module_name = target.partition(":")[0]
     try:
-        module = importlib.import_module(module_name)
+        cls = load(target)
     except ImportError as e:
         raise InputError(
             f"retriever type {type_name!r} needs {e.name or module_name!r}, which is not installed "
             f"(pip install it, or check the plugin that registers {type_name!r})",
             field="type",
         ) from None
-    try:
-        cls = getattr(module, attr)
-    except AttributeError:
+    except (NoAttribute, ValueError):
         raise InputError(f"retriever type {type_name!r}: {target} does not exist", field="type") from None
     return cls

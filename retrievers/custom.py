@@ -43,6 +43,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from harness.errors import InputError, RetrieverError
+from harness.loader import NoAttribute, load, split_target
 from harness.model import Document, Query
 from harness.protocol import Retriever, SearchResult
 from harness.registry import BuildContext, SpecBase, redact_value
@@ -75,7 +76,7 @@ class PythonSpec(SpecBase):
             raise ValueError("'params' goes with 'class'; a function is called as function(queries, k)")
         for target in (self.class_, self.function):
             if target is not None:
-                _split(target)
+                split_target(target)
         if self.timeout_s is not None and self.isolation != "process":
             raise ValueError("timeout_s needs isolation: process (a thread running team code cannot be stopped)")
         return self
@@ -109,13 +110,6 @@ class PythonSpec(SpecBase):
         return Guarded(FunctionRetriever(fn))
 
 
-def _split(target: str) -> tuple[str, str]:
-    module, sep, attr = target.partition(":")
-    if not sep or not module.strip() or not attr.strip():
-        raise ValueError(f"{target!r} is not an import path of the form 'package.module:Name'")
-    return module.strip(), attr.strip()
-
-
 @contextmanager
 def _importable_from(folder: Path) -> Iterator[None]:
     """``folder`` first on ``sys.path`` while importing (then restored: nothing leaks)."""
@@ -132,7 +126,7 @@ def find_module(target: str, config_dir: Path, *, field: str = "class") -> None:
     """Check ``module`` of ``module:attr`` can be found from ``config_dir`` or ``PYTHONPATH``, without
     running it."""
     try:
-        module_name, _ = _split(target)
+        module_name, _ = split_target(target)
     except ValueError as e:
         raise InputError(str(e), field=field) from None
     with _importable_from(config_dir):
@@ -153,12 +147,18 @@ def find_module(target: str, config_dir: Path, *, field: str = "class") -> None:
 def load_object(target: str, config_dir: Path, *, field: str = "class") -> Any:
     """Import ``module:attr`` (``attr`` may be dotted: ``module:Outer.Inner``) with ``config_dir`` on the path."""
     try:
-        module_name, attr = _split(target)
+        module_name, attr = split_target(target)
     except ValueError as e:
         raise InputError(str(e), field=field) from None
     with _importable_from(config_dir):
         try:
-            module = importlib.import_module(module_name)
+            return load(target)
+        except NoAttribute:
+            module = sys.modules[module_name]
+            where = getattr(module, "__file__", module_name)
+            names = sorted(n for n in vars(module) if not n.startswith("_") and n[:1].isupper())
+            hint = f" (names there: {', '.join(names[:10])})" if names and field == "class" else ""
+            raise InputError(f"{module_name!r} ({where}) has no attribute {attr!r}{hint}", field=field) from None
         except ModuleNotFoundError as e:
             missing = e.name or module_name
             if module_name == missing or module_name.startswith(missing + "."):
@@ -174,16 +174,6 @@ def load_object(target: str, config_dir: Path, *, field: str = "class") -> Any:
             if isinstance(e, KeyboardInterrupt) and _sigint_pending():
                 raise
             raise InputError(f"importing {module_name!r} failed: {type(e).__name__}: {e}", field=field) from None
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            where = getattr(module, "__file__", module_name)
-            names = sorted(n for n in vars(module) if not n.startswith("_") and n[:1].isupper())
-            hint = f" (names there: {', '.join(names[:10])})" if names and field == "class" else ""
-            raise InputError(f"{module_name!r} ({where}) has no attribute {attr!r}{hint}", field=field) from None
-    return obj
 
 
 def instantiate(cls: Any, params: dict[str, Any], target: str) -> Any:

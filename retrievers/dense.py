@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from harness import defaults
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
@@ -68,8 +69,8 @@ class Dense:
         *,
         cache_dir: Any = None,
         show_progress: bool = True,
-        seed: int = 0,
-        depth: int = 100,
+        seed: int = defaults.SEED,
+        depth: int = defaults.DEPTH,
         **overrides: Any,
     ) -> None:
         self.spec = (spec or DenseSpec()).model_copy(update=overrides)

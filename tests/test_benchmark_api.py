@@ -216,3 +216,37 @@ def test_object_without_methods_fails_only_itself(tiny_dataset) -> None:
     results = benchmark(tiny_dataset, {"bm25": {"type": "bm25"}, "odd": object()}, metrics=METRICS, **FAST)
     assert "bm25" in results.summary
     assert "no index(corpus) and search(queries, k)" in results.failures["odd"]
+
+
+def test_run_config_and_benchmark_resolve_the_same_config(tmp_path: Path, monkeypatch) -> None:
+    """One validator and one set of defaults: the same run built as a config (``harness run``) and as
+    a ``benchmark()`` call resolves to the same config, and the recorded configs are equal."""
+    from harness.api import WIRING, benchmark_config, run_config
+    from harness.config import parse_config
+    from harness.engine import Session
+
+    monkeypatch.chdir(tmp_path)
+    options = {"metrics": METRICS, "baseline": "bm25", "depth": 20, "stats": {"bootstrap": 50, "permutations": 60}}
+    specs = {
+        "bm25": {"type": "bm25"},
+        "fused": {"type": "hybrid", "of": ["bm25", "bm25_b"]},
+        "bm25_b": {"type": "bm25"},
+    }
+    from_yaml = parse_config({"dataset": "demo", "retrievers": specs, **options}, config_dir=tmp_path)
+    from_call, objects = benchmark_config("demo", specs, **options)
+    assert objects == {}
+    assert from_call == from_yaml  # every default (depth, permutations, latency_queries...) from one place
+    assert from_call.latency_queries == 100 and from_call.stats.alpha == 0.05 and from_call.timeout_s is None
+
+    a = Session.from_config(from_yaml, config_dir=tmp_path, **WIRING)
+    b = Session.from_config(from_call, config_dir=tmp_path, dataset="demo", split="test", **WIRING)
+    assert a.config_record == b.config_record
+    assert a.settings == b.settings and a.stats == b.stats and a.graph.order == b.graph.order
+
+    fast = {"latency_queries": 2, "warmup_queries": 0}
+    by_config = run_config(
+        parse_config({"dataset": "demo", "retrievers": specs, **options, **fast}), show_progress=False
+    )
+    by_call = benchmark("demo", specs, **options, **fast)
+    assert by_config.manifest["config"] == by_call.manifest["config"]
+    assert by_config.per_query == by_call.per_query

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.config import load_config, parse_config
-from harness.defaults import default_config
 from harness.errors import InputError
+from harness.presets import default_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

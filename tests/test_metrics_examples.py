@@ -1,5 +1,6 @@
-"""Every metric against hand-computed values: DESIGN section 5's worked examples, then one case per rule
-(ties, duplicates, missing queries, unjudged queries, negative grades, empty runs).
+"""Every metric against hand-computed values: the worked examples of docs/architecture.md ("Metric
+definitions"), then one case per rule (ties, duplicates, missing queries, unjudged queries, negative
+grades, empty runs).
 
 Each case is scored through both entry points, the dict path (``harness.evaluate`` on dicts) and the
 array path (``Run`` + ``evaluate_run``); they must agree exactly.
@@ -57,7 +58,7 @@ def ranked(*docs: str) -> dict[str, float]:
     return {d: float(len(docs) - i) for i, d in enumerate(docs)}
 
 
-# ----------------------------------------------------------------------------- DESIGN 5 worked examples
+# ---------------------------------------------------- worked examples (docs/architecture.md, "Metric definitions")
 def test_design_ndcg_grades_1_3_0_0():
     qrels = {"q": {"a": 1, "b": 3}}  # only those two judged
     pq = scored(qrels, {"q": ranked("a", "b", "c", "d")}, ["ndcg", "ndcg@4"])

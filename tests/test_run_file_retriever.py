@@ -82,8 +82,22 @@ def test_unknown_doc_is_an_error_unless_allowed(tmp_path: Path, tiny_dataset) ->
     assert "lenient" in results.summary
 
 
-def test_missing_file_fails_that_retriever_only(tmp_path: Path, tiny_dataset) -> None:
-    results = _run(tiny_dataset, {"bm25": {"type": "bm25"}, "gone": {"type": "run_file", "path": str(tmp_path / "x")}})
+def test_missing_file_is_refused_before_any_work(tmp_path: Path, tiny_dataset) -> None:
+    """benchmark() validates as ``harness run`` does (one validator): a run file that is not there
+    is a clear error up front, not a failed row after the other retrievers ran."""
+    from harness.errors import InputError
+
+    with pytest.raises(InputError, match="run file not found") as e:
+        _run(tiny_dataset, {"bm25": {"type": "bm25"}, "gone": {"type": "run_file", "path": str(tmp_path / "x")}})
+    assert e.value.field == "retrievers.gone.path"
+
+
+def test_file_gone_at_run_time_fails_that_retriever_only(tmp_path: Path) -> None:
+    from harness.config import parse_config
+
+    config = {"retrievers": {"bm25": {"type": "bm25"}, "gone": {"type": "run_file", "path": str(tmp_path / "x")}}}
+    config |= {"metrics": METRICS, "depth": 10, "latency_queries": 2, "warmup_queries": 0}
+    results = run_config(parse_config(config), show_progress=False)  # checked without its folder: no preflight
     assert "run file not found" in results.failures["gone"]
     assert "bm25" in results.summary
 

@@ -175,7 +175,7 @@ def test_the_real_demo_table_at_80_columns():
     dense, hybrid, dense_mmr; no reranker offline), its table printed at 80 columns: every name and
     every mean in full. (A hybrid_rerank row's longer name is covered by the fake-results tests.)"""
     from harness.api import run_config
-    from harness.defaults import default_config
+    from harness.presets import default_config
 
     config = default_config()
     rows = {k: v for k, v in config.retrievers.items() if k != "hybrid_rerank"}  # as with no reranker offline

@@ -9,8 +9,8 @@ import pytest
 
 from harness.cli import main
 from harness.run import Run
+from harness.training.reranker import TrainConfig, mine_examples, split_queries
 from retrievers import rerank
-from retrievers.reranker_training import TrainConfig, mine_examples, split_queries
 from tests.conftest import build_tiny_bert
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness import defaults
 from harness.errors import InputError
 from harness.gate import (
     DEFAULT_ALPHA,
@@ -56,7 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"significance level (default: the tolerances file's alpha, else {DEFAULT_ALPHA})",
     )
     p.add_argument("--test", choices=list(TESTS), default="randomization", help="paired test (default randomization)")
-    p.add_argument("--permutations", type=int, default=10000, help="sign flips of the randomization test")
+    p.add_argument(
+        "--permutations", type=int, default=defaults.PERMUTATIONS, help="sign flips of the randomization test"
+    )
     p.add_argument("--metrics", action="append", help="metrics to check, comma-separated (default: all in baseline)")
     p.add_argument("--retrievers", action="append", help="retrievers to check, comma-separated (default: all)")
     p.add_argument("--allow-dataset-change", action="store_true", help="compare on the common queries instead")

@@ -9,12 +9,12 @@ reason instead of breaking the command.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 
+from harness.loader import NoAttribute, load
 from harness.registry import BUILTIN, ENTRY_POINT_GROUP
 
 
@@ -49,14 +49,11 @@ def _plugins() -> dict[str, tuple[str, str]]:
 
 def describe(target: str) -> tuple[str, bool]:
     """First line of the spec class's docstring, or why it cannot be loaded."""
-    module_name, _, attr = target.partition(":")
     try:
-        obj = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
+        obj = load(target)
     except ImportError as e:
         return f"not available: {e}", False
-    except AttributeError:
+    except (NoAttribute, ValueError):
         return f"not available: {target} does not exist", False
     except Exception as e:  # a broken plugin must not break the listing
         return f"not available: {type(e).__name__}: {e}", False

@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.config import RunConfig, load_config
-from harness.defaults import default_config
 from harness.errors import InputError
+from harness.presets import default_config
 from harness.results import Results
 
 log = logging.getLogger("harness")

@@ -14,7 +14,7 @@ log = logging.getLogger("harness")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from retrievers.reranker_training import TrainConfig
+    from harness.training.reranker import TrainConfig
 
     d = {name: f.default for name, f in TrainConfig.model_fields.items()}
     p = sub.add_parser(
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.errors import InputError
     from harness.paths import cache_dir_of
-    from retrievers.reranker_training import TrainConfig, train_reranker
+    from harness.training.reranker import TrainConfig, train_reranker
 
     try:
         cfg = TrainConfig(

@@ -2,7 +2,7 @@
 
 A config's ``retrievers:``, ``harness.benchmark``'s mapping and Python composition
 (``Hybrid(bm25, dense) >> Rerank(model)``) all become one :class:`Graph`, so the graph is walked in
-one place (here) and executed in one place (:func:`harness.engine.execute`).
+one place (here) and executed in one place (:func:`harness.engine.schedule.execute`).
 
 Each node carries a *config hash*: a digest of its resolved spec, the hashes of the nodes it builds
 on, and what else decides its run (dataset fingerprint, depth, seed). A stored run whose hash
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import InputError
+from harness.registry import build_order
 
 
 @dataclass
@@ -111,26 +112,4 @@ class Graph:
 
 
 def _topological(nodes: Mapping[str, Node]) -> list[str]:
-    order: list[str] = []
-    state: dict[str, int] = {}
-
-    def visit(n: str, path: tuple[str, ...]) -> None:
-        if state.get(n) == 2:
-            return
-        if state.get(n) == 1:
-            cycle = " -> ".join((*path[path.index(n) :], n))
-            raise InputError(f"retrievers build on each other in a cycle: {cycle}", field="retrievers")
-        if n not in nodes:
-            known = ", ".join(nodes)
-            raise InputError(
-                f"{path[-1]!r} builds on {n!r}, which is not a retriever here ({known})", field="retrievers"
-            )
-        state[n] = 1
-        for d in nodes[n].inputs:
-            visit(d, (*path, n))
-        state[n] = 2
-        order.append(n)
-
-    for n in nodes:
-        visit(n, ())
-    return order
+    return build_order({n: node.inputs for n, node in nodes.items()})

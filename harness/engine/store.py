@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.efficiency import Cost
-from harness.engine.execute import Outcome
+from harness.engine.schedule import Outcome
 from harness.errors import InputError
 from harness.io import atomic
 from harness.io.trec import format_run, read_run, write_qrels

@@ -15,11 +15,12 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness import defaults
 from harness.errors import InputError
 from harness.metrics.names import parse_metric
 
 DEFAULT_TOLERANCE = 0.01
-DEFAULT_ALPHA = 0.05
+DEFAULT_ALPHA = defaults.ALPHA
 
 #: a finite float (pydantic refuses NaN and +-Infinity with "Input should be a finite number")
 Finite = Annotated[float, Field(allow_inf_nan=False)]

@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
+from harness import defaults
 from harness.errors import InputError
 from harness.gate._scores import Scores
 from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, metric_key
@@ -178,8 +179,8 @@ def check(
     retrievers: Iterable[str] | None = None,
     allow_dataset_change: bool = False,
     test: str = "randomization",
-    permutations: int = 10000,
-    seed: int = 0,
+    permutations: int = defaults.PERMUTATIONS,
+    seed: int = defaults.SEED,
     baseline_label: str = "baseline",
     current_label: str = "current",
 ) -> CheckReport:

@@ -5,8 +5,8 @@ Input per block of queries (a :class:`Ranked`): the judged documents found in th
 :meth:`Ranked.from_dense`, or straight from the array path's lookup); ``num_rel[i]`` the number of
 judged documents with grade >= 1; ``ideal[i]`` the positive judged grades sorted descending (zero
 padded); and, for the metrics that ask for them, every judged document (grade 0 included) and
-each ranking's length. Definitions follow trec_eval (DESIGN section 5); each metric's formula is
-the docstring of its compute function below, which is also its one registration
+each ranking's length. Definitions follow trec_eval (docs/architecture.md, "Metric definitions"); each
+metric's formula is the docstring of its compute function below, which is also its one registration
 (:mod:`harness.metrics.registry`).
 
 Notation: ``rel_k`` counts relevant (grade >= 1) documents in the top k and R = ``num_rel``.

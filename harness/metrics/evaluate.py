@@ -2,8 +2,9 @@
 (the harness's own ``Run`` against :class:`CompiledQrels`). Both turn a run into ranked grade
 matrices and hand them to :func:`harness.metrics.core.compute`; nothing else computes a metric.
 
-Query accounting (DESIGN 5, trec_eval ``-c``): the evaluated queries are the judged ones; a judged
-query with no ranking scores 0 and stays in the mean; queries ranked but not judged are ignored;
+Query accounting (docs/architecture.md, "Metric definitions"; trec_eval ``-c``): the evaluated
+queries are the judged ones; a judged query with no ranking scores 0 and stays in the mean; queries
+ranked but not judged are ignored;
 every such case is counted in :attr:`Evaluation.counts`.
 """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from harness import defaults
 from harness.metrics import context, core, diversity  # noqa: F401 - their @register lines fill the registry
 from harness.metrics.registry import Metric, parse_metric, parse_metrics, specs, valid_names
 
@@ -33,4 +34,4 @@ class _Kinds(Mapping):
 
 KINDS: Mapping[str, tuple[bool, bool, str]] = _Kinds()
 
-DEFAULT_METRICS = ["ndcg@10", "mrr@10", "recall@100", "hit_rate@5", "precision@5", "map@100"]
+DEFAULT_METRICS = list(defaults.METRICS)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness import defaults
 from harness.errors import InputError
 from harness.metrics.evaluate import mean
 from harness.stats import compare
@@ -188,8 +189,9 @@ def _p(p: float) -> str:
 
 
 def legend(report: SliceReport) -> list[str]:
+    boot = report.stats.get("bootstrap", defaults.BOOTSTRAP)
     lines = [
-        f"Mean over the slice's queries; [low, high]: 95% bootstrap CI ({report.stats.get('bootstrap', 1000):,} "
+        f"Mean over the slice's queries; [low, high]: 95% bootstrap CI ({boot:,} "
         "resamples). A query with several tags is in several slices.",
         f"`{OVERALL}` is every query: the numbers of the unsliced table.",
     ]

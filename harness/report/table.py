@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from harness import defaults
+
 if TYPE_CHECKING:
     from harness.results import Results
 
@@ -37,7 +39,11 @@ WARM_ABOVE = 0.5
 NOT_RANKED = ("cache_hit_rate",)
 #: StatsConfig's defaults, for results whose manifest records no ``config.stats`` (the report layer
 #: sits below the config and does not import it)
-STATS_DEFAULTS: dict[str, Any] = {"bootstrap": 1000, "permutations": 10000, "alpha": 0.05}
+STATS_DEFAULTS: dict[str, Any] = {
+    "bootstrap": defaults.BOOTSTRAP,
+    "permutations": defaults.PERMUTATIONS,
+    "alpha": defaults.ALPHA,
+}
 BETTER, WORSE = "▲", "▼"
 #: decimals of a mean as printed; "best" is decided on the printed value, so ties are all marked
 DECIMALS = 4
@@ -106,12 +112,15 @@ class ComparisonTable:
     def legend(self, *, bold: bool = True) -> list[str]:
         """What the marks mean, in words (every renderer prints these lines). ``bold``: the renderer
         shows the best values in bold (not so in a plain-text log, where that line would lie)."""
-        boot = self.stats.get("bootstrap", 1000)
+        boot = self.stats.get("bootstrap", defaults.BOOTSTRAP)
         lines = [f"Mean over queries; [low, high]: 95% bootstrap CI of the mean ({boot:,} resamples of the queries)."]
         if self.baseline is None:
             lines.append("No baseline: no significance tests (set `baseline:` in the config).")
         elif self.n_tests:
-            alpha, perms = self.stats.get("alpha", 0.05), self.stats.get("permutations", 10000)
+            alpha, perms = (
+                self.stats.get("alpha", defaults.ALPHA),
+                self.stats.get("permutations", defaults.PERMUTATIONS),
+            )
             lines.append(
                 f"{BETTER} / {WORSE}: significantly better / worse than the baseline {self.baseline!r} "
                 f"(paired randomization test, {perms:,} sign flips, Holm-corrected over {self.n_tests} "

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from harness import defaults
 from harness.stats.tests import bootstrap_cis, holm, randomization_tests, t_test, win_tie_loss
 
 #: significance[retriever][metric] keys, in the order tables print them.
@@ -26,10 +27,10 @@ def compare(
     values: Mapping[str, Mapping[str, np.ndarray]],
     baseline: str | None = None,
     *,
-    seed: int = 0,
-    bootstrap: int = 1000,
-    permutations: int = 10000,
-    alpha: float = 0.05,
+    seed: int = defaults.SEED,
+    bootstrap: int = defaults.BOOTSTRAP,
+    permutations: int = defaults.PERMUTATIONS,
+    alpha: float = defaults.ALPHA,
     confidence: float = 0.95,
     query_ids: Sequence[str] | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, list[float]]]]:

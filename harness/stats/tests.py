@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from harness import defaults
+
 
 def _diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=np.float64)
@@ -19,7 +21,7 @@ def _diffs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a - b
 
 
-def randomization_test(a: np.ndarray, b: np.ndarray, *, n: int = 10000, seed: int = 0) -> float:
+def randomization_test(a: np.ndarray, b: np.ndarray, *, n: int = defaults.PERMUTATIONS, seed: int = 0) -> float:
     """Two-sided paired randomization (sign-flip permutation) test of mean(a - b) = 0.
 
     p = (1 + #{|mean(s * d)| >= |mean(d)|}) / (1 + n) over n random sign vectors s (the test
@@ -28,7 +30,7 @@ def randomization_test(a: np.ndarray, b: np.ndarray, *, n: int = 10000, seed: in
     return float(randomization_tests(_diffs(a, b)[:, None], n=n, seed=seed)[0])
 
 
-def randomization_tests(diffs: np.ndarray, *, n: int = 10000, seed: int = 0) -> np.ndarray:
+def randomization_tests(diffs: np.ndarray, *, n: int = defaults.PERMUTATIONS, seed: int = 0) -> np.ndarray:
     """:func:`randomization_test` for many comparisons at once: ``diffs`` is (queries, comparisons).
 
     The same sign vectors serve every column (one matrix product), so a table of retrievers x
@@ -81,7 +83,9 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted.tolist()
 
 
-def bootstrap_ci(values: np.ndarray, *, n: int = 1000, confidence: float = 0.95, seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: np.ndarray, *, n: int = defaults.BOOTSTRAP, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap confidence interval of the mean (queries resampled with replacement)."""
     x = np.asarray(values, dtype=np.float64)
     if x.ndim != 1:
@@ -90,7 +94,7 @@ def bootstrap_ci(values: np.ndarray, *, n: int = 1000, confidence: float = 0.95,
 
 
 def bootstrap_cis(
-    columns: np.ndarray, *, n: int = 1000, confidence: float = 0.95, seed: int = 0
+    columns: np.ndarray, *, n: int = defaults.BOOTSTRAP, confidence: float = 0.95, seed: int = 0
 ) -> list[tuple[float, float]]:
     """:func:`bootstrap_ci` of every column of ``columns`` (queries x columns), from ONE resample.
 
@@ -117,7 +121,7 @@ def bootstrap_cis(
     return [(float(a), float(b)) for a, b in zip(lo, hi)]
 
 
-def bootstrap_means(columns: np.ndarray, *, n: int = 1000, seed: int = 0) -> np.ndarray:
+def bootstrap_means(columns: np.ndarray, *, n: int = defaults.BOOTSTRAP, seed: int = 0) -> np.ndarray:
     """(n, columns) means of every column over ``n`` seeded resamples of the queries (rows).
 
     Each resample is a row of per-query counts; a column's means are ``counts @ column``, one

@@ -30,7 +30,7 @@ from harness.errors import InputError
 from harness.metrics.evaluate import mean
 from harness.model import GoldenDataset
 from harness.stats import compare
-from harness.sweep.plan import BenchmarkFn, Executor, Planner
+from harness.sweep.plan import BenchmarkFn, Planner, VariantRunner
 from harness.sweep.spec import Point, SweepSpec, point_label
 
 log = logging.getLogger("harness")
@@ -176,7 +176,7 @@ def run_sweep(
     dataset, contexts = build_queries(config, sweep, base)
     metrics = list(dict.fromkeys([sweep.metric, *config.metrics]))
     planner = Planner(config.retrievers)
-    executor = Executor(
+    runner = VariantRunner(
         dataset,
         planner,
         metrics=metrics,
@@ -196,11 +196,11 @@ def run_sweep(
         cells = [[planner.variant(name, {**c, name: p}).key for p in points] for c in chosen]
         default_key = planner.variant(name, {}).key
         log.info("sweeping %s: %d points x %d selection set(s)", name, len(points), len(contexts))
-        executor.ensure([*(k for row in cells for k in row), default_key])
-        if default_key in executor.failed:
-            raise InputError(f"{name!r} at its config setting failed: {executor.failed[default_key]}")
+        runner.ensure([*(k for row in cells for k in row), default_key])
+        if default_key in runner.failed:
+            raise InputError(f"{name!r} at its config setting failed: {runner.failed[default_key]}")
         selection = np.array(
-            [[executor.mean(k, ctx.select_ids, sweep.metric) for k in row] for row, ctx in zip(cells, contexts)]
+            [[runner.mean(k, ctx.select_ids, sweep.metric) for k in row] for row, ctx in zip(cells, contexts)]
         )
         if np.isnan(selection).all(axis=1).any():
             raise InputError(f"every point of {name!r} failed; see the log for why")
@@ -217,7 +217,7 @@ def run_sweep(
             picks,
             selection,
             contexts,
-            executor,
+            runner,
             planner,
             metrics,
             stats,
@@ -245,8 +245,8 @@ def run_sweep(
         ],
         sections=sections,
         work={
-            **executor.work.as_dict(),
-            "variants": {executor.name_of(k): planner.variants[k].spec.type for k in executor.scores},
+            **runner.work.as_dict(),
+            "variants": {runner.name_of(k): planner.variants[k].spec.type for k in runner.scores},
         },
         stats=stats,
         seed=config.seed,
@@ -262,7 +262,7 @@ def _section(
     picks: Sequence[int],
     selection: np.ndarray,
     contexts: Sequence[Context],
-    executor: Executor,
+    runner: VariantRunner,
     planner: Planner,
     metrics: Sequence[str],
     stats: Mapping[str, Any],
@@ -279,17 +279,17 @@ def _section(
             label=point_label(p),
             selection=None if np.isnan(grid_means[i]) else float(grid_means[i]),
             chosen=int(counts[i]),
-            error=executor.failed.get(cells[0][i]),
+            error=runner.failed.get(cells[0][i]),
         )
         for i, p in enumerate(points)
     ]
     # held-out scores: each context's test queries, scored by that context's chosen point
     test_ids = [q for ctx in contexts for q in ctx.test_ids]
     chosen_vals = {
-        m: np.concatenate([executor.values(cells[c][picks[c]], ctx.test_ids, m) for c, ctx in enumerate(contexts)])
+        m: np.concatenate([runner.values(cells[c][picks[c]], ctx.test_ids, m) for c, ctx in enumerate(contexts)])
         for m in metrics
     }
-    default_vals = {m: executor.values(default_key, test_ids, m) for m in metrics}
+    default_vals = {m: runner.values(default_key, test_ids, m) for m in metrics}
     sig, intervals = compare(
         {"chosen": chosen_vals, "default": default_vals}, "default", seed=seed, query_ids=test_ids, **stats
     )
@@ -314,7 +314,7 @@ def _section(
             )
         )
     sel_chosen = float(np.mean([selection[c][picks[c]] for c in range(len(contexts))]))
-    sel_default = float(np.mean([executor.mean(default_key, ctx.select_ids, sweep.metric) for ctx in contexts]))
+    sel_default = float(np.mean([runner.mean(default_key, ctx.select_ids, sweep.metric) for ctx in contexts]))
     return Section(
         retriever=name,
         axes=sweep.axes(name),

@@ -107,7 +107,7 @@ class Work:
 BenchmarkFn = Callable[..., Any]
 
 
-class Executor:
+class VariantRunner:
     """Runs variants through the public ``benchmark`` API, once each, and keeps their per-query
     scores (over every query of ``dataset``) and runs."""
 

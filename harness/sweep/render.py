@@ -11,6 +11,7 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness import defaults
 from harness.io import atomic
 from harness.sweep.core import Section, SweepResult
 from harness.sweep.spec import point_label
@@ -137,7 +138,7 @@ TEST_HEADER = ["retriever", "setting", "selection", "test", "gap", "Δ test", "p
 
 
 def test_legend(result: SweepResult) -> list[str]:
-    perms = result.stats.get("permutations", 10000)
+    perms = result.stats.get("permutations", defaults.PERMUTATIONS)
     lines = [
         honesty_note(result),
         f"selection / test: mean {result.metric}; gap = selection - test. The default's gap is how much easier "

@@ -1,4 +1,4 @@
-"""Execute a retriever graph: build, index, search (or transform), time; one node at a time.
+"""Schedule a retriever graph: build, index, search (or transform), time; one node at a time.
 
 :func:`execute` yields one :class:`Outcome` per node *as it finishes*, so the caller can store each
 run durably before the next node starts: a crash, a kill or a late error then costs at most the
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from harness import progress
+from harness import defaults, progress
 from harness.efficiency import Cost, measure, time_each
 from harness.engine.graph import Graph, Node
 from harness.errors import HarnessError, RetrieverError, scrub
@@ -40,9 +40,8 @@ from harness.validate import validate_output
 
 log = logging.getLogger("harness")
 
-#: A node that runs longer than this (build + index + search) is failed, so a hanging retriever
-#: never holds a nightly job forever; ``timeout_s`` in the config changes it.
-DEFAULT_TIMEOUT_S = 6 * 3600.0
+#: A node that runs longer than this is failed (see :data:`harness.defaults.TIMEOUT_S`).
+DEFAULT_TIMEOUT_S = defaults.TIMEOUT_S
 
 #: qps of a retriever is the best of up to this many batched searches while their total stays
 #: under the budget (stages are not repeated: a repeat would read their own cache)
@@ -72,10 +71,10 @@ class Outcome:
 class Settings:
     """How every node is run and timed."""
 
-    depth: int = 100
-    seed: int = 0
-    latency_queries: int = 100
-    warmup_queries: int = 5
+    depth: int = defaults.DEPTH
+    seed: int = defaults.SEED
+    latency_queries: int = defaults.LATENCY_QUERIES
+    warmup_queries: int = defaults.WARMUP_QUERIES
     timeout_s: float | None = DEFAULT_TIMEOUT_S
 
 

@@ -1,0 +1,436 @@
+"""A run, end to end: the dataset (once per chunking), the graph, the results folder, the display
+and the scoring. ``harness run`` (:func:`harness.run_config`) and :func:`harness.benchmark` both
+build one :class:`Session` from a validated :class:`~harness.config.RunConfig` and run it, so a
+script and the CLI give the same numbers.
+
+A session executes each node once (:func:`harness.engine.schedule.execute`), stores each finished
+run as it finishes (:class:`harness.engine.RunStore`, when there is a results folder), then scores
+everything with the one scoring function (:func:`harness.engine.score`). The engine sits below the
+report layer and never imports an adapter, so the entry points hand it what it needs from above:
+the results class they return, the report writer, and an embedder for embedding metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import __version__, defaults, progress
+from harness.config import RunConfig
+from harness.datasets import load_dataset, load_from_config
+from harness.efficiency import Cost
+from harness.engine.graph import Graph, Node
+from harness.engine.schedule import Outcome, Settings, execute
+from harness.engine.score import score
+from harness.engine.store import RunStore
+from harness.errors import InputError
+from harness.manifest import build_manifest
+from harness.metrics.evaluate import CompiledQrels
+from harness.metrics.names import Metric, parse_metrics
+from harness.model import GoldenDataset
+from harness.paths import cache_dir_of
+from harness.registry import BuildContext, SpecBase
+from harness.results import Results
+from harness.validate import check_dataset_usable
+
+log = logging.getLogger("harness")
+
+__all__ = ["Embedder", "Session", "graph_from_specs", "nodes_from_specs", "recorded_spec", "run_graph"]
+
+#: ``embedder(graph, dataset, cache_dir, show_progress) -> embed(doc_ids) -> (n, dim) array``: document
+#: vectors for the embedding metrics (``ild@k``), from the dense adapter the entry points pass in
+Embedder = Callable[[Graph, GoldenDataset, Path, bool], Callable[[Sequence[str]], Any]]
+
+
+@dataclass
+class Session:
+    """One run of a validated config: what to run (graph, dataset, settings), how to score it, and
+    what the layers above hand the engine (``results_cls``, ``write_reports``, ``embedder``)."""
+
+    graph: Graph
+    dataset: GoldenDataset
+    settings: Settings
+    metrics: list[str]
+    baseline: str | None
+    stats: dict[str, Any]
+    config_record: dict[str, Any]
+    cache_dir: Path
+    chunking: dict[str, dict[str, Any]] | None = None
+    executor: dict[str, Any] | str | None = None
+    results_cls: type[Results] = Results
+    write_reports: Callable[[Results, Path], Any] | None = None
+    embedder: Embedder | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: RunConfig,
+        *,
+        config_dir: str | os.PathLike[str] | None = None,
+        dataset: str | os.PathLike[str] | GoldenDataset | None = None,
+        split: str | None = None,
+        objects: Mapping[str, Node] | None = None,
+        retrievers: Sequence[str] | None = None,
+        metrics: Sequence[str] | None = None,
+        **wiring: Any,
+    ) -> Session:
+        """The session of ``config`` (validated by :func:`harness.config.parse_config`): ``dataset`` /
+        ``split`` override the config's, as the CLI flags do; ``objects`` are nodes for retrievers given
+        as Python objects (their config entries are placeholders); ``retrievers`` runs a subset (with
+        what they build on), ``metrics`` scores a subset. ``wiring``: ``results_cls``,
+        ``write_reports``, ``embedder``."""
+        objects = dict(objects or {})
+        base = Path(config_dir) if config_dir is not None else Path.cwd()
+        if dataset is not None:
+            ds = load_dataset(dataset, split or config.dataset.split, name=config.dataset.name)
+        else:
+            section = config.dataset.model_dump()
+            if split:
+                section["split"] = split
+            ds = load_from_config(section, base)
+        check_dataset_usable(ds)  # an empty corpus or a lone surrogate fails here, not after hours of work
+        cache = cache_dir_of(config.cache_dir)
+        ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
+        specs = config.specs(objects=objects)
+        built = {n: nodes_from_specs({n: specs[n]}, ctx)[0] for n in specs}
+        graph = Graph(objects[n] if n in objects else built[n] for n in config.retrievers)
+        if retrievers:
+            graph = graph.select(retrievers)
+        rows = [f"{n}[{c}]" for c in config.chunking for n in graph.order] if config.chunking else graph.order
+        baseline = config.baseline if config.baseline in rows else None
+        if config.baseline and baseline is None:
+            log.info("baseline %r is not among the retrievers run: no significance tests", config.baseline)
+        resolved = config.model_dump(mode="json")
+        resolved["dataset"] = {"path": str(ds.source) if ds.source else ds.name, "split": ds.split, "name": ds.name}
+        resolved["cache_dir"] = str(cache)
+        resolved["retrievers"] = {n: graph[n].spec for n in graph.order}
+        return cls(
+            graph=graph,
+            dataset=ds,
+            settings=Settings(
+                depth=config.depth,
+                seed=config.seed,
+                latency_queries=config.latency_queries,
+                warmup_queries=config.warmup_queries,
+                timeout_s=config.timeout_s or defaults.TIMEOUT_S,
+            ),
+            metrics=list(metrics) if metrics else list(config.metrics),
+            baseline=baseline,
+            stats=config.stats.model_dump(),
+            config_record=resolved,
+            cache_dir=cache,
+            chunking=config.chunking,
+            executor=config.executor,
+            **wiring,
+        )
+
+    def run(
+        self, *, out: str | os.PathLike[str] | None = None, resume: bool = False, show_progress: bool = False
+    ) -> Results:
+        """Execute, store (with ``out``; ``resume`` reuses stored runs whose config hash matches) and
+        score, with the model-work pool the config names (``executor:``) for the whole run."""
+        from harness.executor import from_config as executor_from_config
+        from harness.executor import use as use_executor
+
+        executor = executor_from_config(self.executor) if self.executor is not None else None
+        with use_executor(executor):
+            return run_graph(
+                self.graph,
+                self.dataset,
+                self.settings,
+                metrics=self.metrics,
+                baseline=self.baseline,
+                chunking=self.chunking,
+                stats=self.stats,
+                config_record=self.config_record,
+                cache_dir=self.cache_dir,
+                out=out,
+                resume=resume,
+                show_progress=show_progress,
+                results_cls=self.results_cls,
+                write_reports=self.write_reports,
+                embedder=self.embedder,
+            )
+
+
+def graph_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> Graph:
+    return Graph(nodes_from_specs(specs, ctx))
+
+
+def nodes_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> list[Node]:
+    return [
+        Node(
+            name=name,
+            make=(lambda s=spec: s.build(ctx)),
+            inputs=spec.inputs(),
+            spec=recorded_spec(spec),
+            allow_unknown_docs=bool(getattr(spec, "allow_unknown_docs", False)),
+        )
+        for name, spec in specs.items()
+    ]
+
+
+def recorded_spec(spec: SpecBase) -> dict[str, Any]:
+    """What results.json records of a spec (secrets left out where the spec declares them)."""
+    redact = getattr(spec, "redacted", None)
+    return dict(redact()) if callable(redact) else spec.model_dump(mode="json")
+
+
+@dataclass
+class _Variant:
+    """The dataset one copy of the graph runs on: the dataset itself, or its chunks."""
+
+    label: str | None
+    dataset: GoldenDataset
+    spec: dict[str, Any] | None = None
+    #: the chunked corpus (None: retrievers see the documents themselves, as with chunking ``none``)
+    chunked: Any = None
+
+
+def _variants(ds: GoldenDataset, chunking: Mapping[str, Mapping[str, Any]] | None, cache_dir: Path) -> list[_Variant]:
+    """One variant per chunking (``none`` runs on the documents themselves, so its rows equal an
+    unchunked run exactly); chunked corpora come from the cache keyed by chunker and text hash."""
+    if not chunking:
+        return [_Variant(None, ds)]
+    from harness.chunking import chunk_corpus, chunk_dataset, make_chunker
+
+    out = []
+    for label, spec in chunking.items():
+        if spec.get("method") == "none":
+            out.append(_Variant(label, ds, dict(spec)))
+            continue
+        progress.current().phase(f"chunking {len(ds.corpus)} docs ({label})")
+        chunked = chunk_corpus(ds.corpus, make_chunker(dict(spec)), cache_dir=cache_dir)
+        out.append(_Variant(label, chunk_dataset(ds, chunked), dict(spec), chunked))
+        log.info("chunking %s: %d documents -> %d chunks", label, len(ds.corpus), len(chunked.corpus))
+    return out
+
+
+def run_graph(
+    graph: Graph,
+    ds: GoldenDataset,
+    settings: Settings,
+    *,
+    metrics: Sequence[str | Metric],
+    baseline: str | None,
+    stats: Mapping[str, Any],
+    config_record: Mapping[str, Any],
+    cache_dir: Path,
+    out: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    show_progress: bool = False,
+    chunking: Mapping[str, Mapping[str, Any]] | None = None,
+    results_cls: type[Results] = Results,
+    write_reports: Callable[[Results, Path], Any] | None = None,
+    embedder: Embedder | None = None,
+) -> Results:
+    """Execute ``graph`` on ``ds`` (once per chunking, rows ``name[chunking]``) and score it; with
+    ``out``, store each run as it finishes.
+
+    With chunkings, retrievers index and search the chunks; their chunk rankings are stored, and
+    scored at document level (collapsed to parent documents, first chunk wins) against the
+    dataset's judgments, so every chunking is judged on the same qrels. ``chunk_level`` holds the
+    same metrics against chunk relevance.
+
+    What the engine may not import is passed in (see :class:`Session`): ``results_cls`` (the results
+    the entry points hand back), ``write_reports`` (the report layer's writer, for a results folder)
+    and ``embedder`` (document vectors for embedding metrics, from an adapter).
+    """
+    metrics = parse_metrics(metrics)
+    record = {
+        **dict(config_record),
+        "depth": settings.depth,
+        "baseline": baseline,
+        "metrics": [m.name for m in metrics],
+        "seed": settings.seed,
+        "latency_queries": settings.latency_queries,
+        "warmup_queries": settings.warmup_queries,
+        "timeout_s": settings.timeout_s,
+    }
+    variants = _variants(ds, chunking, cache_dir)
+    parts = [(v, graph.suffixed(v.label) if v.label else graph) for v in variants]
+    full = Graph(n for _, g in parts for n in (g[x] for x in g.order))
+    variant_of = {n: v for v, g in parts for n in g.order}
+    hashes: dict[str, str | None] = {}
+    for v, g in parts:
+        hashes.update(
+            g.config_hashes(
+                {
+                    "dataset": v.dataset.fingerprint,
+                    "chunking": v.spec,
+                    "depth": settings.depth,
+                    "seed": settings.seed,
+                    "latency_queries": settings.latency_queries,
+                    "warmup_queries": settings.warmup_queries,
+                    "harness": __version__,
+                }
+            )
+        )
+    cq = CompiledQrels(ds.qrels)
+    embed = _embed(embedder, graph, ds, cache_dir, show_progress) if any(m.needs_embeddings for m in metrics) else None
+    tags = {q.id: list(q.metadata.get("tags") or []) for q in ds.queries if isinstance(q.metadata.get("tags"), list)}
+    outcomes: dict[str, Outcome] = {}
+    doc_runs: dict[str, Any] = {}
+    context = _ContextSource(ds, variant_of, outcomes)
+    manifest = build_manifest(
+        dataset=ds,
+        config=record,
+        seed=settings.seed,
+        retrievers={},
+        latency_queries=min(settings.latency_queries, len(ds.queries)),
+    )
+
+    def summarise(complete: bool) -> Results:
+        ok = [n for n in full.order if n in outcomes and outcomes[n].ok]
+        manifest["retrievers"] = {
+            n: {
+                "spec": full[n].spec,
+                "inputs": full[n].inputs,
+                "params": outcomes[n].params,
+                "status": "ok" if outcomes[n].ok else "failed",
+                "config_hash": hashes[n],
+                "reused": outcomes[n].reused,
+                **({"chunking": variant_of[n].label} if variant_of[n].label else {}),
+            }
+            for n in full.order
+            if n in outcomes
+        }
+        res = score(
+            {n: doc_runs[n] for n in ok},
+            cq,
+            metrics,
+            baseline=baseline if (complete and baseline in outcomes) else None,
+            seed=settings.seed,
+            stats=stats,
+            statistics=complete,
+            embed=embed,
+            context=context if any(m.needs_context for m in metrics) else None,
+            efficiency=_efficiency(full, outcomes, len(ds.queries)),
+            failures={n: o.error for n, o in outcomes.items() if o.error},
+            manifest=manifest,
+            query_tags=tags,
+            complete=complete,
+            results_cls=results_cls,
+        )
+        if "_costs" in type(res).__private_attributes__:  # what .save() stores with each run
+            res._costs = {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None}  # type: ignore[attr-defined]
+        if complete and chunking:
+            judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
+            for n in ok:
+                v = variant_of[n]
+                chunk_qrels = v.dataset.qrels
+                if judged and chunk_qrels:
+                    res.chunk_level[n] = score({n: outcomes[n].run}, chunk_qrels, judged, statistics=False).summary[n]
+        return res
+
+    store = RunStore(out, resume=resume) if out is not None else None
+    # the harness's own display (third-party bars silenced): on a terminal always unless switched
+    # off; off a terminal (CI logs, a pipe) plain timestamped lines only when asked
+    session = progress.session(sys.stderr, enabled=True if show_progress else None)
+    reporter = session.__enter__()
+    try:
+        if store is not None:
+            store.__enter__()
+        reuse = store.stored(hashes) if (store is not None and resume) else {}
+        before, total = 0, sum(len(g) for _, g in parts)
+        for v, g in parts:
+            # one numbering over every chunking's graph: [3/6], not [1/2] twice
+            numbered = progress.Numbered(reporter, before, total)
+            before += len(g)
+            with progress.use(numbered, quiet=False):
+                for outcome in execute(g, v.dataset, settings, reuse={n: o for n, o in reuse.items() if n in g}):
+                    outcomes[outcome.name] = outcome
+                    if outcome.ok:
+                        doc_runs[outcome.name] = _document_run(outcome.run, v, ds)
+                    if store is not None:
+                        node = full[outcome.name]
+                        if not (outcome.reused and store.holds(outcome.name, hashes[outcome.name])):
+                            _stored(
+                                lambda o=outcome, n=node: store.save(
+                                    o, config_hash=hashes[o.name], spec=n.spec, inputs=n.inputs
+                                )
+                            )
+                        partial = summarise(complete=False)
+                        _stored(lambda p=partial: store.write_results(p, ds.qrels))
+        reporter.phase("scoring and statistics")
+        results = summarise(complete=True)
+        if store is not None:
+            _stored(lambda: store.publish(results, lambda d: write_reports(results, d) if write_reports else None))
+        return results
+    finally:
+        session.__exit__(None, None, None)
+        if store is not None:
+            store.__exit__(None, None, None)
+
+
+def _document_run(run: Any, variant: _Variant, ds: GoldenDataset) -> Any:
+    """A chunk ranking as a ranking of parent documents (first chunk wins); a document run as is."""
+    if variant.chunked is None:
+        return run
+    from harness.chunking import collapse_to_documents
+
+    return collapse_to_documents(run, variant.chunked, doc_ids=ds.doc_ids)
+
+
+class _ContextSource:
+    """What the context metrics (``recall@Ntok``...) read for a row: its ranked chunks' token counts
+    (the embedding model's tokenizer) and what each covers; token counts computed once per chunking."""
+
+    def __init__(self, ds: GoldenDataset, variant_of: Mapping[str, _Variant], outcomes: Mapping[str, Outcome]):
+        self.ds, self.variant_of, self.outcomes = ds, variant_of, outcomes
+        self._chunked: dict[str | None, Any] = {}
+        self._tokens: dict[str | None, Any] = {}
+
+    def __call__(self, name: str, run: Any, query_ids: list[str]) -> Any:
+        from harness.chunking import chunk_corpus, context_covers, make_chunker, token_counts
+        from harness.metrics.context import ContextInput
+
+        v = self.variant_of[name]
+        if v.label not in self._chunked:
+            self._chunked[v.label] = (
+                v.chunked if v.chunked is not None else chunk_corpus(self.ds.corpus, make_chunker({"method": "none"}))
+            )
+            self._tokens[v.label] = token_counts(self._chunked[v.label].corpus)
+        chunk_run = self.outcomes[name].run
+        qids, toks, covers = context_covers(chunk_run, self.ds, self._chunked[v.label], self._tokens[v.label])
+        at = {q: i for i, q in enumerate(qids)}
+        return ContextInput([toks[at[q]] for q in query_ids], [covers[at[q]] for q in query_ids])
+
+
+def _stored(write: Any) -> Any:
+    """A results folder that cannot be written (full disk, removed) stops the run with exit 2;
+    every run stored before stays."""
+    try:
+        return write()
+    except OSError as e:
+        raise InputError(
+            f"cannot write the results folder ({e.strerror or e})", path=getattr(e, "filename", None)
+        ) from None
+
+
+def _efficiency(graph: Graph, outcomes: Mapping[str, Outcome], n_queries: int) -> dict[str, dict[str, Any]]:
+    """A pipeline's cost adds up its components' (each counted once)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, o in outcomes.items():
+        if not o.ok:
+            continue
+        closure = graph.closure(name)
+        costs = [outcomes[n].cost for n in closure if n in outcomes and outcomes[n].cost is not None]
+        out[name] = Cost.total(costs, n_queries)
+        if o.reused:
+            out[name]["reused"] = True
+        if len(closure) > 1:
+            out[name]["components"] = closure
+    return out
+
+
+def _embed(embedder: Embedder | None, graph: Graph, ds: GoldenDataset, cache_dir: Path, show_progress: bool) -> Any:
+    if embedder is None:
+        raise InputError("embedding metrics (ild@k) need an embedder; run through harness.run_config or benchmark")
+    return embedder(graph, ds, cache_dir, show_progress)

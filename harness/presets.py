@@ -1,0 +1,55 @@
+"""What bare ``harness run`` (and ``make bench``) runs: a preset config, not a default value
+(every default value is in :mod:`harness.defaults`).
+
+This sits above the config (it looks for an offline reranker through the rerank adapter, which the
+config module may not import).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from harness.config import RunConfig, parse_config
+from harness.metrics.names import DEFAULT_METRICS
+
+log = logging.getLogger("harness")
+
+
+def default_config() -> RunConfig:
+    """What bare ``harness run`` (and ``make bench``) runs: the demo dataset; BM25 (the baseline),
+    dense, their RRF hybrid, MMR over dense, and a cross-encoder rerank of the hybrid when a
+    reranker is available offline (otherwise one log line says how to get one)."""
+    metrics = [*DEFAULT_METRICS, "ild@10"]
+    retrievers: dict[str, dict[str, Any]] = {
+        "bm25": {"type": "bm25"},
+        "dense": {"type": "dense"},
+        "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
+        "dense_mmr": {"type": "mmr", "of": "dense", "lambda": 0.7},
+    }
+    try:
+        from retrievers.rerank import default_reranker, recommended_interpolate
+    except ImportError:
+        model = None
+    else:
+        model = default_reranker()
+    if model:
+        retrievers["hybrid_rerank"] = {"type": "rerank", "of": "hybrid", "top_n": 50, "model": model}
+        alpha = recommended_interpolate(model)
+        if alpha is not None and alpha < 1:
+            retrievers["hybrid_rerank"]["interpolate"] = alpha
+    else:
+        log.info(
+            "no cross-encoder reranker available offline, so no hybrid_rerank row; to add one: "
+            "`harness train-reranker --dataset PATH --split train` (saved where bare `harness run` finds it), "
+            "or set $HARNESS_RERANKER to a CrossEncoder folder or hub name"
+        )
+    return parse_config(
+        {
+            "dataset": {"path": "demo", "split": "test"},
+            "metrics": metrics,
+            "baseline": "bm25",
+            "retrievers": retrievers,
+            "slices": "tag",
+        }
+    )
