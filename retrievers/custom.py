@@ -122,13 +122,17 @@ def _importable_from(folder: Path) -> Iterator[None]:
             sys.path.remove(entry)
 
 
+def _split(target: str, field: str) -> tuple[str, str]:
+    try:
+        return split_target(target)
+    except ValueError as e:
+        raise InputError(str(e), field=field) from None
+
+
 def find_module(target: str, config_dir: Path, *, field: str = "class") -> None:
     """Check ``module`` of ``module:attr`` can be found from ``config_dir`` or ``PYTHONPATH``, without
     running it."""
-    try:
-        module_name, _ = split_target(target)
-    except ValueError as e:
-        raise InputError(str(e), field=field) from None
+    module_name, _ = _split(target, field)
     with _importable_from(config_dir):
         try:
             found = importlib.util.find_spec(module_name)
@@ -146,10 +150,7 @@ def find_module(target: str, config_dir: Path, *, field: str = "class") -> None:
 
 def load_object(target: str, config_dir: Path, *, field: str = "class") -> Any:
     """Import ``module:attr`` (``attr`` may be dotted: ``module:Outer.Inner``) with ``config_dir`` on the path."""
-    try:
-        module_name, attr = split_target(target)
-    except ValueError as e:
-        raise InputError(str(e), field=field) from None
+    module_name, attr = _split(target, field)
     with _importable_from(config_dir):
         try:
             return load(target)

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.cli.command import add_command
 from harness.errors import InputError
 from harness.io import atomic
 from harness.results import Results
@@ -30,15 +31,17 @@ log = logging.getLogger("harness")
 KEEP = ("schema", "schema_version", "manifest", "summary", "query_ids", "per_query", "counts")
 
 
+#: ``harness baseline save --help``: its line in ``harness --help``, a blank line, its description
+ABOUT_SAVE = """write a compact baseline file from a results folder
+
+Write the parts of RESULTS that `harness check` reads (manifest, summary, per-query
+scores, counts) to FILE, atomically. Replacing an existing FILE needs --force."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("baseline", help="save results as a baseline file for `harness check`")
     actions = p.add_subparsers(dest="baseline_command", metavar="ACTION")
-    s = actions.add_parser(
-        "save",
-        help="write a compact baseline file from a results folder",
-        description="Write the parts of RESULTS that `harness check` reads (manifest, summary, per-query "
-        "scores, counts) to FILE, atomically. Replacing an existing FILE needs --force.",
-    )
+    s = add_command(actions, "save", ABOUT_SAVE)
     s.add_argument("results", metavar="RESULTS", help="results folder or results.json")
     s.add_argument(
         "--to", required=True, metavar="FILE", help="baseline file, e.g. results/baselines/demo/nightly.json"

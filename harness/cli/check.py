@@ -16,6 +16,7 @@ import argparse
 import sys
 
 from harness import defaults
+from harness.cli.command import add_command
 from harness.errors import InputError
 from harness.gate import (
     DEFAULT_ALPHA,
@@ -32,15 +33,16 @@ from harness.gate.render import error_markdown, to_markdown, to_text
 from harness.gate.tolerances import check_alpha, check_tolerance
 from harness.results import Results
 
+#: ``harness check --help``: its line in ``harness --help``, a blank line, its description
+ABOUT = """compare results with a stored baseline; exit 1 on a significant drop beyond tolerance
+
+Per retriever x metric, a regression is a drop of more than the tolerance that is
+also significant (paired test on per-query scores). Exit 0: no regression; 1: regression, missing
+or failed retriever, changed dataset; 2: bad input."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "check",
-        help="compare results with a stored baseline; exit 1 on a significant drop beyond tolerance",
-        description="Per retriever x metric, a regression is a drop of more than the tolerance that is "
-        "also significant (paired test on per-query scores). Exit 0: no regression; 1: regression, missing "
-        "or failed retriever, changed dataset; 2: bad input.",
-    )
+    p = add_command(sub, "check", ABOUT)
     p.add_argument("--baseline", required=True, help="baseline results.json, results folder or saved baseline file")
     p.add_argument("--current", required=True, help="current results.json or results folder")
     p.add_argument(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness import defaults
 from harness.datasets import load_dataset, load_golden
 from harness.errors import InputError
 from harness.io.beir_write import write_beir
@@ -71,16 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if pair:
         if args.corpus is None or args.golden is None:
             raise InputError("--corpus and --golden go together")
-        ds = load_golden(
-            corpus=args.corpus,
-            golden=args.golden,
-            split=args.split,
-            judge_by=args.judge_by,
-            corpus_format=args.corpus_format,
-            golden_format=args.golden_format,
-        )
+        options = {k: getattr(args, k) for k in ("split", "judge_by", "corpus_format", "golden_format")}
+        ds = load_golden(args.corpus, args.golden, **options)
     elif args.dataset is not None:
-        ds = load_dataset(args.dataset, args.split or "test")
+        ds = load_dataset(args.dataset, args.split or defaults.SPLIT)
     else:
         raise InputError("nothing to convert: give DATASET, or --corpus and --golden")
     if args.chunking is not None:

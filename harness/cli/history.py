@@ -10,18 +10,21 @@ from __future__ import annotations
 import argparse
 import logging
 
+from harness.cli.command import add_command
 from harness.gate import history, trend
 
 log = logging.getLogger("harness")
 
 
+#: ``harness history --help``: its line in ``harness --help``, a blank line, its description
+ABOUT = """plot the nightly history written by `harness check --history` (PNG per metric, HTML page)
+
+Render a trend PNG per metric (one line per retriever, baseline and tolerance band,
+failed nights in red) and an HTML page with the plots and a table of nights."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "history",
-        help="plot the nightly history written by `harness check --history` (PNG per metric, HTML page)",
-        description="Render a trend PNG per metric (one line per retriever, baseline and tolerance band, "
-        "failed nights in red) and an HTML page with the plots and a table of nights.",
-    )
+    p = add_command(sub, "history", ABOUT)
     p.add_argument("file", metavar="FILE.jsonl", help="history file written by `harness check --history`")
     p.add_argument("--out", required=True, metavar="DIR", help="folder for index.html and the trend PNGs")
     p.add_argument("--metrics", action="append", help="metrics to plot, comma-separated (default: all)")

@@ -6,16 +6,20 @@ from __future__ import annotations
 import argparse
 import logging
 
+from harness.cli.command import add_command
+
 log = logging.getLogger("harness")
 
 
+#: ``harness report --help``: its line in ``harness --help``, a blank line, its description
+ABOUT = """print a results folder's table; --worst N lists the queries that lose most
+
+Print the comparison table of a results folder (from results.json). The folder is left
+as it is unless --write asks to re-render its tables and plots (from results.json, runs/ and qrels.tsv)."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report",
-        help="print a results folder's table; --worst N lists the queries that lose most",
-        description="Print the comparison table of a results folder (from results.json). The folder is left "
-        "as it is unless --write asks to re-render its tables and plots (from results.json, runs/ and qrels.tsv).",
-    )
+    p = add_command(sub, "report", ABOUT)
     p.add_argument("folder", metavar="DIR", help="results folder (holding results.json)")
     p.add_argument("--write", action="store_true", help="re-write the folder's tables and plots, then print")
     # printing only is the default now; the old flag stays accepted so existing scripts keep working

@@ -9,6 +9,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from harness.cli.command import add_command
 from harness.config import RunConfig, load_config
 from harness.errors import InputError
 from harness.presets import default_config
@@ -17,13 +18,15 @@ from harness.results import Results
 log = logging.getLogger("harness")
 
 
+#: ``harness run --help``: its line in ``harness --help``, a blank line, its description
+ABOUT = """run the retrievers of a config and write a results folder
+
+Run every retriever of a config over a golden dataset; without --config,
+the default comparison on the embedded demo dataset."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run the retrievers of a config and write a results folder",
-        description="Run every retriever of a config over a golden dataset; without --config, "
-        "the default comparison on the embedded demo dataset.",
-    )
+    p = add_command(sub, "run", ABOUT)
     p.add_argument("--config", help="YAML config (default: built-in comparison on the demo dataset)")
     p.add_argument("--out", help="results folder (default: results/<time>-<dataset>/)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' (overrides the config)")

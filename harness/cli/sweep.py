@@ -7,17 +7,21 @@ import logging
 import sys
 from pathlib import Path
 
+from harness.cli.command import add_command
+
 log = logging.getLogger("harness")
 
 
+#: ``harness sweep --help``: its line in ``harness --help``, a blank line, its description
+ABOUT = """try a grid of retriever options; choose on selection queries, report the choice on test queries
+
+Run the grid of a config's `sweep:` block (see docs/sweeps.md): every point is chosen on
+the selection queries (a training split, or the other folds) and only the chosen point is scored
+on the test queries, next to the default setting with a paired test."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "sweep",
-        help="try a grid of retriever options; choose on selection queries, report the choice on test queries",
-        description="Run the grid of a config's `sweep:` block (see docs/sweeps.md): every point is chosen on "
-        "the selection queries (a training split, or the other folds) and only the chosen point is scored "
-        "on the test queries, next to the default setting with a paired test.",
-    )
+    p = add_command(sub, "sweep", ABOUT)
     p.add_argument("--config", required=True, help="YAML run config with a `sweep:` block")
     p.add_argument("--out", help="folder for sweep.json, sweep.md and heatmaps (default: print only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from harness.validate import check_dataset_usable
 
 log = logging.getLogger("harness")
 
-__all__ = ["Embedder", "Session", "graph_from_specs", "nodes_from_specs", "recorded_spec", "run_graph"]
+__all__ = ["Embedder", "Session", "nodes_from_specs", "recorded_spec", "run_graph"]
 
 #: ``embedder(graph, dataset, cache_dir, show_progress) -> embed(doc_ids) -> (n, dim) array``: document
 #: vectors for the embedding metrics (``ild@k``), from the dense adapter the entry points pass in
@@ -65,7 +65,6 @@ class Session:
     results_cls: type[Results] = Results
     write_reports: Callable[[Results, Path], Any] | None = None
     embedder: Embedder | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_config(
@@ -98,7 +97,7 @@ class Session:
         cache = cache_dir_of(config.cache_dir)
         ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
         specs = config.specs(objects=objects)
-        built = {n: nodes_from_specs({n: specs[n]}, ctx)[0] for n in specs}
+        built = {node.name: node for node in nodes_from_specs(specs, ctx)}
         graph = Graph(objects[n] if n in objects else built[n] for n in config.retrievers)
         if retrievers:
             graph = graph.select(retrievers)
@@ -157,10 +156,6 @@ class Session:
                 write_reports=self.write_reports,
                 embedder=self.embedder,
             )
-
-
-def graph_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> Graph:
-    return Graph(nodes_from_specs(specs, ctx))
 
 
 def nodes_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> list[Node]:

@@ -12,7 +12,6 @@ split). Decisions on imperfect data, applied the same way everywhere:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -23,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import InputError
-from harness.io.lines import iter_lines
+from harness.io.lines import iter_lines, json_object
 from harness.io.trec import read_qrels
 from harness.model import Corpus, GoldenDataset, Query
 
@@ -32,16 +31,6 @@ log = logging.getLogger("harness")
 _WHITESPACE = re.compile(r"\s")
 _DOC_KEYS = {"_id", "id", "title", "text", "metadata"}
 _QUERY_KEYS = {"_id", "id", "text", "keywords", "metadata", "split"}
-
-
-def _json_line(path: Path, lineno: int, line: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
-    if not isinstance(obj, dict):
-        raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
-    return obj
 
 
 def _validation_error(e: ValidationError, path: Path, lineno: int) -> InputError:
@@ -83,7 +72,7 @@ def _records(path: Path, what: str, known_keys: set[str]) -> Iterator[tuple[int,
     are kept in the metadata rather than lost."""
     first_seen: dict[str, int] = {}
     for lineno, line in iter_lines(path, f"{what}s file", skip_comments=False):
-        obj = _json_line(path, lineno, line)
+        obj = json_object(path, lineno, line)
         rid = _id_of(obj, path, lineno)
         if rid in first_seen:
             raise InputError(
@@ -115,15 +104,11 @@ def read_corpus(path: str | os.PathLike[str]) -> Corpus:
     metadata: dict[int, dict[str, Any]] = {}
     first_seen: dict[str, int] = {}
     for lineno, line in iter_lines(p, "documents file", skip_comments=False):
-        obj = _json_line(p, lineno, line)
+        obj = json_object(p, lineno, line)
         doc_id = _id_of(obj, p, lineno)
         if doc_id in first_seen:
-            raise InputError(
-                f"duplicate document id {doc_id!r} (first at line {first_seen[doc_id]})",
-                path=p,
-                line=lineno,
-                field="_id",
-            )
+            msg = f"duplicate document id {doc_id!r} (first at line {first_seen[doc_id]})"
+            raise InputError(msg, path=p, line=lineno, field="_id")
         first_seen[doc_id] = lineno
         text = _string_field(obj, "text", p, lineno, none_ok=False)
         # a falsy title (null, "") is no title, as before

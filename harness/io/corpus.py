@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from harness.errors import InputError
 from harness.io.beir import read_corpus as read_corpus_jsonl
-from harness.io.tabular import detect_format, read_rows
+from harness.io.tabular import check_id, detect_format, read_rows
 from harness.model import Document
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
@@ -87,14 +87,7 @@ def read_tabular_corpus(path: str | os.PathLike[str], *, fmt: str | None = None)
         raw = cells.get(id_col)
         if raw is None or isinstance(raw, bool) or not isinstance(raw, (str, int)):
             raise InputError(f"must be a string, got {raw!r}", path=row.path, line=row.line, field=id_col)
-        doc_id = str(raw).strip() if row.text_cells else str(raw)
-        if not doc_id or any(c.isspace() for c in doc_id):
-            raise InputError(
-                f"{doc_id!r} is empty or contains whitespace (TREC files could not hold it)",
-                path=row.path,
-                line=row.line,
-                field=id_col,
-            )
+        doc_id = check_id(str(raw).strip() if row.text_cells else str(raw), row, id_col, what="")
         if doc_id in seen:
             raise InputError(
                 f"duplicate document id {doc_id!r} (first at line {seen[doc_id]})",

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from harness.errors import InputError
-from harness.io.tabular import Row, read_rows
+from harness.io.tabular import Row, check_id, read_rows
 from harness.model import GoldenDataset, Query
 
 log = logging.getLogger("harness")
@@ -76,6 +76,19 @@ def _missing(value: Any) -> bool:
     return bool(isinstance(value, str) and not value.strip())
 
 
+def _json_cell(text: str, row: Row, column: str, what: str) -> Any:
+    """A cell that looks like JSON, parsed; one located error when it does not parse."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(
+            f"looks like {what} but does not parse ({e.msg} at column {e.colno})",
+            path=row.path,
+            line=row.line,
+            field=column,
+        ) from None
+
+
 def _as_text_list(value: Any, row: Row, column: str, *, split_text: bool) -> list[str]:
     """A list of non-empty strings from a JSON list, a single string, or ``a;b`` text."""
     if _missing(value):
@@ -83,15 +96,7 @@ def _as_text_list(value: Any, row: Row, column: str, *, split_text: bool) -> lis
     if isinstance(value, str):
         s = value.strip()
         if row.text_cells and s.startswith("["):
-            try:
-                value = json.loads(s)
-            except json.JSONDecodeError as e:
-                raise InputError(
-                    f"looks like a JSON list but does not parse ({e.msg} at column {e.colno})",
-                    path=row.path,
-                    line=row.line,
-                    field=column,
-                ) from None
+            value = _json_cell(s, row, column, "a JSON list")
         elif split_text:
             return [part.strip() for part in s.split(";") if part.strip()]
         else:
@@ -133,17 +138,6 @@ def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
     return int(value)
 
 
-def _check_id(doc: str, row: Row, column: str) -> str:
-    if not doc or any(c.isspace() for c in doc):
-        raise InputError(
-            f"id {doc!r} is empty or contains whitespace (TREC files could not hold it)",
-            path=row.path,
-            line=row.line,
-            field=column,
-        )
-    return doc
-
-
 def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
     """``{doc_id: grade}`` from a list, a grade map, or ``a;b:2`` text."""
     if _missing(value):
@@ -151,15 +145,7 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
     if isinstance(value, str):
         s = value.strip()
         if s.startswith(("[", "{")):
-            try:
-                value = json.loads(s)
-            except json.JSONDecodeError as e:
-                raise InputError(
-                    f"looks like JSON but does not parse ({e.msg} at column {e.colno})",
-                    path=row.path,
-                    line=row.line,
-                    field=column,
-                ) from None
+            value = _json_cell(s, row, column, "JSON")
         else:
             out: dict[str, int] = {}
             for part in (x.strip() for x in s.split(";")):
@@ -167,12 +153,12 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                     continue
                 doc, sep, grade = part.rpartition(":")
                 if sep and doc and _is_int(grade):
-                    out[_check_id(doc.strip(), row, column)] = int(grade)
+                    out[check_id(doc.strip(), row, column)] = int(grade)
                 else:
-                    out[_check_id(part, row, column)] = 1
+                    out[check_id(part, row, column)] = 1
             return out
     if isinstance(value, dict):
-        return {_check_id(str(k), row, column): _grade(v, row, column, str(k)) for k, v in value.items()}
+        return {check_id(str(k), row, column): _grade(v, row, column, str(k)) for k, v in value.items()}
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
         value = value.tolist()
     if isinstance(value, (list, tuple)):
@@ -181,9 +167,9 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
             if isinstance(item, dict) and ("id" in item or "_id" in item):
                 # [{"id": "d1", "grade": 2}] (a Parquet / HF list of structs)
                 doc = str(item.get("id", item.get("_id")))
-                out[_check_id(doc, row, column)] = _grade(item.get("grade", 1), row, column, doc)
+                out[check_id(doc, row, column)] = _grade(item.get("grade", 1), row, column, doc)
             elif isinstance(item, (str, int)) and not isinstance(item, bool):
-                out[_check_id(str(item).strip(), row, column)] = 1
+                out[check_id(str(item).strip(), row, column)] = 1
             else:
                 raise InputError(
                     f"item {i} is {type(item).__name__}, expected a document id",
@@ -249,7 +235,7 @@ def read_golden(
                 raise InputError(
                     f"must be a string, got {type(raw_id).__name__}", path=row.path, line=row.line, field=id_col
                 )
-            qid = _check_id(str(raw_id).strip(), row, id_col or "id")
+            qid = check_id(str(raw_id).strip(), row, id_col or "id")
         if qid in out.lines:
             raise InputError(
                 f"duplicate query id {qid!r} (first at line {out.lines[qid]})",
@@ -343,7 +329,15 @@ def assemble_golden(
     corpus_format: str | None = None,
     golden_format: str | None = None,
 ) -> GoldenDataset:
-    """Read a corpus and a golden set and build the dataset (see ``harness.datasets.load_golden``)."""
+    """A corpus and a golden set given separately, in the shapes RAG teams hold them (see
+    this module and :mod:`harness.io.corpus`), as one :class:`GoldenDataset`.
+
+    Answer-judged rows are resolved against the corpus by :func:`harness.model.keyword_judgments`
+    (the mechanism the demo's keyword queries use); id-judged rows keep their ids. ``split`` picks a
+    split of a Hugging Face ``DatasetDict`` folder. Judged ids that are not in the corpus are kept
+    (they count as relevant, so recall is honest about what the corpus lacks) and warned about, as
+    for BEIR folders.
+    """
     from harness.io.corpus import read_any_corpus
 
     if judge_by not in ("auto", "ids", "answers"):

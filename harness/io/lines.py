@@ -3,9 +3,11 @@ trec_eval-style comment lines, and errors that carry ``FILE:LINE``."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from harness.errors import InputError
 
@@ -22,6 +24,17 @@ def open_checked(path: str | os.PathLike[str], what: str) -> Path:
     if p.is_dir():
         raise InputError(f"{what} expected, found a directory", path=p)
     return p
+
+
+def json_object(path: Path, lineno: int, line: str) -> dict[str, Any]:
+    """One JSONL line, which must hold a JSON object; errors name ``FILE:LINE``."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
+    return obj
 
 
 def is_comment(line: str, is_data: Callable[[str], bool] | None = None) -> bool:

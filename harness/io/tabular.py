@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.io.lines import iter_lines, open_checked
+from harness.io.lines import iter_lines, json_object, open_checked
 
 FORMATS = ("jsonl", "csv", "tsv", "parquet", "hf")
 _SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
@@ -34,6 +34,14 @@ class Row:
     cells: dict[str, Any]
     #: True when every cell is a string that still needs decoding (CSV/TSV)
     text_cells: bool = False
+
+
+def check_id(value: str, row: Row, column: str, what: str = "id ") -> str:
+    """An id as TREC files can hold it (not empty, no whitespace); else a located error."""
+    if not value or any(c.isspace() for c in value):
+        msg = f"{what}{value!r} is empty or contains whitespace (TREC files could not hold it)"
+        raise InputError(msg, path=row.path, line=row.line, field=column)
+    return value
 
 
 def detect_format(path: str | os.PathLike[str], fmt: str | None = None) -> str:
@@ -95,13 +103,7 @@ def _jsonl(p: Path, what: str) -> tuple[list[str], Iterator[Row]]:
 
     def rows() -> Iterator[Row]:
         for lineno, line in iter_lines(p, what, skip_comments=False):
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"invalid JSON ({e.msg} at column {e.colno})", path=p, line=lineno) from None
-            if not isinstance(obj, dict):
-                raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=p, line=lineno)
-            yield Row(p, lineno, obj)
+            yield Row(p, lineno, json_object(p, lineno, line))
 
     # columns: the union over the file (JSONL rows may omit optional keys)
     materialised = list(rows())
