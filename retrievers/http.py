@@ -174,10 +174,6 @@ class HttpRetriever:
         self._cancelled.set()
         self.close()
 
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled.is_set()
-
     def index(self, corpus: Sequence[Document]) -> None:
         """The service holds its own index."""
         return None

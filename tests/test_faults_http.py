@@ -179,7 +179,7 @@ def test_cancel_aborts_in_flight_requests_and_later_calls(serve) -> None:
         r.search([Query(id=f"q{i}", text="x") for i in range(8)], 3)
     with pytest.raises(RetrieverError, match="cancelled"):
         r.search(QS, 3)
-    assert r.cancelled
+    assert r._cancelled.is_set()
 
 
 # --------------------------------------------------------------------------- size caps

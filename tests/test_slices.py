@@ -71,7 +71,7 @@ def test_demo_queries_are_tagged(demo_tags: dict[str, list[str]]) -> None:
 
 def test_overall_equals_the_unsliced_table_exactly(demo_results: Results, demo_tags, tmp_path: Path) -> None:
     report = slice_tables(demo_results, demo_tags)
-    overall = report.overall
+    overall = report.slices[0]
     assert overall.name == OVERALL and overall.n == 83
     assert overall.means == demo_results.summary
     assert overall.intervals == demo_results.intervals
@@ -82,9 +82,9 @@ def test_overall_equals_the_unsliced_table_exactly(demo_results: Results, demo_t
     demo_results.save(tmp_path / "res")
     loaded = Results.load(tmp_path / "res")
     again = slice_tables(loaded, tags_of_results(loaded))
-    assert again.overall.means == demo_results.summary
-    assert again.overall.intervals == demo_results.intervals
-    assert again.overall.significance == overall.significance
+    assert again.slices[0].means == demo_results.summary
+    assert again.slices[0].intervals == demo_results.intervals
+    assert again.slices[0].significance == overall.significance
     assert [s.name for s in again.slices] == [s.name for s in report.slices]
 
 
@@ -177,7 +177,7 @@ def test_slices_partition_and_overall_property(a: list[float], b: list[float], t
         permutations=200,
         alpha=0.05,
     )
-    assert report.overall.significance == sig and report.overall.intervals == intervals
+    assert report.slices[0].significance == sig and report.slices[0].intervals == intervals
     by = {s.name: set(s.query_ids) for s in report.slices}
     for q, t in tags.items():
         for tag in t:
@@ -193,5 +193,5 @@ def test_print_by_tag(demo_results: Results) -> None:
     from harness.report.slices import print_by_tag
 
     report = print_by_tag(demo_results, console)
-    assert report is not None and report.overall.means == demo_results.summary
+    assert report is not None and report.slices[0].means == demo_results.summary
     assert "recall@100 by tag" in console.export_text()

@@ -75,10 +75,6 @@ class SliceReport:
     min_queries: int
     stats: dict[str, Any]
 
-    @property
-    def overall(self) -> Slice:
-        return self.slices[0]
-
 
 def query_tags(queries: Iterable[Query]) -> dict[str, list[str]]:
     """``{query_id: tags}`` from each query's ``metadata["tags"]`` (a list of strings, or one
