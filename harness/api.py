@@ -98,7 +98,7 @@ def run_config(
 
 
 def benchmark(
-    dataset: str | os.PathLike[str] | GoldenDataset = "demo",
+    dataset: str | os.PathLike[str] | GoldenDataset = defaults.DATASET,
     retrievers: Mapping[str, Any] | None = None,
     *,
     metrics: Sequence[str] | None = None,

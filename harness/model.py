@@ -18,6 +18,8 @@ from typing import Any, overload
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from harness import defaults
+
 #: Graded judgments: ``{query_id: {doc_id: grade}}``. Grade >= 1 is relevant; grades <= 0 are
 #: judged non-relevant (negative grades are kept and count as gain 0).
 Qrels = dict[str, dict[str, int]]
@@ -232,7 +234,7 @@ class GoldenDataset(BaseModel):
     corpus: Corpus
     queries: list[Query]
     qrels: Qrels
-    split: str = "test"
+    split: str = defaults.SPLIT
     source: str | None = None
 
     @field_validator("corpus", mode="before")
@@ -253,7 +255,7 @@ class GoldenDataset(BaseModel):
         queries: Sequence[Query],
         qrels: Mapping[str, Mapping[str, int]],
         *,
-        split: str = "test",
+        split: str = defaults.SPLIT,
         source: str | None = None,
     ) -> GoldenDataset:
         """Assemble a dataset: resolve keyword queries, keep only queries that are judged."""

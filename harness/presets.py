@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from harness import defaults
 from harness.config import RunConfig, parse_config
 from harness.metrics.names import DEFAULT_METRICS
 
@@ -46,7 +47,7 @@ def default_config() -> RunConfig:
         )
     return parse_config(
         {
-            "dataset": {"path": "demo", "split": "test"},
+            "dataset": {"path": defaults.DATASET, "split": defaults.SPLIT},
             "metrics": metrics,
             "baseline": "bm25",
             "retrievers": retrievers,

@@ -82,3 +82,31 @@ def test_layer_contracts_hold():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+def test_adapters_are_in_the_layers_contract_and_hold_only_adapters():
+    import tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    assert "retrievers" in layers
+    assert not (REPO / "retrievers" / "reranker_training.py").exists()  # an application: harness/training/
+
+
+def test_api_keeps_only_the_entry_points():
+    assert len((REPO / "harness" / "api.py").read_text().splitlines()) <= 250
+
+
+def test_every_cited_design_document_is_in_the_repository():
+    import re
+
+    cited = re.compile(r"\b(?:docs/[\w./-]+\.md|DESIGN(?:\.md)?)\b")
+    files = [REPO / "pyproject.toml", REPO / "README.md"]
+    files += [p for d in ("harness", "retrievers", "docs") for p in (REPO / d).rglob("*") if p.suffix in (".py", ".md")]
+    missing = {
+        (str(p.relative_to(REPO)), ref)
+        for p in files
+        for ref in cited.findall(p.read_text(encoding="utf-8"))
+        if ref.startswith("DESIGN") or not (REPO / ref).exists()
+    }
+    assert not missing, sorted(missing)

@@ -10,6 +10,8 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from harness import defaults
+
 log = logging.getLogger("harness")
 
 
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--out", metavar="DIR", help="also write a results folder (tables, plots, runs, results.json)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' the runs came from (recorded, for query text in reports)")
-    p.add_argument("--split", default="test", help="the dataset's split (with --dataset; default test)")
+    p.add_argument("--split", default=defaults.SPLIT, help="the dataset's split (with --dataset; default test)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bootstrap", type=int, default=d.bootstrap, help=f"bootstrap resamples (default {d.bootstrap})")
     p.add_argument(

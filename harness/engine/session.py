@@ -1,5 +1,5 @@
 """A run, end to end: the dataset (once per chunking), the graph, the results folder, the display
-and the scoring. ``harness run`` (:func:`harness.run_config`) and :func:`harness.benchmark` both
+and the scoring. ``harness run`` (:func:`harness.api.run_config`) and :func:`harness.benchmark` both
 build one :class:`Session` from a validated :class:`~harness.config.RunConfig` and run it, so a
 script and the CLI give the same numbers.
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from harness import defaults
 from harness.errors import InputError
 from harness.io.lines import iter_lines, json_object
 from harness.io.trec import read_qrels
@@ -151,7 +152,7 @@ def available_splits(folder: str | os.PathLike[str]) -> list[str]:
     return sorted(f.stem for f in qdir.glob("*.tsv")) if qdir.is_dir() else []
 
 
-def load_beir(folder: str | os.PathLike[str], split: str = "test", *, name: str | None = None) -> GoldenDataset:
+def load_beir(folder: str | os.PathLike[str], split: str = defaults.SPLIT, *, name: str | None = None) -> GoldenDataset:
     """Load a BEIR folder as a :class:`GoldenDataset` restricted to ``split``."""
     root = Path(folder).expanduser()
     if not root.is_dir():

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
+from harness import defaults
 from harness.errors import InputError
 from harness.io import atomic
 from harness.model import GoldenDataset
@@ -27,7 +28,7 @@ def write_beir(dataset: GoldenDataset, out: str | os.PathLike[str], *, keywords:
     """Write ``dataset`` under ``out`` (created; must not hold a BEIR folder already: nothing a
     user wrote is overwritten). Returns the folder."""
     root = Path(out).expanduser()
-    split = dataset.split or "test"
+    split = dataset.split or defaults.SPLIT
     targets = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"]
     present = [t for t in targets if t.exists()]
     if present:

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from harness import defaults
 from harness.errors import InputError
 from harness.io.tabular import Row, check_id, read_rows
 from harness.model import GoldenDataset, Query
@@ -363,7 +364,7 @@ def assemble_golden(
             ", ".join(unknown[:3]),
         )
     dataset = GoldenDataset.build(
-        name or gpath.stem, docs, rows.queries, rows.qrels, split=split or "test", source=f"{cpath} + {gpath}"
+        name or gpath.stem, docs, rows.queries, rows.qrels, split=split or defaults.SPLIT, source=f"{cpath} + {gpath}"
     )
     unmatched = [q.id for q in dataset.queries if q.keywords and not dataset.qrels.get(q.id)]
     if unmatched:
@@ -396,7 +397,7 @@ def resolve_dataset_section(
     if isinstance(section, GoldenDataset):
         return section
     if isinstance(section, (str, os.PathLike)):
-        return load_path(resolve(section, "path"), "test")
+        return load_path(resolve(section, "path"), defaults.SPLIT)
     if not isinstance(section, dict):
         raise InputError(f"must be a path or a mapping, got {type(section).__name__}", field="dataset")
     unknown = sorted(set(section) - set(SECTION_KEYS))
@@ -424,5 +425,7 @@ def resolve_dataset_section(
         if section.get(key) not in (None, "auto"):
             raise InputError(f"{key} applies to corpus + golden, not to path", field=f"dataset.{key}")
     return load_path(
-        resolve(section.get("path") or "demo", "path"), section.get("split") or "test", name=section.get("name")
+        resolve(section.get("path") or defaults.DATASET, "path"),
+        section.get("split") or defaults.SPLIT,
+        name=section.get("name"),
     )

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness import defaults
 from harness.errors import HarnessError, InputError
 from harness.io.trec import read_qrels
 from harness.model import Qrels
@@ -60,7 +61,7 @@ def dataset_texts(results: Results) -> tuple[dict[str, str], dict[str, str], str
     from harness.datasets import DEMO, load_dataset
 
     ds = results.manifest.get("dataset") or {}
-    source, name, split = ds.get("source"), ds.get("name"), ds.get("split") or "test"
+    source, name, split = ds.get("source"), ds.get("name"), ds.get("split") or defaults.SPLIT
     where = source if source and Path(source).is_dir() else DEMO if name == DEMO or source == DEMO else None
     if where is None:
         why = f"dataset folder {source} not found" if source else "results.json names no dataset folder"

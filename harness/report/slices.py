@@ -103,7 +103,7 @@ def tags_of_results(results: Results) -> dict[str, list[str]]:
     where = ds.get("source") or ds.get("name")
     if not where:
         raise InputError("the results do not name their dataset, so their queries' tags are unknown")
-    return query_tags(load_dataset(where, ds.get("split") or "test").queries)
+    return query_tags(load_dataset(where, ds.get("split") or defaults.SPLIT).queries)
 
 
 def _stats_settings(results: Results) -> tuple[dict[str, Any], int]:
@@ -192,7 +192,7 @@ def legend(report: SliceReport) -> list[str]:
         f"`{OVERALL}` is every query: the numbers of the unsliced table.",
     ]
     if report.baseline is not None:
-        alpha = report.stats.get("alpha", 0.05)
+        alpha = report.stats.get("alpha", defaults.ALPHA)
         lines.append(
             f"{BETTER} / {WORSE}: significantly better / worse than {report.baseline!r} within the slice (paired "
             f"randomization test, Holm-corrected over that slice's comparisons, p < {alpha:g})."
