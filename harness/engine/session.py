@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,10 @@ __all__ = ["Embedder", "Session", "nodes_from_specs", "recorded_spec", "run_grap
 #: ``embedder(graph, dataset, cache_dir, show_progress) -> embed(doc_ids) -> (n, dim) array``: document
 #: vectors for the embedding metrics (``ild@k``), from the dense adapter the entry points pass in
 Embedder = Callable[[Graph, GoldenDataset, Path, bool], Callable[[Sequence[str]], Any]]
+
+
+#: Session fields that are not keywords of :func:`run_graph`
+_POSITIONAL = ("graph", "dataset", "settings", "executor")
 
 
 @dataclass
@@ -139,22 +143,10 @@ class Session:
 
         executor = executor_from_config(self.executor) if self.executor is not None else None
         with use_executor(executor):
+            # every other field is a keyword of run_graph of the same name
+            rest = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _POSITIONAL}
             return run_graph(
-                self.graph,
-                self.dataset,
-                self.settings,
-                metrics=self.metrics,
-                baseline=self.baseline,
-                chunking=self.chunking,
-                stats=self.stats,
-                config_record=self.config_record,
-                cache_dir=self.cache_dir,
-                out=out,
-                resume=resume,
-                show_progress=show_progress,
-                results_cls=self.results_cls,
-                write_reports=self.write_reports,
-                embedder=self.embedder,
+                self.graph, self.dataset, self.settings, out=out, resume=resume, show_progress=show_progress, **rest
             )
 
 
