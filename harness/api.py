@@ -125,6 +125,9 @@ def benchmark(
     :mod:`harness.compose`). The :class:`BenchmarkResults` render with ``.table()``, convert with
     ``.to_dataframe()``; ``out`` (or ``.save(DIR)`` later) writes the folder ``harness run --out DIR``
     writes, each run as it finishes. Nothing is printed unless ``show_progress``.
+
+    The arguments are checked as a config file is (:func:`benchmark_config`): the same errors, the
+    same defaults, ``${ENV_VAR}`` in spec values expanded, a missing run file refused up front.
     """
     config, objects = benchmark_config(
         dataset,
