@@ -8,7 +8,8 @@ top ``rescore`` candidates re-scored with the float32 vectors.
   ``1 - 2 * hamming / bits`` (the cosine of the two sign vectors) unless re-scored.
 
 Re-scoring (``rescore: N``): the top ``max(N, depth)`` candidates by the compressed codes are ranked
-again by the exact inner product of the float32 query and document vectors, and the top ``depth`` kept. The float vectors are kept beside the index (reported apart from it as
+again by the exact inner product of the float32 query and document vectors, and the top ``depth`` kept.
+The float vectors are kept beside the index (reported apart from it as
 ``rescore_bytes``); a deployment would keep them on disk and read only the N rows per query, as the
 sentence-transformers embedding-quantization guide describes.
 """

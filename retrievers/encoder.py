@@ -77,7 +77,9 @@ class EncoderOptions(SpecBase):
         description="float32 | bfloat16 | float16 | auto (bfloat16 where the CPU or GPU computes it natively, "
         "else float32); a dtype the hardware would emulate falls back to float32 with a note",
     )
-    backend: Backend = Field("torch", description="torch | onnx | openvino (the model exported once, cached by its hash)")
+    backend: Backend = Field(
+        "torch", description="torch | onnx | openvino (the model exported once, cached by its hash)"
+    )
     quantize: Quantize = Field("none", description="none | int8 (dynamic int8 weights; onnx or openvino backend)")
 
     @model_validator(mode="after")
@@ -179,7 +181,9 @@ class Encoder:
         if quantize == "int8" and backend == "torch":
             raise InputError("quantize: int8 needs backend: onnx or openvino", field="quantize")
         if backend != "torch" and device != "cpu":
-            raise InputError(f"backend: {backend} runs on the CPU; device {device!r} needs backend: torch", field="device")
+            raise InputError(
+                f"backend: {backend} runs on the CPU; device {device!r} needs backend: torch", field="device"
+            )
         require_extra(backend)
         self.backend, self.quantize = backend, quantize
         resolved = resolve_dtype(dtype, device=device, backend=backend)

@@ -67,12 +67,19 @@ def test_spec_rejects_impossible_combinations():
     with pytest.raises(ValidationError):
         DenseSpec(dtype="int4")
     # every type that embeds shares the options
-    assert MMRSpec(of="dense", dtype="auto").encoder_options() == {"dtype": "auto", "backend": "torch", "quantize": "none"}
+    assert MMRSpec(of="dense", dtype="auto").encoder_options() == {
+        "dtype": "auto",
+        "backend": "torch",
+        "quantize": "none",
+    }
 
 
 def test_missing_extra_names_the_pip_command(monkeypatch, tmp_path):
     msg = missing_extra("openvino", absent=lambda m: m == "openvino")
-    assert msg == "backend openvino needs openvino (not installed): pip install 'retrieval-harness[openvino]'  (or: pip install openvino onnx)"
+    assert (
+        msg == "backend openvino needs openvino (not installed): "
+        "pip install 'retrieval-harness[openvino]'  (or: pip install openvino onnx)"
+    )
     assert missing_extra("torch", absent=lambda m: True) is None
     # a package that cannot be imported, seen by the config check before any work
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
@@ -170,7 +177,12 @@ def test_bfloat16_and_float32_have_their_own_cache_entries(demo, tmp_path, monke
     again = run("bfloat16")
     assert again.encoder.encoded == 0 and again.efficiency_extra(5)["cache_hit_rate"] == 1.0
     assert bf.params()["encoder"]["dtype"] == "bfloat16" and "dtype" not in fp.params()["encoder"]
-    assert bf.params()["encoding"] == {"dtype": "bfloat16", "dtype_resolved": "bfloat16", "backend": "torch", "quantize": "none"}
+    assert bf.params()["encoding"] == {
+        "dtype": "bfloat16",
+        "dtype_resolved": "bfloat16",
+        "backend": "torch",
+        "quantize": "none",
+    }
     e_bf = bf.encoder.encode_documents(docs, progress=False)
     e_fp = fp.encoder.encode_documents(docs, progress=False)
     np.testing.assert_allclose(np.linalg.norm(e_bf, axis=1), 1.0, atol=1e-5)  # renormalised in float32
