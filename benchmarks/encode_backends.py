@@ -66,6 +66,7 @@ PRECISIONS: dict[str, dict[str, Any]] = {
     "binary": {"precision": "binary"},
     "binary+rescore100": {"precision": "binary", "rescore": 100},
     "binary+rescore400": {"precision": "binary", "rescore": 400},
+    "binary+rescore1000": {"precision": "binary", "rescore": 1000},
 }
 
 

@@ -138,12 +138,16 @@ def quantize_int8(src: Path, dst: Path) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # onnxruntime's advice to pre-process, logged on the root logger, every time
     try:
         quantize_dynamic(
             str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
         )
         os.replace(tmp, dst)
     finally:
+        root.setLevel(level)
         with contextlib.suppress(OSError):
             tmp.unlink()
     return dst
