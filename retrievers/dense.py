@@ -26,16 +26,17 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from harness import defaults
 from harness.model import Corpus, Document, Query
-from harness.registry import BuildContext, SpecBase
+from harness.registry import BuildContext
 from harness.run import Run
-from retrievers.encoder import DEFAULT_MODEL, Encoder
+from retrievers.compressed_index import CompressedIndex, Precision
+from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
 
 
-class DenseSpec(SpecBase):
+class DenseSpec(EncoderOptions):
     type: Literal["dense"] = "dense"
     model: str = Field(DEFAULT_MODEL, description="sentence-transformers hub name or local path")
     batch_size: int = Field(64, ge=1)
@@ -55,6 +56,20 @@ class DenseSpec(SpecBase):
     device: str = "cpu"
     doc_prefix: str = ""
     query_prefix: str = ""
+    precision: Precision = Field(
+        "float32", description="index codes: float32 | float16 | int8 | binary (index: flat only; docs/encoding.md)"
+    )
+    rescore: int | None = Field(
+        None, ge=1, description="re-rank the top N candidates of a float16/int8/binary index with the float32 vectors"
+    )
+
+    @model_validator(mode="after")
+    def _precision(self) -> DenseSpec:
+        if self.precision != "float32" and self.index != "flat":
+            raise ValueError(f"precision: {self.precision} needs index: flat (got index: {self.index})")
+        if self.rescore is not None and self.precision == "float32":
+            raise ValueError("rescore applies to precision float16, int8 or binary")
+        return self
 
     def build(self, ctx: BuildContext) -> Dense:
         return Dense(self, cache_dir=ctx.cache_dir, show_progress=ctx.show_progress, seed=ctx.seed, depth=ctx.depth)
@@ -89,6 +104,7 @@ class Dense:
             show_progress=show_progress,
             doc_prefix=s.doc_prefix,
             query_prefix=s.query_prefix,
+            **s.encoder_options(),
         )
         self._doc_ids = np.empty(0, dtype=object)
         self._index: Any = None
@@ -97,9 +113,14 @@ class Dense:
         self._encode_seconds = self._build_seconds = 0.0
         self._cache_hit_rate: float | None = None
         self._query_encode_ms: float | None = None
+        self._compressed: CompressedIndex | None = None
 
     def params(self) -> dict[str, Any]:
-        return {**self.spec.model_dump(exclude={"type"}), "encoder": self.encoder.identity}
+        return {
+            **self.spec.model_dump(exclude={"type"}),
+            "encoder": self.encoder.identity,
+            "encoding": self.encoder.computing,
+        }
 
     def index(self, corpus: Sequence[Document]) -> None:
         import faiss
@@ -117,7 +138,13 @@ class Dense:
         d = enc.dim
         build = 0.0
         emb: np.ndarray | None = None
-        if s.index == "flat" or n < 2:
+        if s.precision != "float32":
+            # compressed codes: the float32 rows stay beside them for re-scoring and for the recall figure
+            emb = np.ascontiguousarray(enc.encode_documents(cols), dtype=np.float32)
+            t0 = time.perf_counter()
+            self._compressed = index = CompressedIndex(emb, s.precision, rescore=s.rescore)
+            build = time.perf_counter() - t0
+        elif s.index == "flat" or n < 2:
             # exact: blocks go into the index as they are read or encoded, so the embeddings are
             # never all held beside the index (FAISS's flat index is its own copy)
             index = faiss.IndexFlatIP(d)
@@ -178,7 +205,7 @@ class Dense:
                 np.zeros((len(queries), 0)),
                 name=self.name,
             )
-        scores, idx = self._index.search(q, kk)
+        scores, idx = self._index.search(q, kk)  # CompressedIndex.search re-scores
         if len(queries) > 1:
             self._last_queries = q
         return Run(
@@ -190,7 +217,10 @@ class Dense:
         encoded, cache reads excluded), ``build_seconds`` (the FAISS index), ``cache_hit_rate``
         (share of documents read from the embedding cache; None without a cache),
         ``query_encode_ms`` (per query, when a batch of queries was encoded), and for approximate
-        indexes ``ann_recall@k`` against exact search on the last batch of queries."""
+        indexes and compressed ones (``precision``) ``ann_recall@k`` against exact float32 search on
+        the last batch of queries; compressed ones also report ``index_bytes`` (their codes),
+        ``float32_index_bytes`` (a flat float32 index of the same vectors) and ``rescore_bytes`` (the
+        float32 vectors kept for re-scoring)."""
         out: dict[str, Any] = {
             "encode_seconds": self._encode_seconds,
             "build_seconds": self._build_seconds,
@@ -200,6 +230,11 @@ class Dense:
             out["query_encode_ms"] = self._query_encode_ms
         if self._nprobe is not None:
             out["nprobe"] = self._nprobe
+        if self._compressed is not None:
+            c = self._compressed
+            out["index_bytes"] = c.index_bytes
+            out["float32_index_bytes"] = c.float32_bytes
+            out["rescore_bytes"] = c.rescore_bytes
         if self._emb is None or self._last_queries is None:
             return out
         import faiss

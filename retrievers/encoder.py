@@ -17,15 +17,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field, model_validator
 
 from harness import progress as harness_progress
 from harness.cache import CHUNK_ROWS, VectorCache, digest, text_key
 from harness.errors import InputError
 from harness.executor import EncoderSettings
 from harness.executor import remote as remote_executor
-from harness.executor.models import load_sentence_transformer  # one loader (and one model) per process
+from harness.executor.backends import RuntimeEncoder, exported_model, require_extra
+from harness.executor.dtypes import Backend, DType, Quantize, resolve_dtype
+from harness.executor.models import (  # one loader (and one model) per process
+    encode_texts,
+    load_sentence_transformer,
+    load_sentence_transformer_as,
+)
 from harness.io import atomic
 from harness.model import Corpus
+from harness.registry import SpecBase
 
 log = logging.getLogger("harness")
 
@@ -53,6 +61,44 @@ def resolve_model(model: str | None) -> str:
         return str(packaged_model_path())
     p = Path(model).expanduser()
     return str(p.resolve()) if p.exists() else model
+
+
+class EncoderOptions(SpecBase):
+    """How an embedding retriever computes its embeddings: the options every type that embeds shares
+    (dense, mmr, vector databases): subclass it instead of ``SpecBase`` and pass
+    :meth:`encoder_options` to :class:`Encoder`.
+
+    Each option that changes an embedding is part of the embedding cache's key and of the run's params
+    (the dtype as resolved on this machine). docs/encoding.md has the measured speed and quality of each.
+    """
+
+    dtype: DType = Field(
+        "float32",
+        description="float32 | bfloat16 | float16 | auto (bfloat16 where the CPU or GPU computes it natively, "
+        "else float32); a dtype the hardware would emulate falls back to float32 with a note",
+    )
+    backend: Backend = Field(
+        "torch", description="torch | onnx | openvino (the model exported once, cached by its hash)"
+    )
+    quantize: Quantize = Field("none", description="none | int8 (dynamic int8 weights; onnx or openvino backend)")
+
+    @model_validator(mode="after")
+    def _combination(self) -> EncoderOptions:
+        if self.quantize == "int8" and self.backend == "torch":
+            raise ValueError("quantize: int8 needs backend: onnx or openvino (torch has no int8 encoder here)")
+        device = getattr(self, "device", "cpu")
+        if self.backend != "torch" and device != "cpu":
+            raise ValueError(f"backend: {self.backend} runs on the CPU; device {device!r} needs backend: torch")
+        return self
+
+    def preflight(self, config_dir: Path) -> None:
+        """A backend whose packages are missing fails before any work, with the pip command."""
+        super().preflight(config_dir)
+        require_extra(self.backend)
+
+    def encoder_options(self) -> dict[str, Any]:
+        """Keyword arguments for :class:`Encoder`."""
+        return {"dtype": self.dtype, "backend": self.backend, "quantize": self.quantize}
 
 
 def set_threads(threads: int | None) -> None:
@@ -125,8 +171,28 @@ class Encoder:
         doc_prefix: str = "",
         query_prefix: str = "",
         chunk_rows: int = CHUNK_ROWS,
+        dtype: str = "float32",
+        backend: str = "torch",
+        quantize: str = "none",
     ) -> None:
         self.model_name = model or DEFAULT_MODEL
+        if quantize not in ("none", "int8") or backend not in ("torch", "onnx", "openvino"):
+            raise InputError(f"unknown backend {backend!r} / quantize {quantize!r}", field="backend")
+        if quantize == "int8" and backend == "torch":
+            raise InputError("quantize: int8 needs backend: onnx or openvino", field="quantize")
+        if backend != "torch" and device != "cpu":
+            raise InputError(
+                f"backend: {backend} runs on the CPU; device {device!r} needs backend: torch", field="device"
+            )
+        require_extra(backend)
+        self.backend, self.quantize = backend, quantize
+        resolved = resolve_dtype(dtype, device=device, backend=backend)
+        #: the dtype asked for, the one computed, and why they differ (None when they do not)
+        self.dtype_requested, self.dtype, self.dtype_note = dtype, resolved.dtype, resolved.note
+        if resolved.note:
+            log.warning("%s", resolved.note)
+            harness_progress.current().note(resolved.note)
+        self._runtime: RuntimeEncoder | None = None
         self.chunk_rows = chunk_rows
         self.location = resolve_model(model)
         self.device, self.threads = device, threads
@@ -199,13 +265,49 @@ class Encoder:
 
     @property
     def identity(self) -> dict[str, Any]:
-        """Everything that changes an embedding; the cache key is a digest of it."""
-        return {
+        """Everything that changes an embedding; the cache key is a digest of it. The computing
+        options appear only when they are not the float32 torch default, so caches written before
+        they existed keep their keys."""
+        ident: dict[str, Any] = {
             "model": self.model_name,
             "weights_sha256": self._weights_sha256,
             "max_length": self.max_length,
             "normalize": self.normalize,
         }
+        if self.dtype != "float32":
+            ident["dtype"] = self.dtype
+        if self.backend != "torch":
+            ident["backend"] = self.backend
+        if self.quantize != "none":
+            ident["quantize"] = self.quantize
+        return ident
+
+    @property
+    def computing(self) -> dict[str, Any]:
+        """How the embeddings are computed on this machine, for a run's params: the dtype as asked
+        and as resolved (with the fallback note, if any), the backend and the quantization."""
+        out: dict[str, Any] = {
+            "dtype": self.dtype_requested,
+            "dtype_resolved": self.dtype,
+            "backend": self.backend,
+            "quantize": self.quantize,
+        }
+        if self.dtype_note:
+            out["note"] = self.dtype_note
+        return out
+
+    def _compute(self, texts: list[str]) -> np.ndarray:
+        """float32 embeddings of ``texts`` in this process, with this encoder's dtype and backend."""
+        base = self._load()
+        base.max_seq_length = self.max_length  # the model is shared: set this encoder's length each time
+        if self.backend == "torch":
+            model = load_sentence_transformer_as(self.location, self.device, self.dtype)
+            model.max_seq_length = self.max_length
+            return encode_texts(model, texts, normalize=self.normalize, batch_size=self.batch_size)
+        if self._runtime is None:
+            path = exported_model(base, self._cache_dir, self._weights_sha256, self.quantize)
+            self._runtime = RuntimeEncoder(base, path, self.backend, dtype=self.dtype, threads=self.threads)
+        return self._runtime.encode(texts, batch_size=self.batch_size, normalize=self.normalize)
 
     @property
     def cache(self) -> VectorCache | None:
@@ -226,24 +328,16 @@ class Encoder:
     def _encode(self, texts: Sequence[str], progress: bool = False, *, local: bool = False) -> np.ndarray:
         # queries stay in this process (``local``): a query's latency is the retriever's, not a
         # round trip to a cluster; documents, the bulk of the work, go to the executor
-        ex = None if local else remote_executor()
+        ex = None if local or self.backend != "torch" else remote_executor()
         if ex is not None:  # the config's executor (Ray): the same model on its workers
             t0 = time.perf_counter()
-            settings = EncoderSettings(self.location, self.max_length, self.normalize, self.device)
+            settings = EncoderSettings(self.location, self.max_length, self.normalize, self.device, dtype=self.dtype)
             emb = ex.encode(list(texts), settings, self.batch_size)
             self.encode_seconds += time.perf_counter() - t0
             self.encoded += len(texts)
             return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
-        model = self._load()
-        model.max_seq_length = self.max_length  # the model is shared: set this encoder's length each time
         t0 = time.perf_counter()
-        emb = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=self.normalize,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        emb = self._compute(list(texts))
         self.encode_seconds += time.perf_counter() - t0
         self.encoded += len(texts)
         return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)

@@ -23,12 +23,12 @@ from pydantic import ConfigDict, Field
 from harness.errors import InputError
 from harness.mmr import mmr_order
 from harness.model import Corpus, Document, Query
-from harness.registry import BuildContext, SpecBase
+from harness.registry import BuildContext
 from harness.run import PAD, Run
-from retrievers.encoder import DEFAULT_MODEL, Encoder
+from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
 
 
-class MMRSpec(SpecBase):
+class MMRSpec(EncoderOptions):
     # `lambda` is a Python keyword: the field is lambda_, spelled `lambda` in configs and dumps
     model_config = ConfigDict(serialize_by_alias=True)
 
@@ -80,6 +80,7 @@ class MMR:
             device=s.device,
             cache_dir=cache_dir,
             show_progress=show_progress,
+            **s.encoder_options(),
         )
         self._indexed = False
         self._corpus = Corpus([], [])
@@ -90,7 +91,11 @@ class MMR:
         self._stored = 0
 
     def params(self) -> dict[str, Any]:
-        return {**self.spec.model_dump(exclude={"type"}), "encoder": self.encoder.identity}
+        return {
+            **self.spec.model_dump(exclude={"type"}),
+            "encoder": self.encoder.identity,
+            "encoding": self.encoder.computing,
+        }
 
     def index(self, corpus: Sequence[Document]) -> None:
         """Keep the corpus; documents are embedded when they first appear among the candidates."""

@@ -61,6 +61,8 @@ class EncoderSettings:
     device: str = "cpu"
     #: prepended to every text before encoding; leave empty when the texts already carry it
     prefix: str = ""
+    #: the dtype the model computes in, already resolved (``harness.executor.dtypes.resolve_dtype``)
+    dtype: str = "float32"
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,23 @@ def load_sentence_transformer(path_or_name: str, device: str = "cpu") -> Any:
 
 
 @cache
+@cache
+def load_sentence_transformer_as(path_or_name: str, device: str = "cpu", dtype: str = "float32") -> Any:
+    """The process's model for (location, device) computing in ``dtype`` (already resolved:
+    :func:`harness.executor.dtypes.resolve_dtype`). float32 is the shared instance itself; another
+    dtype is a converted copy, so the float32 model (and its weights digest, the cache's identity)
+    is never changed under another caller."""
+    base = load_sentence_transformer(path_or_name, device)
+    if dtype == "float32":
+        return base
+    import copy
+
+    import torch
+
+    return copy.deepcopy(base).to(getattr(torch, dtype))
+
+
+@cache
 def load_cross_encoder(location: str, device: str = "cpu", max_length: int | None = None) -> Any:
     """One ``CrossEncoder`` per (location, device, max length) per process; local files first."""
     if missing_folder(location):
@@ -78,7 +95,7 @@ def load_cross_encoder(location: str, device: str = "cpu", max_length: int | Non
 
 def sentence_transformer(settings: EncoderSettings, device: str | None = None) -> Any:
     """The process's model for ``settings``, with its max length applied (as ``Encoder`` does)."""
-    model = load_sentence_transformer(settings.location, device or settings.device)
+    model = load_sentence_transformer_as(settings.location, device or settings.device, settings.dtype)
     if settings.max_length is not None:
         model.max_seq_length = int(settings.max_length)
     return model
@@ -97,7 +114,18 @@ def encode_texts(model: Any, texts: Sequence[str], *, normalize: bool, batch_siz
         convert_to_numpy=True,
         show_progress_bar=False,
     )
-    return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
+    out = np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
+    if normalize and _computes_below_float32(model):
+        # normalised in bfloat16/float16, the norms are 1 only to ~3 digits: normalise again in float32
+        out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out
+
+
+def _computes_below_float32(model: Any) -> bool:
+    try:
+        return str(next(model.parameters()).dtype) in ("torch.bfloat16", "torch.float16")
+    except (AttributeError, StopIteration, TypeError):
+        return False
 
 
 def predict_pairs(
