@@ -84,6 +84,9 @@ class StatsConfig(BaseModel):
     bootstrap: int = Field(1000, ge=0, le=MAX_RESAMPLES, description="bootstrap resamples for confidence intervals")
     permutations: int = Field(10000, ge=0, le=MAX_RESAMPLES, description="random sign flips for the randomization test")
     alpha: float = Field(0.05, gt=0, lt=1)
+    #: Holm's family: ``all`` (every retriever x metric of the table) or ``metric`` (each metric's column,
+    #: as PyTerrier and ranx report); the table's legend names it.
+    correction: Literal["all", "metric"] = "all"
 
 
 class RunConfig(BaseModel):

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from harness.errors import InputError
+from harness.errors import DATA_WARNING, InputError
 from harness.io.tabular import Row, read_rows
 from harness.model import GoldenDataset, Query
 
@@ -367,6 +367,7 @@ def assemble_golden(
             gpath,
             len(unknown),
             ", ".join(unknown[:3]),
+            extra=DATA_WARNING,
         )
     dataset = GoldenDataset.build(
         name or gpath.stem, docs, rows.queries, rows.qrels, split=split or "test", source=f"{cpath} + {gpath}"
@@ -379,6 +380,7 @@ def assemble_golden(
             len(unmatched),
             unmatched[0],
             rows.lines[unmatched[0]],
+            extra=DATA_WARNING,
         )
     return dataset
 

@@ -37,7 +37,7 @@ WARM_ABOVE = 0.5
 NOT_RANKED = ("cache_hit_rate",)
 #: StatsConfig's defaults, for results whose manifest records no ``config.stats`` (the report layer
 #: sits below the config and does not import it)
-STATS_DEFAULTS: dict[str, Any] = {"bootstrap": 1000, "permutations": 10000, "alpha": 0.05}
+STATS_DEFAULTS: dict[str, Any] = {"bootstrap": 1000, "permutations": 10000, "alpha": 0.05, "correction": "all"}
 BETTER, WORSE = "▲", "▼"
 #: decimals of a mean as printed; "best" is decided on the printed value, so ties are all marked
 DECIMALS = 4
@@ -112,10 +112,17 @@ class ComparisonTable:
             lines.append("No baseline: no significance tests (set `baseline:` in the config).")
         elif self.n_tests:
             alpha, perms = self.stats.get("alpha", 0.05), self.stats.get("permutations", 10000)
+            if self.stats.get("correction", "all") == "metric":
+                n_rows = len({r.name for r in self.ok_rows if not r.baseline})
+                family = f"within each metric ({n_rows} comparison{'s' if n_rows != 1 else ''} per metric)"
+                other = "stats: {correction: all} corrects over the whole table"
+            else:
+                family = f"over {self.n_tests} comparisons, the whole table (every retriever x metric)"
+                other = "stats: {correction: metric} corrects per metric, as PyTerrier and ranx do"
             lines.append(
                 f"{BETTER} / {WORSE}: significantly better / worse than the baseline {self.baseline!r} "
-                f"(paired randomization test, {perms:,} sign flips, Holm-corrected over {self.n_tests} "
-                f"comparisons, p < {alpha:g})."
+                f"(paired randomization test, {perms:,} sign flips, Holm-corrected {family}, p < {alpha:g}; "
+                f"{other})."
             )
         if bold:
             lines.append("Bold: best in its column" + (" (warm figures excluded)." if self.has_states else "."))
