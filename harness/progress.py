@@ -350,7 +350,7 @@ class PlainProgress(_State):
     def _end_stage(self) -> None:
         """The closing line of a counted stage (``... encoding docs: 187/187 (100%) in 3s``): a log that
         saw only ``(0/187)`` could not tell a finished stage from one that hung or lost work."""
-        if self.stage is not None and (self.total or self.done):
+        if self.stage is not None and self.done:
             took = fmt_duration(self._clock() - self.stage_started)
             done = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,}"
             pct = f" ({100.0 * min(self.done, self.total) / self.total:.0f}%)" if self.total else ""
