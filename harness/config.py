@@ -98,6 +98,9 @@ class StatsConfig(BaseModel):
         defaults.PERMUTATIONS, ge=0, le=MAX_RESAMPLES, description="random sign flips for the randomization test"
     )
     alpha: float = Field(defaults.ALPHA, gt=0, lt=1)
+    #: Holm's family: ``all`` (every retriever x metric of the table) or ``metric`` (each metric's column,
+    #: as PyTerrier and ranx report); the table's legend names it.
+    correction: Literal["all", "metric"] = "all"
 
 
 class RunConfig(BaseModel):

@@ -46,6 +46,16 @@ class InputError(HarnessError, ValueError):
         return scrub(f"{where}{field}{self.message}")
 
 
+#: ``log.warning(..., extra=DATA_WARNING)``: a warning about the input data (judged documents missing
+#: from the corpus, ...), which ``harness run --strict`` turns into an error before any work.
+DATA_WARNING = {"data_warning": True}
+
+
+def is_data_warning(record: logging.LogRecord) -> bool:
+    """Whether ``record`` was logged with ``extra=DATA_WARNING``."""
+    return bool(getattr(record, "data_warning", False))
+
+
 class RetrieverError(HarnessError):
     """A retriever (ours or a team's) failed or returned something unusable."""
 

@@ -341,22 +341,36 @@ class PlainProgress(_State):
 
     def phase(self, name: str, total: int | None = None) -> None:
         with self._lock:
+            self._end_stage()
             super().phase(name, total)
             self._open = True
             self._write(self.where() + (f" (0/{total:,})" if total else ""))
         self._ensure_timer()
+
+    def _end_stage(self) -> None:
+        """The closing line of a counted stage (``... encoding docs: 187/187 (100%) in 3s``): a log that
+        saw only ``(0/187)`` could not tell a finished stage from one that hung or lost work."""
+        if self.stage is not None and self.done:
+            took = fmt_duration(self._clock() - self.stage_started)
+            done = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,}"
+            pct = f" ({100.0 * min(self.done, self.total) / self.total:.0f}%)" if self.total else ""
+            self._write(f"{self.where()}: {done}{pct} in {took}")
+        self.stage, self.total, self.done = None, None, 0
 
     def note(self, msg: str) -> None:
         self._write(msg)
 
     def node_done(self, name: str, ok: bool, seconds: float) -> None:
         with self._lock:
+            self._end_stage()
             self._open = False
             where = f"[{self.index}/{self.total_nodes}] " if self.index is not None and self.name == name else ""
             self._write(f"{where}{name} {'done' if ok else 'FAILED'} in {fmt_duration(seconds)}")
 
     def close(self) -> None:
         with self._lock:
+            if self._open:
+                self._end_stage()
             self._open = False
         self._stop.set()
         thread, self._thread = self._thread, None

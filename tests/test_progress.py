@@ -117,6 +117,29 @@ def test_plain_lines_say_where_the_run_is():
     )
 
 
+def test_plain_lines_close_each_counted_stage():
+    """A log that shows only ``(0/187)`` cannot tell a finished stage from a hung one: the end of a
+    stage that did work gets a line with its count (a stage with nothing done gets none)."""
+    buf = io.StringIO()
+    rep = PlainProgress(buf, interval=0)
+    rep.start(1)
+    rep.node(1, 1, "bm25")
+    rep.phase("searching", total=83)
+    rep.advance(83)
+    rep.phase("latency", total=5)
+    rep.advance(2)
+    rep.node_done("bm25", True, 1.0)
+    rep.close()
+    text = [line.split("harness: ", 1)[1] for line in buf.getvalue().splitlines()]
+    assert text[2:] == [
+        "[1/1] bm25: searching (0/83)",
+        "[1/1] bm25: searching: 83/83 (100%) in 0s",
+        "[1/1] bm25: latency (0/5)",
+        "[1/1] bm25: latency: 2/5 (40%) in 0s",
+        "[1/1] bm25 done in 1s",
+    ]
+
+
 def test_plain_heartbeat_while_a_phase_is_open_and_not_after():
     buf = io.StringIO()
     rep = PlainProgress(buf, interval=0.02)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from harness import __version__
 from harness.errors import HarnessError, ScrubFilter
+from harness.progress import quiet_third_party
 
 #: Subcommand modules under ``harness.cli``; each defines ``register(subparsers)``.
 COMMANDS = [
@@ -72,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = bool(args.debug or os.environ.get("HARNESS_DEBUG"))
     _setup_logging(debug)
+    # the harness's own display is the only progress a command shows: a library's bar ("Loading
+    # weights: 0%|") written into a CI log before or beside it says nothing about the run
+    quiet_third_party()
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -42,6 +42,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"randomization-test sign flips (default {d.permutations})",
     )
     p.add_argument("--alpha", type=float, default=d.alpha, help=f"significance level after Holm (default {d.alpha})")
+    p.add_argument(
+        "--correction",
+        choices=["all", "metric"],
+        default=d.correction,
+        help=f"Holm's family: the whole table or each metric's column (default {d.correction})",
+    )
     p.set_defaults(func=run)
 
 
@@ -71,7 +77,9 @@ def build_results(args: argparse.Namespace):
     from harness.metrics.names import parse_metrics
 
     try:
-        stats = StatsConfig(bootstrap=args.bootstrap, permutations=args.permutations, alpha=args.alpha)
+        stats = StatsConfig(
+            bootstrap=args.bootstrap, permutations=args.permutations, alpha=args.alpha, correction=args.correction
+        )
     except ValidationError as e:
         err = e.errors()[0]
         raise InputError(err["msg"], field=f"--{err['loc'][0]}") from None

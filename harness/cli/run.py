@@ -9,8 +9,9 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from harness.cli import notices
 from harness.cli.command import add_command
-from harness.config import RunConfig, load_config
+from harness.config import DatasetConfig, RunConfig, load_config
 from harness.errors import InputError
 from harness.presets import default_config
 from harness.results import Results
@@ -41,6 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--retrievers", metavar="A,B", help="run only these retrievers of the config (and what they build on)"
     )
     p.add_argument("--metrics", metavar="M1,M2", help="score only these metrics (default: the config's)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="data warnings (judged documents missing from the corpus, ...) are errors: exit 2 before any work",
+    )
     p.add_argument(
         "--executor",
         choices=["local", "ray"],
@@ -83,20 +89,20 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
     else:
-        name = args.dataset or config.dataset.name or Path(str(config.dataset.path)).name
-        out = default_out_dir(name)
+        out = default_out_dir(args.dataset or dataset_label(config.dataset))
     check_out_dir(out)  # fail before hours of work, not after
-    results: Results = run_config(
-        config,
-        config_dir=config_dir,
-        dataset=args.dataset,
-        split=args.split,
-        show_progress=not args.no_progress,
-        out=out,
-        resume=args.resume,
-        retrievers=_split(args.retrievers),
-        metrics=metrics,
-    )
+    with notices.collect(strict=args.strict) as warned:
+        results: Results = run_config(
+            config,
+            config_dir=config_dir,
+            dataset=args.dataset,
+            split=args.split,
+            show_progress=not args.no_progress,
+            out=out,
+            resume=args.resume,
+            retrievers=_split(args.retrievers),
+            metrics=metrics,
+        )
     from harness.report.terminal import print_results  # after the run: matplotlib & co. not resident during it
 
     print_results(results)
@@ -106,8 +112,19 @@ def run(args: argparse.Namespace) -> int:
 
         print_by_tag(results, make_console())
     log.info("results written to %s", out)
+    warned.summary()
     if results.failures:
         for name, error in results.failures.items():
             print(f"error: retriever {name!r} failed: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def dataset_label(dataset: DatasetConfig) -> str:
+    """What a default results folder is named after: the dataset's ``name``, else its golden file's stem
+    (``{corpus, golden}``: ``path`` is then the unused default ``demo``), else the folder or id."""
+    if dataset.name:
+        return dataset.name
+    if dataset.golden:
+        return Path(str(dataset.golden)).stem or "golden"
+    return Path(str(dataset.path)).name or "dataset"

@@ -216,6 +216,7 @@ def _execute(
         reporter.phase("searching", total=len(queries))
         with gc_paused(), measure() as m_search:
             run = call(queries)
+        reporter.advance(len(queries))
         if not is_stage:
             # a fast retriever's batch takes milliseconds, where one scheduler hiccup halves its
             # qps: repeat it (timeit's way) within a small budget and keep the best time
@@ -229,7 +230,7 @@ def _execute(
                 m_search.seconds = min(m_search.seconds, again.seconds)
                 m_search.peak_rss_mb = max(m_search.peak_rss_mb, again.peak_rss_mb)
         reporter.phase("latency", total=len(sample))
-        lat = time_each(lambda i: call([sample[i]]), len(sample))
+        lat = time_each(lambda i: call([sample[i]]), len(sample), after=lambda _: reporter.advance(1))
         return run, m_search, lat
 
     run, m_search, lat = call_with_deadline(timed_phase, deadline, f"{what} search()", timeout)

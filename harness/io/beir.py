@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness import defaults
-from harness.errors import InputError
+from harness.errors import DATA_WARNING, InputError
 from harness.io.lines import iter_lines, json_object
 from harness.io.trec import read_qrels
 from harness.model import Corpus, GoldenDataset, Query
@@ -182,6 +182,7 @@ def load_beir(folder: str | os.PathLike[str], split: str = defaults.SPLIT, *, na
             qrels_path,
             len(unknown_q),
             ", ".join(unknown_q[:3]),
+            extra=DATA_WARNING,
         )
         for q in unknown_q:
             del qrels[q]
@@ -192,6 +193,7 @@ def load_beir(folder: str | os.PathLike[str], split: str = defaults.SPLIT, *, na
             "%s: %d judged documents are not in corpus.jsonl (kept: they count as relevant but cannot be retrieved)",
             qrels_path,
             len(unknown_d),
+            extra=DATA_WARNING,
         )
     keyword_in_split = {q.id for q in queries if q.keywords and query_splits.get(q.id) in (None, split)}
     clash = sorted(q for q in keyword_in_split if q in qrels)

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from harness import defaults
-from harness.errors import InputError
+from harness.errors import DATA_WARNING, InputError
 from harness.io.tabular import Row, check_id, read_rows
 from harness.model import GoldenDataset, Query
 
@@ -362,6 +362,7 @@ def assemble_golden(
             gpath,
             len(unknown),
             ", ".join(unknown[:3]),
+            extra=DATA_WARNING,
         )
     dataset = GoldenDataset.build(
         name or gpath.stem, docs, rows.queries, rows.qrels, split=split or defaults.SPLIT, source=f"{cpath} + {gpath}"
@@ -374,6 +375,7 @@ def assemble_golden(
             len(unmatched),
             unmatched[0],
             rows.lines[unmatched[0]],
+            extra=DATA_WARNING,
         )
     return dataset
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.errors import InputError
+from harness.errors import DATA_WARNING, InputError
 from harness.io import atomic
 from harness.io.lines import iter_lines
 from harness.model import Qrels
@@ -72,6 +72,7 @@ def _hash_data(path: Path, lineno: int, line: str) -> None:
             path,
             lineno,
             line.split()[0],
+            extra=DATA_WARNING,
         )
 
 

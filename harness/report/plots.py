@@ -10,9 +10,9 @@ Files are written atomically.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -62,6 +62,12 @@ def _save(fig: Figure, path: Path) -> Path:
 
 
 def plot_metric_at_k(curves: Mapping[str, Mapping[str, np.ndarray]], path: Path, title: str = "") -> Path:
+    return _save(metric_at_k_figure(curves, title), path)
+
+
+def metric_at_k_figure(curves: Mapping[str, Mapping[str, np.ndarray]], title: str = "") -> Figure:
+    """One panel per curve kind; each y axis spans its curves (padded), not 0-1: curves that all lie in
+    0.75-0.9 squeezed into the top fifth of a 0-1 axis hide the differences the plot is for."""
     kinds = list(next(iter(curves.values())))
     fig = _figure(5.2 * len(kinds), 4.2)
     axes = fig.subplots(1, len(kinds), squeeze=False)[0]
@@ -73,16 +79,32 @@ def plot_metric_at_k(curves: Mapping[str, Mapping[str, np.ndarray]], path: Path,
         ax.set_xlabel("k")
         ax.set_ylabel(labels.get(kind, f"{kind}@k"))
         ax.set_xscale("log")
-        ax.set_ylim(0, 1.02)
+        ax.set_ylim(*value_limits(np.concatenate([np.asarray(c[kind], dtype=float) for c in curves.values()])))
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(fontsize="small")
     if title:
         fig.suptitle(title)
-    return _save(fig, path)
+    return fig
+
+
+def value_limits(values: np.ndarray, *, low: float = 0.0, high: float = 1.0) -> tuple[float, float]:
+    """y limits that frame ``values`` with 8% of their range (at least 0.02) either side, kept within
+    ``[low, high]`` plus a hair so a curve at 1.0 is not drawn on the frame."""
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return low, high + 0.02
+    lo, hi = float(v.min()), float(v.max())
+    pad = max(0.08 * (hi - lo), 0.02)
+    return max(low, lo - pad), min(high + 0.02, hi + pad)
 
 
 def plot_quality_latency(results: Results, path: Path, title: str = "") -> Path | None:
     """First metric vs p50 latency; None when no retriever has a latency (run files from elsewhere)."""
+    fig = quality_latency_figure(results, title)
+    return None if fig is None else _save(fig, path)
+
+
+def quality_latency_figure(results: Results, title: str = "") -> Figure | None:
     metric = results.metrics[0] if results.metrics else None
     points = []
     for name, means in results.summary.items():
@@ -98,14 +120,44 @@ def plot_quality_latency(results: Results, path: Path, title: str = "") -> Path 
     for name, x, y, ci in points:
         yerr = None if not ci else [[max(0.0, y - ci[0])], [max(0.0, ci[1] - y)]]
         ax.errorbar([x], [y], yerr=yerr, fmt="o", capsize=3, label=name)
-    ax.set_xscale("log")
+    plain_log_x(ax, [x for _, x, _, _ in points])
     ax.set_xlabel("p50 latency per query (ms, log scale)")
     ax.set_ylabel(f"{metric} (mean, 95% CI)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize="small")
     if title:
         ax.set_title(title)
-    return _save(fig, path)
+    return fig
+
+
+def plain_log_x(ax: Any, values: Sequence[float]) -> None:
+    """A log x axis over ``values`` labelled in plain numbers at 1-2-5 steps (``0.05``, ``0.1``, ``20``).
+
+    Matplotlib labels a log axis that spans less than a decade with minor ticks such as
+    ``6x10^-2``: correct, and unreadable next to "ms". The limits are padded (x1.6 either side) and,
+    if that holds fewer than two 1-2-5 steps, widened to the steps around the values, so a single
+    point still sits between labelled ticks.
+    """
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    v = np.asarray([x for x in values if x > 0], dtype=float)
+    lo, hi = float(v.min()) / 1.6, float(v.max()) * 1.6
+    decades = range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 2)
+    steps = [m * 10.0**e for e in decades for m in (1, 2, 5)]
+    if sum(lo <= t <= hi for t in steps) < 2:
+        lo = max([t for t in steps if t <= lo], default=lo)
+        hi = min([t for t in steps if t >= hi], default=hi)
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_locator(FixedLocator([t for t in steps if lo <= t <= hi]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: fmt_plain(x)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def fmt_plain(x: float) -> str:
+    """``0.05``, ``0.1``, ``2``, ``500``, ``2000``: a tick label with no exponent."""
+    return f"{x:.10f}".rstrip("0").rstrip(".") if x < 1 else f"{x:,.0f}"
 
 
 def write_plots(results: Results, folder: Path) -> list[Path]:

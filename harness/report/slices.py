@@ -111,7 +111,7 @@ def _stats_settings(results: Results) -> tuple[dict[str, Any], int]:
     from harness.report.table import _stats_config
 
     config = results.manifest.get("config") or {}
-    stats = {k: _stats_config(results)[k] for k in ("bootstrap", "permutations", "alpha")}
+    stats = {k: _stats_config(results)[k] for k in ("bootstrap", "permutations", "alpha", "correction")}
     return stats, int(config.get("seed", results.manifest.get("seed", 0)) or 0)
 
 
@@ -195,7 +195,8 @@ def legend(report: SliceReport) -> list[str]:
         alpha = report.stats.get("alpha", defaults.ALPHA)
         lines.append(
             f"{BETTER} / {WORSE}: significantly better / worse than {report.baseline!r} within the slice (paired "
-            f"randomization test, Holm-corrected over that slice's comparisons, p < {alpha:g})."
+            f"randomization test, Holm-corrected over that slice's comparisons"
+            f"{', per metric' if report.stats.get('correction') == 'metric' else ''}, p < {alpha:g})."
         )
         small = [s for s in report.slices if not s.tested]
         if small:

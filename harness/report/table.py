@@ -43,6 +43,7 @@ STATS_DEFAULTS: dict[str, Any] = {
     "bootstrap": defaults.BOOTSTRAP,
     "permutations": defaults.PERMUTATIONS,
     "alpha": defaults.ALPHA,
+    "correction": "all",
 }
 BETTER, WORSE = "▲", "▼"
 #: decimals of a mean as printed; "best" is decided on the printed value, so ties are all marked
@@ -121,10 +122,17 @@ class ComparisonTable:
                 self.stats.get("alpha", defaults.ALPHA),
                 self.stats.get("permutations", defaults.PERMUTATIONS),
             )
+            if self.stats.get("correction", "all") == "metric":
+                n_rows = len({r.name for r in self.ok_rows if not r.baseline})
+                family = f"within each metric ({n_rows} comparison{'s' if n_rows != 1 else ''} per metric)"
+                other = "stats: {correction: all} corrects over the whole table"
+            else:
+                family = f"over {self.n_tests} comparisons, the whole table (every retriever x metric)"
+                other = "stats: {correction: metric} corrects per metric, as PyTerrier and ranx do"
             lines.append(
                 f"{BETTER} / {WORSE}: significantly better / worse than the baseline {self.baseline!r} "
-                f"(paired randomization test, {perms:,} sign flips, Holm-corrected over {self.n_tests} "
-                f"comparisons, p < {alpha:g})."
+                f"(paired randomization test, {perms:,} sign flips, Holm-corrected {family}, p < {alpha:g}; "
+                f"{other})."
             )
         if bold:
             lines.append("Bold: best in its column" + (" (warm figures excluded)." if self.has_states else "."))

@@ -1,8 +1,11 @@
 """Every retriever against the baseline, on every metric: the statistics behind a comparison table.
 
 One call does the whole table, as ``ranx.compare`` does, so the multiple-testing correction sees
-the whole family of comparisons: Holm runs over (every non-baseline retriever x every metric), on
-the randomization-test p-values. All randomization tests share one sign matrix
+the whole family of comparisons. Holm runs on the randomization-test p-values over one of two
+families (``correction``): ``all`` (every non-baseline retriever x every metric: the strictest, one
+claim about the whole table) or ``metric`` (each metric's column on its own, as PyTerrier and ranx
+report: a claim per metric, so a diversity column such as ``ild@10`` does not dilute nDCG's).
+All randomization tests share one sign matrix
 (:func:`~harness.stats.tests.randomization_tests`), and all bootstrap intervals share one resample
 (:func:`~harness.stats.tests.bootstrap_cis`): the same resampled query sets serve every retriever
 and every paired difference (common random numbers), drawn once for the whole table. The result is
@@ -32,6 +35,7 @@ def compare(
     permutations: int = defaults.PERMUTATIONS,
     alpha: float = defaults.ALPHA,
     confidence: float = 0.95,
+    correction: str = "all",
     query_ids: Sequence[str] | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, list[float]]]]:
     """Confidence intervals for every mean, and paired tests of every retriever against ``baseline``.
@@ -43,7 +47,8 @@ def compare(
     - ``significance[retriever][metric]`` for each retriever other than the baseline (empty when
       ``baseline`` is None): ``delta`` (mean difference to the baseline), ``ci_low``/``ci_high``
       (bootstrap CI of the mean paired difference), ``p_value`` (two-sided paired randomization
-      test), ``p_t`` (paired t-test), ``p_holm`` (Holm-adjusted ``p_value`` over the whole table),
+      test), ``p_t`` (paired t-test), ``p_holm`` (Holm-adjusted ``p_value`` over the family that
+      ``correction`` names: ``all`` the whole table, ``metric`` the metric's column),
       ``significant`` (``p_holm < alpha``), ``wins``/``ties``/``losses`` (queries better, equal, worse).
 
     With ``query_ids`` (the queries the arrays are aligned to) the queries are put in sorted id
@@ -79,7 +84,7 @@ def compare(
     # a NaN pair contributes a zero difference: a sign flip of zero changes nothing, so this is the
     # randomization test over the remaining queries
     p_rand = randomization_tests(np.nan_to_num(diffs, nan=0.0), n=permutations, seed=seed)
-    p_holm = holm(p_rand)
+    p_holm = holm_by_family(p_rand, [m for _, m in pairs], correction)
     for j, (r, m) in enumerate(pairs):
         boot.add(("delta", r, m), diffs[~np.isnan(diffs[:, j]), j])
     cis = boot.run()
@@ -102,6 +107,33 @@ def compare(
             "losses": losses,
         }
     return significance, _intervals(keys, cis)
+
+
+#: ``stats: {correction: ...}``: the families Holm's correction may run over.
+CORRECTION_FAMILIES = ("all", "metric")
+
+
+def holm_by_family(p_values: np.ndarray, metrics: Sequence[str], correction: str) -> np.ndarray:
+    """Holm-adjusted p-values, each within its family: the whole list (``all``) or one metric's tests (``metric``).
+
+    Holm controls the family-wise error rate of the family it is given; which family is a claim the
+    table makes ("no false ▲ anywhere" vs "no false ▲ in this column"), so it is named in the legend.
+    """
+    if correction not in CORRECTION_FAMILIES:
+        raise ValueError(f"correction must be one of {', '.join(CORRECTION_FAMILIES)}, got {correction!r}")
+    p = np.asarray(p_values, dtype=np.float64)
+    if correction == "all":
+        return np.asarray(holm(p), dtype=np.float64)
+    out = np.empty_like(p)
+    for m in dict.fromkeys(metrics):
+        idx = [j for j, name in enumerate(metrics) if name == m]
+        out[idx] = holm(p[idx])
+    return out
+
+
+def family_size(n_retrievers: int, n_metrics: int, correction: str) -> int:
+    """How many tests one Holm family holds, for the legend (``n_retrievers`` excludes the baseline)."""
+    return n_retrievers * (n_metrics if correction == "all" else 1)
 
 
 def _intervals(keys: list[tuple[str, str]], cis: dict[tuple[str, str, str], tuple[float, float]]):
