@@ -390,6 +390,7 @@ def run_graph(
             query_tags=tags,
             complete=complete,
             results_cls=BenchmarkResults,
+            judged_only=bool(record.get("judged_only")),
         )
         res._costs = {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None}
         if complete and chunking:

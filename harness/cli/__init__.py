@@ -29,6 +29,8 @@ COMMANDS = [
     "convert",
     "train_reranker",
     "retrievers",
+    "pool",
+    "judge",
 ]
 
 

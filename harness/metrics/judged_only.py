@@ -38,9 +38,7 @@ def split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
     return condensed, full
 
 
-def condense_dicts(
-    qrels: CompiledQrels, run: Mapping[str, Mapping[str, float]]
-) -> dict[str, dict[str, float]]:
+def condense_dicts(qrels: CompiledQrels, run: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """``{qid: {doc_id: score}}`` with only the documents judged (grade >= 0) for that query kept.
 
     Dropping documents never changes the relative order of the others (ranks come from score,
@@ -56,3 +54,13 @@ def condense_dicts(
         judged = qrels.judged(i)
         out[q] = {d: s for d, s in (ranking or {}).items() if judged.get(d, -1) >= 0}
     return out
+
+
+def judged_at_10(qrels: CompiledQrels, run: object, summary: Mapping[str, float] | None = None) -> float:
+    """Mean ``judged@10`` of ``run`` (a :class:`~harness.run.Run`): taken from ``summary`` when it
+    was a metric already, else computed (one lookup of the judged documents in the top 10)."""
+    if summary and "judged@10" in summary:
+        return float(summary["judged@10"])
+    from harness.metrics.evaluate import evaluate_run
+
+    return float(evaluate_run(qrels, run, ["judged@10"]).means()["judged@10"])  # type: ignore[arg-type]
