@@ -167,7 +167,9 @@ def harness(*args: str, **kw) -> subprocess.CompletedProcess[str]:
 
 
 def _sha(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()
+    }
 
 
 @pytest.mark.slow
