@@ -16,8 +16,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics.context import ContextInput
 from harness.metrics.diversity import embedding_metrics
-from harness.metrics.evaluate import CompiledQrels, evaluate_run, mean
-from harness.metrics.judged_only import judged_at_10
+from harness.metrics.evaluate import CompiledQrels, evaluate_run, judged_at_10, mean
 from harness.metrics.names import Metric, parse_metrics
 from harness.results import Comparison, Results
 from harness.run import Run

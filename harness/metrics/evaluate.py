@@ -431,6 +431,14 @@ def _evaluate_run(cq: CompiledQrels, run: Run, ms: list[Metric], *, condense: bo
     return Evaluation(cq.query_ids, values, counts)
 
 
+def judged_at_10(qrels: CompiledQrels, run: Run, summary: Mapping[str, float] | None = None) -> float:
+    """Mean ``judged@10`` of ``run``: from ``summary`` when it was a metric already, else computed
+    (how far the judgments reach a ranking; the table shows it when it is low)."""
+    if summary and "judged@10" in summary:
+        return float(summary["judged@10"])
+    return float(_evaluate_run(qrels, run, parse_metrics(["judged@10"])).means()["judged@10"])
+
+
 def check_overlap(
     cq: Mapping[str, Mapping[str, int]] | CompiledQrels,
     run: Run | Mapping[str, Mapping[str, float]],

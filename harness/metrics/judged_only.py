@@ -20,12 +20,9 @@ and the dict path's condensing.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 from harness.metrics.registry import Metric
-
-if TYPE_CHECKING:
-    from harness.metrics.evaluate import CompiledQrels
 
 #: metrics that measure the holes themselves: computed on the full ranking even when judged-only
 FULL_RANKING_KINDS = frozenset({"judged"})
@@ -38,8 +35,9 @@ def split(metrics: Sequence[Metric]) -> tuple[list[Metric], list[Metric]]:
     return condensed, full
 
 
-def condense_dicts(qrels: CompiledQrels, run: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
-    """``{qid: {doc_id: score}}`` with only the documents judged (grade >= 0) for that query kept.
+def condense_dicts(qrels: Any, run: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """``{qid: {doc_id: score}}`` with only the documents judged (grade >= 0) for that query kept
+    (``qrels``: a :class:`~harness.metrics.evaluate.CompiledQrels`).
 
     Dropping documents never changes the relative order of the others (ranks come from score,
     then doc id), so filtering before ranking is the same as condensing after.
@@ -54,13 +52,3 @@ def condense_dicts(qrels: CompiledQrels, run: Mapping[str, Mapping[str, float]])
         judged = qrels.judged(i)
         out[q] = {d: s for d, s in (ranking or {}).items() if judged.get(d, -1) >= 0}
     return out
-
-
-def judged_at_10(qrels: CompiledQrels, run: object, summary: Mapping[str, float] | None = None) -> float:
-    """Mean ``judged@10`` of ``run`` (a :class:`~harness.run.Run`): taken from ``summary`` when it
-    was a metric already, else computed (one lookup of the judged documents in the top 10)."""
-    if summary and "judged@10" in summary:
-        return float(summary["judged@10"])
-    from harness.metrics.evaluate import evaluate_run
-
-    return float(evaluate_run(qrels, run, ["judged@10"]).means()["judged@10"])  # type: ignore[arg-type]
