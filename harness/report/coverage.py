@@ -33,6 +33,12 @@ def coverage(results: Results) -> tuple[str | None, list[str]]:
             "Judged-only (trec_eval -J): unjudged documents were removed from each ranking before scoring; "
             f"{COLUMN} is measured on the full ranking."
         )
+    rescored = results.manifest.get("rescored")
+    if isinstance(rescored, dict) and rescored.get("qrels"):
+        notes.append(
+            f"Re-scored from the stored runs against {rescored['qrels']} (no retriever ran; efficiency is as "
+            "measured when the runs were made)."
+        )
     if not judged or min(judged.values()) >= SHOW_BELOW:
         return None, notes
     base = results.baseline if results.baseline in judged else None
@@ -44,8 +50,10 @@ def coverage(results: Results) -> tuple[str | None, list[str]]:
                     f"{judged[base]:.2f} for the baseline {base}; pool and judge its documents (harness pool, "
                     "harness judge), or compare with bpref / --judged-only."
                 )
-    notes.append(
-        f"{COLUMN}: share of each retriever's top 10 that carries a judgment (unjudged documents count as "
-        "non-relevant in every other column)."
+    counted = (
+        "were dropped before scoring the other columns"
+        if isinstance(config, dict) and config.get("judged_only")
+        else "count as non-relevant in every other column"
     )
+    notes.append(f"{COLUMN}: share of each retriever's top 10 that carries a judgment (unjudged documents {counted}).")
     return COLUMN, notes
