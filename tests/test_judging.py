@@ -217,6 +217,7 @@ def demo_folder(tmp_path_factory) -> Path:
     return tmp / "res"
 
 
+@pytest.mark.slow
 def test_results_record_judged_at_10_and_the_table_shows_it(demo_folder, capsys):
     from harness.report.table import build_table
 
@@ -233,6 +234,7 @@ def test_results_record_judged_at_10_and_the_table_shows_it(demo_folder, capsys)
     assert "judged@10" not in build_table(res).metrics
 
 
+@pytest.mark.slow
 def test_report_judged_only_and_qrels_rescore_without_touching_the_folder(demo_folder, tmp_path, capsys):
     before = {p: p.read_bytes() for p in demo_folder.rglob("*") if p.is_file()}
     assert main(["report", str(demo_folder), "--judged-only"]) == 0
@@ -248,3 +250,43 @@ def test_report_judged_only_and_qrels_rescore_without_touching_the_folder(demo_f
     same = rescore(res, qrels)
     assert same.summary == res.summary  # the same judgments reproduce the stored summary exactly
     assert rescore(res, judged_only=True).summary["bm25"]["map"] >= res.summary["bm25"]["map"]
+
+
+def test_evaluate_and_compare_take_judged_only(tmp_path, capsys):
+    qrels = tmp_path / "q.txt"
+    qrels.write_text("q1 0 a 1\nq1 0 b 0\nq2 0 c 1\n")
+    run = tmp_path / "r.trec"
+    run.write_text("q1 Q0 u 1 9 t\nq1 Q0 a 2 8 t\nq2 Q0 v 1 9 t\nq2 Q0 c 2 8 t\n")
+    other = tmp_path / "s.trec"
+    other.write_text("q1 Q0 b 1 9 t\nq1 Q0 a 2 8 t\nq2 Q0 c 1 9 t\n")
+    args = ["evaluate", "--qrels", str(qrels), "--run", str(run), "--metrics", "mrr,bpref", "--format", "json"]
+    assert main(args) == 0
+    plain = json.loads(capsys.readouterr().out)["runs"]["r"]["metrics"]
+    assert main([*args, "--judged-only"]) == 0
+    judged = json.loads(capsys.readouterr().out)["runs"]["r"]["metrics"]
+    assert plain["mrr"] == 0.5 and judged["mrr"] == 1.0  # the unjudged doc on top no longer counts
+    assert plain["bpref"] == judged["bpref"] == 1.0
+    out = tmp_path / "cmp"
+    assert main(["compare", str(run), str(other), "--qrels", str(qrels), "--metrics", "mrr", "--judged-only",
+                 "--bootstrap", "10", "--permutations", "10", "--out", str(out)]) == 0  # fmt: skip
+    assert "Judged-only (trec_eval -J)" in capsys.readouterr().out
+    res = Results.load(out)
+    assert res.manifest["config"]["judged_only"] is True and res.summary["r"]["mrr"] == 1.0
+
+
+@pytest.mark.slow
+def test_config_judged_only_scores_a_run_judged_only(demo_folder, tmp_path):
+    from harness.config import RunConfig
+    from harness.engine.rescore import rescore
+
+    assert RunConfig.model_validate({"retrievers": {"bm25": {"type": "bm25"}}, "judged_only": True}).judged_only
+    cfg = tmp_path / "j.yaml"
+    cfg.write_text(
+        "dataset: demo\nmetrics: [ndcg@10, map, bpref]\ndepth: 20\nlatency_queries: 0\nwarmup_queries: 0\n"
+        "baseline: bm25\nstats: {bootstrap: 50, permutations: 100}\njudged_only: true\n"
+        "retrievers:\n  bm25: {type: bm25}\n"
+    )
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "res"), "--no-progress"]) == 0
+    res = Results.load(tmp_path / "res")
+    assert res.manifest["config"]["judged_only"] is True
+    assert res.summary["bm25"] == rescore(Results.load(demo_folder), judged_only=True).summary["bm25"]
