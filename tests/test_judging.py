@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from harness.cli import main
 from harness.judging.merge import merge
-from harness.judging.pool import PoolRow, pooled, read_pool, write_pool
+from harness.judging.pool import PoolRow, dumps, pooled, read_pool, write_pool
 from harness.judging.server import Judging, make_server
 from harness.results import Results
 from harness.run import Run
@@ -152,6 +152,7 @@ def test_server_grades_undoes_and_saves_each_grade(tmp_path):
         _post(port, "/api/grade", {"i": 1, "grade": 0})
         _, r = _post(port, "/api/undo", {})
         assert r["undone"] == 1 and [x.grade for x in read_pool(pool)] == [3, None, None, None]
+        assert pool.read_text() == dumps(read_pool(pool), "csv")  # one row re-encoded = the whole file written
         assert _post(port, "/api/grade", {"i": 9, "grade": 1})[0] == 400
         assert _post(port, "/api/grade", {"i": 1, "grade": 7})[0] == 400
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

@@ -167,28 +167,49 @@ def _folder_qrels(loaded: list[Results]) -> Qrels:
 # ----------------------------------------------------------------------------- the pool file
 
 
+def file_format(path: str | os.PathLike[str]) -> str:
+    """``jsonl`` for ``.jsonl`` / ``.ndjson``, else ``csv``."""
+    return _fmt(Path(path))
+
+
 def _fmt(path: Path) -> str:
     return "jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "csv"
 
 
-def dumps(rows: Iterable[PoolRow], fmt: str) -> str:
-    """The pool file's text (``csv`` or ``jsonl``); an empty grade is an empty cell / ``null``."""
+def header(fmt: str) -> bytes:
+    """What the pool file starts with: the CSV header line (nothing for JSON Lines)."""
+    return b"" if fmt == "jsonl" else (",".join(COLUMNS) + "\n").encode()
+
+
+def encode_row(r: PoolRow, fmt: str) -> bytes:
+    """One row as written (``csv`` or ``jsonl``); an empty grade is an empty cell / ``null``."""
     if fmt == "jsonl":
-        return "".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in rows)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(COLUMNS)
-    for r in rows:
-        w.writerow([r.query_id, r.query, r.doc_id, r.title, r.text, r.retrieved_by, r.best_rank,
-                    "" if r.grade is None else r.grade])  # fmt: skip
-    return buf.getvalue()
+        text = json.dumps(asdict(r), ensure_ascii=False) + "\n"
+    else:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(
+            [r.query_id, r.query, r.doc_id, r.title, r.text, r.retrieved_by, r.best_rank,
+             "" if r.grade is None else r.grade]
+        )  # fmt: skip
+        text = buf.getvalue()
+    return text.encode("utf-8", "surrogatepass")
 
 
-def write_pool(path: str | os.PathLike[str], rows: Iterable[PoolRow]) -> Path:
+def dumps(rows: Iterable[PoolRow], fmt: str) -> str:
+    """The pool file's text."""
+    return (header(fmt) + b"".join(encode_row(r, fmt) for r in rows)).decode("utf-8", "surrogatepass")
+
+
+def write_pool(
+    path: str | os.PathLike[str], rows: Iterable[PoolRow], *, encoded: Sequence[bytes] | None = None
+) -> Path:
     """Write the pool file atomically (temp file, fsync, rename, fsync of the folder): a process
-    killed at any moment leaves the previous file or the new one, and a written one survives a crash."""
+    killed at any moment leaves the previous file or the new one, and a written one survives a crash.
+    ``encoded``: the rows already encoded (:func:`encode_row`), as the judging server keeps them."""
     p = Path(path)
-    atomic.write_bytes(p, dumps(rows, _fmt(p)).encode("utf-8", "surrogatepass"))
+    fmt = _fmt(p)
+    lines = encoded if encoded is not None else [encode_row(r, fmt) for r in rows]
+    atomic.write_bytes(p, header(fmt) + b"".join(lines))
     fd = os.open(p.parent, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -25,7 +25,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from harness.errors import InputError
-from harness.judging.pool import GRADES, PoolRow, read_pool, write_pool
+from harness.judging.pool import GRADES, PoolRow, encode_row, file_format, read_pool, write_pool
 
 log = logging.getLogger("harness")
 
@@ -46,6 +46,9 @@ class Judging:
             raise InputError("cannot write the pool file (its grades are saved there as they are made)", path=path)
         self._lock = threading.Lock()
         self._undo: list[tuple[int, int | None]] = []
+        # each row as written, so a grade re-encodes one row, not the whole pool
+        self._fmt = file_format(self.path)
+        self._encoded = [encode_row(r, self._fmt) for r in self.rows]
 
     @property
     def graded(self) -> int:
@@ -78,16 +81,22 @@ class Judging:
     def progress(self) -> dict[str, Any]:
         return {"total": len(self.rows), "graded": self.graded, "can_undo": bool(self._undo)}
 
+    def _set(self, i: int, grade: int | None) -> None:
+        """Row ``i``'s grade, saved (the whole file, atomically); unchanged in memory if saving fails."""
+        before, line = self.rows[i].grade, self._encoded[i]
+        self.rows[i].grade = grade
+        self._encoded[i] = encode_row(self.rows[i], self._fmt)
+        try:
+            write_pool(self.path, self.rows, encoded=self._encoded)
+        except BaseException:
+            self.rows[i].grade, self._encoded[i] = before, line
+            raise
+
     def grade(self, i: int, grade: int) -> dict[str, Any]:
         """Set row ``i``'s grade and save the file before answering."""
         with self._lock:
             before = self.rows[i].grade
-            self.rows[i].grade = grade
-            try:
-                write_pool(self.path, self.rows)
-            except BaseException:
-                self.rows[i].grade = before
-                raise
+            self._set(i, grade)
             self._undo.append((i, before))
             nxt = self.next_ungraded(i)
             return {"saved": i, "next": nxt, **self.progress()}
@@ -97,15 +106,9 @@ class Judging:
         with self._lock:
             if not self._undo:
                 return {"undone": None, **self.progress()}
-            i, before = self._undo.pop()
-            now = self.rows[i].grade
-            self.rows[i].grade = before
-            try:
-                write_pool(self.path, self.rows)
-            except BaseException:
-                self.rows[i].grade = now
-                self._undo.append((i, before))
-                raise
+            i, before = self._undo[-1]
+            self._set(i, before)
+            self._undo.pop()
             return {"undone": i, **self.progress()}
 
 
