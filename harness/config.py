@@ -134,6 +134,8 @@ class RunConfig(BaseModel):
     executor: dict[str, Any] | str | None = None
     #: named chunkings (docs/chunking.md): every retriever runs once per chunking, rows ``name[chunking]``
     chunking: dict[str, dict[str, Any]] | None = None
+    #: trec_eval -J: drop unjudged documents from each ranking before scoring (docs/judging.md)
+    judged_only: bool = False
 
     @field_validator("chunking")
     @classmethod

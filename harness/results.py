@@ -85,6 +85,8 @@ class Results(BaseModel):
     query_tags: dict[str, list[str]] = Field(default_factory=dict)
     #: rows run on chunks: their metrics against chunk-level relevance (summary is document level)
     chunk_level: dict[str, dict[str, float]] = Field(default_factory=dict)
+    #: per retriever, the share of its top 10 that carries a judgment (how far the qrels reach it)
+    judged_at_10: dict[str, float] = Field(default_factory=dict)
 
     _runs: dict[str, Run] = PrivateAttr(default_factory=dict)
     _qrels: Qrels | None = PrivateAttr(default=None)

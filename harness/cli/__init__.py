@@ -30,6 +30,8 @@ COMMANDS = [
     "convert",
     "train_reranker",
     "retrievers",
+    "pool",
+    "judge",
 ]
 
 

@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", help="also write a results folder (tables, plots, runs, results.json)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' the runs came from (recorded, for query text in reports)")
     p.add_argument("--split", default=defaults.SPLIT, help="the dataset's split (with --dataset; default test)")
+    p.add_argument(
+        "--judged-only", action="store_true", help="drop unjudged documents from each ranking first (trec_eval -J)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--bootstrap", type=int, default=d.bootstrap, help=f"bootstrap resamples (default {d.bootstrap})")
     p.add_argument(
@@ -133,6 +136,7 @@ def build_results(args: argparse.Namespace):
         stats=stats.model_dump(),
         manifest=manifest,
         results_cls=BenchmarkResults,
+        judged_only=args.judged_only,
     )
 
 

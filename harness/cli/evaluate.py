@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--per-query", action="store_true", help="also report every query's values")
+    p.add_argument(
+        "--judged-only", action="store_true", help="drop unjudged documents from each ranking first (trec_eval -J)"
+    )
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
     p.set_defaults(func=run)
 
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         if warning:
             print(f"harness: warning: {warning}", file=sys.stderr)
     # the one scorer every command uses; evaluate prints means and per-query values, no statistics
-    results = score(runs, qrels, metrics, statistics=False)
+    results = score(runs, qrels, metrics, statistics=False, judged_only=args.judged_only)
     out = render(results, args.format, args.per_query)
     sys.stdout.write(out)
     return 0

@@ -36,6 +36,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="with --worst: per query, the retriever's first K documents beside the relevant ones (default 3; 0: none)",
     )
     p.add_argument(
+        "--qrels",
+        metavar="FILE",
+        help="re-score the stored runs against these judgments (no retriever runs; the folder is left as it is)",
+    )
+    p.add_argument(
+        "--judged-only",
+        action="store_true",
+        help="re-score with unjudged documents removed from each ranking first (trec_eval -J)",
+    )
+    p.add_argument(
         "--by",
         choices=["tag"],
         help="also the table per slice of queries (their tags): counts, CIs, Holm-corrected tests within each slice",
@@ -57,6 +67,14 @@ def run(args: argparse.Namespace) -> int:
     if args.write and args.no_write:
         raise InputError("--write and --no-write contradict each other", field="--write")
     results = Results.load(args.folder)
+    if args.qrels or args.judged_only:
+        from harness.engine.rescore import rescore
+
+        if args.write:
+            raise InputError(
+                "--write re-renders the folder as it was scored; a re-score is printed only", field="--write"
+            )
+        results = rescore(results, args.qrels, judged_only=args.judged_only, results_cls=Results)
     console = make_console()
     if args.write:
         attach_folder(results)

@@ -16,7 +16,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics.context import ContextInput
 from harness.metrics.diversity import embedding_metrics
-from harness.metrics.evaluate import CompiledQrels, evaluate_run, mean
+from harness.metrics.evaluate import CompiledQrels, evaluate_run, judged_at_10, mean
 from harness.metrics.names import Metric, parse_metrics
 from harness.results import Comparison, Results
 from harness.run import Run
@@ -46,13 +46,16 @@ def score(
     query_tags: Mapping[str, Sequence[str]] | None = None,
     complete: bool = True,
     results_cls: type[Results] = Results,
+    judged_only: bool = False,
 ) -> Results:
     """Per-query scores of every metric for every run, their means, and (with ``statistics``)
     bootstrap intervals and paired tests against ``baseline`` (Holm over the whole table).
 
     Runs are scored in the order given. ``efficiency``, ``failures``, ``manifest`` and
     ``query_tags`` are carried into the results as they are; ``results_cls`` lets a caller get
-    its subclass of :class:`Results` (the API's renders tables) without a copy.
+    its subclass of :class:`Results` (the API's renders tables) without a copy. ``judged_only``:
+    trec_eval ``-J`` (:mod:`harness.metrics.judged_only`); each run's ``judged@10`` is recorded
+    either way (``Results.judged_at_10``), so a table can show how far its judgments reach.
     """
     metrics = parse_metrics(metrics)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
@@ -87,7 +90,7 @@ def score(
     )
     values: dict[str, dict[str, np.ndarray]] = {}
     for name, run in runs.items():
-        ev = evaluate_run(cq, run, judged) if judged else None
+        ev = evaluate_run(cq, run, judged, judged_only=judged_only) if judged else None
         vals = dict(ev.values) if ev else {}
         if embedded:
             vals.update(embedding_metrics(run, embedded, cq.query_ids, embed))
@@ -99,6 +102,9 @@ def score(
         res.summary[name] = {m: mean(v) for m, v in vals.items()}
         res.per_query[name] = {m: v.tolist() for m, v in vals.items()}
         res.counts[name] = dict(ev.counts) if ev else {"queries": len(cq.query_ids)}
+        res.judged_at_10[name] = judged_at_10(cq, run, res.summary[name])
+    if judged_only:
+        res.manifest["config"] = {**dict(res.manifest.get("config") or {}), "judged_only": True}
     if statistics and values:
         base = baseline if baseline in values else None  # a failed baseline: intervals only
         significance, res.intervals = compare(values, base, seed=seed, query_ids=query_ids, **dict(stats or {}))

@@ -304,6 +304,7 @@ def run_graph(
             query_tags=tags,
             complete=complete,
             results_cls=results_cls,
+            judged_only=bool(record.get("judged_only")),
         )
         if "_costs" in type(res).__private_attributes__:  # what .save() stores with each run
             res._costs = {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None}  # type: ignore[attr-defined]

@@ -95,8 +95,10 @@ class Ranked:
         *,
         complete_judged: bool = False,
         retrieved: np.ndarray | None = None,
+        num_nonrel: np.ndarray | None = None,
     ) -> None:
         self.nq, self.depth = shape
+        self._num_nonrel = num_nonrel
         self.rows, self.cols = rows, cols
         self.grades = np.asarray(grades, dtype=np.float64)
         self.num_rel = np.asarray(num_rel, dtype=np.float64)
@@ -118,6 +120,7 @@ class Ranked:
         *,
         judged: np.ndarray | None = None,
         retrieved: np.ndarray | None = None,
+        num_nonrel: np.ndarray | None = None,
     ) -> Ranked:
         """From a ``(queries, depth)`` grade matrix (0 for unjudged and padding) and, optionally,
         the matching judged-at-all matrix."""
@@ -132,7 +135,15 @@ class Ranked:
             ideal,
             complete_judged=judged is not None,
             retrieved=retrieved,
+            num_nonrel=num_nonrel,
         )
+
+    @property
+    def num_nonrel(self) -> np.ndarray:
+        """Documents judged non-relevant (grade 0) per query, retrieved or not (float64)."""
+        if self._num_nonrel is None:
+            raise ValueError("this metric needs the judged non-relevant counts (compute(..., num_nonrel=...))")
+        return np.asarray(self._num_nonrel, dtype=np.float64)
 
     @property
     def retrieved(self) -> np.ndarray:
@@ -282,6 +293,30 @@ def judged(r: Ranked, k: int | None) -> np.ndarray:
     return _safe_div(count, n if k is None else np.minimum(n, float(k)))
 
 
+@register("bpref", cutoff="none", judged=True)
+def bpref(r: Ranked, k: int | None) -> np.ndarray:
+    """Binary preference: how many judged non-relevant docs are ranked above each relevant one
+    (trec_eval bpref, Buckley & Voorhees 2004); unjudged documents are skipped, not counted wrong.
+
+    ``bpref = 1/R * sum_{retrieved r, grade_r >= 1} (1 - min(n_r, R) / min(N, R))``, with ``n_r``
+    the documents judged non-relevant (grade 0) ranked above r, N the documents judged
+    non-relevant for the query (retrieved or not), and the term 1 when ``n_r = 0``. Negative
+    grades count as unjudged (trec_eval's pool markers). The whole ranking; no cutoff.
+    """
+    keep = r.grades >= 0  # the triples hold every judged doc (registered judged=True)
+    rows, cols, grades = r.rows[keep], r.cols[keep], r.grades[keep]
+    nonrel = grades < 1
+    starts = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=r.nq))[:-1]))
+    before = np.cumsum(nonrel) - nonrel  # non-relevant docs earlier in the block
+    above = (before - np.concatenate(([0], np.cumsum(nonrel)))[starts[rows]]).astype(np.float64)
+    rel = ~nonrel
+    rows, cols, above = rows[rel], cols[rel], above[rel]
+    num_rel, num_nonrel = r.num_rel[rows], r.num_nonrel[rows]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(above > 0, 1.0 - np.minimum(above, num_rel) / np.minimum(num_nonrel, num_rel), 1.0)
+    return _safe_div(_Terms(r.nq, rows, cols, terms).sum_to(None), r.num_rel)
+
+
 # ----------------------------------------------------------------------------- dispatch
 
 
@@ -293,13 +328,16 @@ def compute(
     *,
     judged: np.ndarray | None = None,
     retrieved: np.ndarray | None = None,
+    num_nonrel: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-query values (float64, shape ``(n_queries,)``) of every metric, keyed by name.
 
-    ``judged`` (bool, the shape of ``grades``) and ``retrieved`` (ranking lengths) are needed only
-    by metrics registered with ``judged=True``; see :func:`needs_judged`.
+    ``judged`` (bool, the shape of ``grades``), ``retrieved`` (ranking lengths) and ``num_nonrel``
+    (judged grade-0 documents per query: ``bpref``) are needed only by metrics registered with
+    ``judged=True``; see :func:`needs_judged`.
     """
-    return compute_ranked(Ranked.from_dense(grades, num_rel, ideal, judged=judged, retrieved=retrieved), metrics)
+    ranked = Ranked.from_dense(grades, num_rel, ideal, judged=judged, retrieved=retrieved, num_nonrel=num_nonrel)
+    return compute_ranked(ranked, metrics)
 
 
 def compute_ranked(ranked: Ranked, metrics: Sequence[Metric]) -> dict[str, np.ndarray]:

@@ -76,6 +76,8 @@ class CompiledQrels:
             raise InputError("every grade in qrels must be an integer") from None
         positive = grades > 0
         self.num_rel = np.bincount(rows[grades >= 1], minlength=len(judged)).astype(np.int64)
+        #: judged non-relevant (grade 0) per query: bpref's N
+        self.num_nonrel = np.bincount(rows[grades == 0], minlength=len(judged)).astype(np.int64)
         # positive grades per query, sorted descending: the ideal ranking for nDCG
         p_rows, p_grades = rows[positive], grades[positive].astype(np.float64)
         order = np.lexsort((-p_grades, p_rows))
@@ -293,11 +295,22 @@ def evaluate_dicts(
     qrels: Mapping[str, Mapping[str, int]] | CompiledQrels,
     run: Mapping[str, Mapping[str, float]],
     metrics: Sequence[str | Metric] | str,
+    *,
+    judged_only: bool = False,
 ) -> Evaluation:
-    """Score ``{qid: {doc_id: score}}`` against ``{qid: {doc_id: grade}}`` (no ``Run`` built)."""
+    """Score ``{qid: {doc_id: score}}`` against ``{qid: {doc_id: grade}}`` (no ``Run`` built).
+
+    ``judged_only``: trec_eval ``-J`` (see :mod:`harness.metrics.judged_only`)."""
     ms = _metrics(metrics)
-    with_judged = core.needs_judged(ms)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
+    if judged_only:
+        from harness.metrics.judged_only import condense_dicts, split
+
+        condensed, raw = split(ms)
+        ev = evaluate_dicts(cq, condense_dicts(cq, run), condensed) if condensed else None
+        ev_raw = evaluate_dicts(cq, run, raw) if raw else None
+        return _join(ms, ev, ev_raw)
+    with_judged = core.needs_judged(ms)
     empty: dict[str, float] = {}
     rankings = [run.get(q, empty) or empty for q in cq.query_ids]
     lengths = np.fromiter((len(r) for r in rankings), dtype=np.int64, count=len(rankings))
@@ -339,7 +352,10 @@ def evaluate_dicts(
                 has = cq.judged(r)
                 judged[i, : len(ranked)] = [d in has for d, _ in ranked]
         retrieved = lengths[rows] if with_judged else None
-        return core.Ranked.from_dense(grades, cq.num_rel[rows], ideal, judged=judged, retrieved=retrieved)
+        nonrel = cq.num_nonrel[rows] if with_judged else None
+        return core.Ranked.from_dense(
+            grades, cq.num_rel[rows], ideal, judged=judged, retrieved=retrieved, num_nonrel=nonrel
+        )
 
     values = _score(ms, cq, lengths, grade_block)
     return Evaluation(cq.query_ids, values, _counts(cq, lengths, run, 0))
@@ -349,11 +365,36 @@ def evaluate_run(
     qrels: Mapping[str, Mapping[str, int]] | CompiledQrels,
     run: Run,
     metrics: Sequence[str | Metric] | str,
+    *,
+    judged_only: bool = False,
 ) -> Evaluation:
-    """Score a canonical :class:`Run` (the array path: no Python loop over documents)."""
+    """Score a canonical :class:`Run` (the array path: no Python loop over documents).
+
+    ``judged_only``: trec_eval ``-J``, each ranking condensed to its judged documents first (see
+    :mod:`harness.metrics.judged_only`); ``judged@k`` is still measured on the full ranking."""
     ms = _metrics(metrics)
-    with_judged = core.needs_judged(ms)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
+    if judged_only:
+        from harness.metrics.judged_only import split
+
+        condensed, raw = split(ms)
+        ev = _evaluate_run(cq, run, condensed, condense=True) if condensed else None
+        ev_raw = _evaluate_run(cq, run, raw) if raw else None
+        return _join(ms, ev, ev_raw)
+    return _evaluate_run(cq, run, ms)
+
+
+def _join(ms: list[Metric], *parts: Evaluation | None) -> Evaluation:
+    """One evaluation from the condensed and the full-ranking halves of a judged-only one."""
+    done = [p for p in parts if p is not None]
+    values: dict[str, np.ndarray] = {}
+    for p in done:
+        values.update(p.values)
+    return Evaluation(done[0].query_ids, {m.name: values[m.name] for m in ms}, done[-1].counts)
+
+
+def _evaluate_run(cq: CompiledQrels, run: Run, ms: list[Metric], *, condense: bool = False) -> Evaluation:
+    with_judged = core.needs_judged(ms) or condense
     run_rows = cq.rows_in(run.query_ids)
     present = run_rows >= 0
     lengths = np.zeros(len(cq), dtype=np.int64)
@@ -365,15 +406,23 @@ def evaluate_run(
         r = run_rows[rows]
         idx = _run_block(run.indices, r, width)
         hit_rows, hit_cols, grades = vj.lookup(rows, idx)
+        shape, retrieved = (len(rows), width), lengths[rows]
+        if condense:  # trec_eval -J: the judged documents (grade >= 0), ranked 1..n in their order
+            keep = grades >= 0
+            hit_rows, grades = hit_rows[keep], grades[keep]
+            hit_cols = core._nth_in_row(hit_rows, len(rows)) - 1
+            retrieved = np.bincount(hit_rows, minlength=len(rows))
+            shape = (len(rows), int(retrieved.max(initial=0)))
         return core.Ranked(
-            (len(rows), width),
+            shape,
             hit_rows,
             hit_cols,
             grades,
             cq.num_rel[rows],
             ideal,
             complete_judged=with_judged,
-            retrieved=lengths[rows] if with_judged else None,
+            retrieved=retrieved if with_judged else None,
+            num_nonrel=cq.num_nonrel[rows] if with_judged else None,
         )
 
     values = _score(ms, cq, lengths, grade_block)
@@ -381,6 +430,14 @@ def evaluate_run(
     # run and qrels query ids are each unique: the run's others are the ones not judged
     counts["not_in_qrels"] = len(run.query_ids) - int(present.sum())
     return Evaluation(cq.query_ids, values, counts)
+
+
+def judged_at_10(qrels: CompiledQrels, run: Run, summary: Mapping[str, float] | None = None) -> float:
+    """Mean ``judged@10`` of ``run``: from ``summary`` when it was a metric already, else computed
+    (how far the judgments reach a ranking; the table shows it when it is low)."""
+    if summary and "judged@10" in summary:
+        return float(summary["judged@10"])
+    return float(_evaluate_run(qrels, run, parse_metrics(["judged@10"])).means()["judged@10"])
 
 
 def check_overlap(
@@ -456,6 +513,8 @@ def evaluate(
     run: Mapping[str, Mapping[str, float]] | Run,
     metrics: Sequence[str | Metric] | str,
     per_query: bool = False,
+    *,
+    judged_only: bool = False,
 ) -> dict[str, float] | dict[str, dict[str, float]]:
     """Score a run: ``{metric: mean}``, or ``{qid: {metric: value}}`` with ``per_query=True``.
 
@@ -470,5 +529,8 @@ def evaluate(
             )
         if not all(isinstance(r, Mapping) for r in run.values()):
             run = Run.coerce(run)
-    result = evaluate_run(qrels, run, metrics) if isinstance(run, Run) else evaluate_dicts(qrels, run, metrics)
+    if isinstance(run, Run):
+        result = evaluate_run(qrels, run, metrics, judged_only=judged_only)
+    else:
+        result = evaluate_dicts(qrels, run, metrics, judged_only=judged_only)
     return result.per_query() if per_query else result.means()

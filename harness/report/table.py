@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness import defaults
+from harness.report.coverage import coverage
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -95,6 +96,8 @@ class ComparisonTable:
     baseline: str | None
     stats: dict[str, Any]
     n_tests: int
+    #: lines under the legend about the judgments themselves (holes, judged-only scoring)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def chunked(self) -> bool:
@@ -149,7 +152,7 @@ class ComparisonTable:
         if composed and self.efficiency:
             parts = "; ".join(f"{r.name} = {' + '.join(r.components)}" for r in composed)
             lines.append(f"Efficiency of a composed retriever adds up the components it runs ({parts}).")
-        return lines
+        return lines + self.notes
 
 
 def _stats_config(results: Results) -> dict[str, Any]:
@@ -229,7 +232,15 @@ def build_table(results: Results) -> ComparisonTable:
         rows.append(row)
     for name, error in results.failures.items():
         rows.append(Row(name=name, error=error, baseline=name == results.baseline, chunking=chunking_of(name)))
+    shown, notes = coverage(results)
+    if shown and shown not in metrics:
+        metrics = [*metrics, shown]
+        for row in rows:
+            if row.error is None:
+                row.metrics[shown] = Cell(results.judged_at_10.get(row.name))
     for m in metrics:
+        if m == shown:
+            continue  # describes the judgments, not the ranking: never "best"
         _mark_best(rows, m, "metrics", True, fmt_metric)
     for k in eff_keys:
         if k not in NOT_RANKED:
@@ -238,7 +249,7 @@ def build_table(results: Results) -> ComparisonTable:
     name = ds.get("name") or "results"
     parts = [p for p in (ds.get("split"), f"{ds['queries']} queries" if ds.get("queries") is not None else None) if p]
     title = f"{name} ({', '.join(parts)})" if parts else name
-    return ComparisonTable(title, metrics, eff_keys, rows, baseline, _stats_config(results), n_tests)
+    return ComparisonTable(title, metrics, eff_keys, rows, baseline, _stats_config(results), n_tests, notes)
 
 
 # ---------------------------------------------------------------------- formatting

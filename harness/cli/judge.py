@@ -1,0 +1,77 @@
+"""``harness judge serve POOL``: grade a pool on a local page; ``harness judge merge POOL --qrels Q
+--out Q2``: the old judgments plus the new grades (docs/judging.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+log = logging.getLogger("harness")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "judge",
+        help="grade a pool on a local page (serve), or merge its grades into qrels (merge)",
+        description="Grow the judgments: `serve` grades a pool file in the browser, one document at a time, saving "
+        "each grade as it is made; `merge` writes the old judgments plus the new grades to a new qrels file.",
+    )
+    jsub = p.add_subparsers(dest="judge_command", metavar="ACTION")
+    s = jsub.add_parser("serve", help="a page on 127.0.0.1 to grade the pool (keys 0-3, Backspace undoes)")
+    s.add_argument("pool", metavar="POOL", help="pool file from `harness pool` (.csv or .jsonl); grades go into it")
+    s.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
+    s.set_defaults(func=serve)
+    m = jsub.add_parser("merge", help="the old judgments plus the pool's grades, written to a new file")
+    m.add_argument("pool", metavar="POOL", help="graded pool file")
+    m.add_argument("--qrels", required=True, help="the judgments the pool was made against (never modified)")
+    m.add_argument("--out", required=True, help="new qrels file to write (TREC format), plus OUT.provenance.json")
+    m.set_defaults(func=merge)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def serve(args: argparse.Namespace) -> int:
+    from harness.errors import InputError
+    from harness.judging.server import Judging, make_server
+
+    if not 0 <= args.port <= 65535:
+        raise InputError("must be 0..65535", field="--port")
+    judging = Judging(args.pool)
+    try:
+        server = make_server(judging, args.port)
+    except OSError as e:
+        raise InputError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror or e})", field="--port") from None
+    host, port = server.server_address[:2]
+    print(
+        f"judging {len(judging.rows)} documents ({judging.graded} graded) at http://{host}:{port}/ "
+        f"- each grade is saved to {args.pool} as it is made; Ctrl-C stops",
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    print(f"{judging.graded} of {len(judging.rows)} graded, saved in {args.pool}", file=sys.stderr)
+    return 0
+
+
+def merge(args: argparse.Namespace) -> int:
+    from harness.judging.merge import check_out, provenance_path, write_merged
+    from harness.judging.merge import merge as do_merge
+
+    check_out(args.qrels, args.out)
+    merged = do_merge(args.pool, args.qrels)
+    out = write_merged(merged, args.qrels, args.out)
+    log.info(
+        "%s: %d judgments from %s plus %d new (%d already judged alike, %d left ungraded); provenance in %s",
+        out,
+        merged.provenance["qrels"]["judgments"],
+        args.qrels,
+        merged.added,
+        merged.already,
+        merged.ungraded,
+        provenance_path(out).name,
+    )
+    return 0

@@ -1,0 +1,101 @@
+"""``harness judge merge``: the old judgments plus the pool's new grades, as a new qrels file.
+
+The old file is only read. A document graded in the pool that the old judgments grade differently
+is a conflict and refuses the whole merge (a silent choice would change scores either way); the
+same grade twice is fine. Beside the new file, ``<out>.provenance.json`` records where each part
+came from (both files with their sha256, the time, how many judgments were added), so a golden set
+grown this way can be traced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.io import atomic
+from harness.io.trec import read_qrels, write_qrels
+from harness.judging.pool import read_pool
+from harness.model import Qrels
+
+
+@dataclass
+class Merged:
+    qrels: Qrels
+    added: int
+    already: int
+    ungraded: int
+    provenance: dict
+
+
+def merge(pool: str | os.PathLike[str], qrels: str | os.PathLike[str]) -> Merged:
+    """The merged judgments (nothing written); :class:`InputError` on the first conflict."""
+    pool_p, qrels_p = Path(pool), Path(qrels)
+    old = read_qrels(qrels_p)
+    rows = read_pool(pool_p)
+    merged: Qrels = {q: dict(j) for q, j in old.items()}
+    added = already = ungraded = 0
+    by_grade: dict[str, int] = {}
+    for r in rows:
+        if r.grade is None:
+            ungraded += 1
+            continue
+        have = old.get(r.query_id, {}).get(r.doc_id)
+        if have is not None:
+            if have != r.grade:
+                raise InputError(
+                    f"query {r.query_id!r}, doc {r.doc_id!r}: graded {r.grade} in the pool {pool_p} "
+                    f"but {have} in the judgments {qrels_p}; settle it in one of them and merge again",
+                    path=pool_p,
+                )
+            already += 1
+            continue
+        merged.setdefault(r.query_id, {})[r.doc_id] = r.grade
+        by_grade[str(r.grade)] = by_grade.get(str(r.grade), 0) + 1
+        added += 1
+    provenance = {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "qrels": {"path": str(qrels_p.resolve()), "sha256": _sha256(qrels_p), "judgments": _count(old)},
+        "pool": {"path": str(pool_p.resolve()), "sha256": _sha256(pool_p), "rows": len(rows)},
+        "added": added,
+        "added_by_grade": dict(sorted(by_grade.items())),
+        "already_judged_alike": already,
+        "ungraded": ungraded,
+        "judgments": _count(merged),
+    }
+    return Merged(merged, added, already, ungraded, provenance)
+
+
+def write_merged(merged: Merged, qrels: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
+    """Write ``out`` (TREC qrels) and its provenance sidecar; ``out`` must be a new file."""
+    out_p = check_out(qrels, out)
+    merged.provenance["out"] = str(out_p.resolve())
+    write_qrels(out_p, merged.qrels)
+    atomic.write_json(provenance_path(out_p), merged.provenance)
+    return out_p
+
+
+def check_out(qrels: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
+    """Refuse, before any work, an ``out`` that exists (above all the judgments themselves)."""
+    out_p = Path(out)
+    if out_p.exists() or provenance_path(out_p).exists():
+        same = out_p.exists() and out_p.resolve() == Path(qrels).resolve()
+        why = "it is the judgments being merged (they are never modified)" if same else "it exists"
+        raise InputError(f"will not write here: {why}; choose a new file", path=out_p, field="--out")
+    return out_p
+
+
+def provenance_path(out: str | os.PathLike[str]) -> Path:
+    p = Path(out)
+    return p.with_name(p.name + ".provenance.json")
+
+
+def _sha256(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _count(q: Qrels) -> int:
+    return sum(len(j) for j in q.values())

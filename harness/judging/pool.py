@@ -1,0 +1,291 @@
+"""Depth-k pooling: the documents some retriever ranks in its top k that nobody has judged.
+
+A golden set judged from one system's results has holes wherever another system looks. TREC's
+answer is the pool: the union of every system's top k, judged, so each system is scored on
+documents someone actually looked at. :func:`build_pool` reads the stored runs of results folders
+(no retriever is run again) and lists, per judged query, the pooled documents that carry no
+judgment yet, with the text a judge needs. The pool file is a CSV (or JSON Lines) with the columns
+:data:`COLUMNS`; ``grade`` is left empty for ``harness judge serve`` (or a spreadsheet) to fill in.
+
+Order is deterministic: queries by id, then documents by best rank (the highest any retriever put
+them), then by how many retrievers found them (more first), then by id.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from harness.errors import InputError
+from harness.io import atomic
+from harness.io.trec import read_qrels
+from harness.model import Qrels
+from harness.results import Results
+from harness.run import Run
+
+COLUMNS = ("query_id", "query", "doc_id", "title", "text", "retrieved_by", "best_rank", "grade")
+#: grades the judging page offers (the keys 0-3); a pool file may hold any integer
+GRADES = (0, 1, 2, 3)
+#: separator of the retriever names in ``retrieved_by``
+SEP = ";"
+
+
+@dataclass
+class PoolRow:
+    query_id: str
+    query: str
+    doc_id: str
+    title: str
+    text: str
+    retrieved_by: str
+    best_rank: int
+    grade: int | None = None
+
+
+def top_docs(run: Run, depth: int) -> dict[str, list[str]]:
+    """``{query_id: doc ids of the top depth}`` in rank order (the run's canonical order)."""
+    out: dict[str, list[str]] = {}
+    for i, q in enumerate(run.query_ids):
+        n = min(int(run.lengths[i]), depth)
+        out[q] = run.doc_ids[run.indices[i, :n]].tolist()
+    return out
+
+
+def pooled(
+    runs: Mapping[str, Run], qrels: Qrels, depth: int, *, max_per_query: int | None = None
+) -> list[tuple[str, str, list[str], int]]:
+    """``(query_id, doc_id, retrieved_by, best_rank)`` for every unjudged document in any run's top
+    ``depth`` of a judged query, in the module's order. Any grade (0 and negative too) counts as a
+    judgment: someone looked at the document."""
+    if depth < 1:
+        raise InputError("--depth must be at least 1", field="--depth")
+    if max_per_query is not None and max_per_query < 1:
+        raise InputError("--max-per-query must be at least 1", field="--max-per-query")
+    found: dict[str, dict[str, tuple[int, set[str]]]] = {}
+    for name, run in runs.items():
+        for q, docs in top_docs(run, depth).items():
+            judged = qrels.get(q)
+            if judged is None:
+                continue  # not an evaluated query: a judgment would change no score
+            per_q = found.setdefault(q, {})
+            for rank, d in enumerate(docs, 1):
+                if d in judged:
+                    continue
+                best, by = per_q.get(d, (rank, set()))
+                by.add(name)
+                per_q[d] = (min(best, rank), by)
+    out = []
+    for q in sorted(found):
+        ranked = sorted(found[q].items(), key=lambda kv: (kv[1][0], -len(kv[1][1]), kv[0]))
+        if max_per_query is not None:
+            ranked = ranked[:max_per_query]
+        out += [(q, d, sorted(by), best) for d, (best, by) in ranked]
+    return out
+
+
+def build_pool(
+    folders: Sequence[str | os.PathLike[str]],
+    depth: int = 10,
+    *,
+    max_per_query: int | None = None,
+    qrels: str | os.PathLike[str] | None = None,
+) -> list[PoolRow]:
+    """The pool of the stored runs of ``folders`` against ``qrels`` (default: the folders' own
+    ``qrels.tsv``, which must then agree), with each query's and document's text from the dataset
+    the folders record."""
+    from harness.engine.store import read_runs
+
+    loaded = [Results.load(f) for f in folders]
+    runs = _named_runs(loaded, read_runs)
+    judged = read_qrels(qrels) if qrels is not None else _folder_qrels(loaded)
+    rows = pooled(runs, judged, depth, max_per_query=max_per_query)
+    ds = _dataset(loaded[0])
+    queries = {q.id: q.text for q in ds.queries}
+    corpus = {d.id: d for d in ds.corpus}
+    out = []
+    for q, d, by, best in rows:
+        doc = corpus.get(d)
+        title, text = (doc.title, doc.text) if doc is not None else ("", "")
+        out.append(PoolRow(q, queries.get(q, ""), d, title, text, SEP.join(by), best))
+    return out
+
+
+def _dataset(res: Results):
+    """The dataset a results folder records (the judges need its query and document text)."""
+    from harness.datasets import DEMO, load_dataset
+
+    ds = res.manifest.get("dataset") or {}
+    source, name = ds.get("source"), ds.get("name")
+    where = source if source and Path(source).is_dir() else DEMO if name == DEMO or source == DEMO else None
+    if where is None:
+        why = f"dataset folder {source} not found" if source else "results.json names no dataset folder"
+        raise InputError(f"no query or document text for the judges ({why})", path=res.folder)
+    return load_dataset(where, ds.get("split") or "test", name=name)
+
+
+def _named_runs(loaded: list[Results], read_runs) -> dict[str, Run]:
+    """Every stored run, named ``retriever`` (or ``folder/retriever`` where two folders share a name)."""
+    per = [(res, read_runs(res)) for res in loaded]
+    for res, runs in per:
+        missing = [n for n in res.summary if n not in runs]
+        if missing:
+            raise InputError(f"no stored run for {', '.join(missing)} (runs/*.trec)", path=res.folder)
+    counts: dict[str, int] = {}
+    for _, runs in per:
+        for n in runs:
+            counts[n] = counts.get(n, 0) + 1
+    out: dict[str, Run] = {}
+    for res, runs in per:
+        for n, r in runs.items():
+            out[n if counts[n] == 1 else f"{res.folder.name if res.folder else '?'}/{n}"] = r
+    return out
+
+
+def _folder_qrels(loaded: list[Results]) -> Qrels:
+    first: Qrels | None = None
+    first_path = None
+    for res in loaded:
+        path = (res.folder or Path(".")) / "qrels.tsv"
+        if not path.is_file():
+            raise InputError("no qrels.tsv in this results folder; name the judgments with --qrels", path=res.folder)
+        q = read_qrels(path)
+        if first is None:
+            first, first_path = q, path
+        elif q != first:
+            raise InputError(
+                f"judgments differ from {first_path}'s; name the ones to pool against with --qrels", path=path
+            )
+    assert first is not None
+    return first
+
+
+# ----------------------------------------------------------------------------- the pool file
+
+
+def file_format(path: str | os.PathLike[str]) -> str:
+    """``jsonl`` for ``.jsonl`` / ``.ndjson``, else ``csv``."""
+    return _fmt(Path(path))
+
+
+def _fmt(path: Path) -> str:
+    return "jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "csv"
+
+
+def header(fmt: str) -> bytes:
+    """What the pool file starts with: the CSV header line (nothing for JSON Lines)."""
+    return b"" if fmt == "jsonl" else (",".join(COLUMNS) + "\n").encode()
+
+
+def encode_row(r: PoolRow, fmt: str) -> bytes:
+    """One row as written (``csv`` or ``jsonl``); an empty grade is an empty cell / ``null``."""
+    if fmt == "jsonl":
+        text = json.dumps(asdict(r), ensure_ascii=False) + "\n"
+    else:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(
+            [r.query_id, r.query, r.doc_id, r.title, r.text, r.retrieved_by, r.best_rank,
+             "" if r.grade is None else r.grade]
+        )  # fmt: skip
+        text = buf.getvalue()
+    return text.encode("utf-8", "surrogatepass")
+
+
+def dumps(rows: Iterable[PoolRow], fmt: str) -> str:
+    """The pool file's text."""
+    return (header(fmt) + b"".join(encode_row(r, fmt) for r in rows)).decode("utf-8", "surrogatepass")
+
+
+def write_pool(
+    path: str | os.PathLike[str], rows: Iterable[PoolRow], *, encoded: Sequence[bytes] | None = None
+) -> Path:
+    """Write the pool file atomically (temp file, fsync, rename, fsync of the folder): a process
+    killed at any moment leaves the previous file or the new one, and a written one survives a crash.
+    ``encoded``: the rows already encoded (:func:`encode_row`), as the judging server keeps them."""
+    p = Path(path)
+    fmt = _fmt(p)
+    lines = encoded if encoded is not None else [encode_row(r, fmt) for r in rows]
+    atomic.write_bytes(p, header(fmt) + b"".join(lines))
+    fd = os.open(p.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return p
+
+
+def read_pool(path: str | os.PathLike[str]) -> list[PoolRow]:
+    """Read a pool file (as written, or edited in a spreadsheet); errors name file, line and field."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("pool file not found", path=p) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not valid UTF-8 (byte {e.start})", path=p) from None
+    records: list[tuple[int, dict]] = []
+    if _fmt(p) == "jsonl":
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"not valid JSON ({e.msg})", path=p, line=lineno) from None
+            if not isinstance(rec, dict):
+                raise InputError("expected a JSON object per line", path=p, line=lineno)
+            records.append((lineno, rec))
+    else:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [c for c in ("query_id", "doc_id", "grade") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(COLUMNS)})", path=p, line=1)
+        for rec in reader:
+            records.append((reader.line_num, rec))
+    rows: list[PoolRow] = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, rec in records:
+        for c in ("query_id", "doc_id"):
+            if not str(rec.get(c) or "").strip():
+                raise InputError("empty", path=p, line=lineno, field=c)
+        q, d = str(rec["query_id"]).strip(), str(rec["doc_id"]).strip()
+        if (q, d) in seen:
+            raise InputError(f"query {q!r}, doc {d!r} is listed twice (also line {seen[q, d]})", path=p, line=lineno)
+        seen[q, d] = lineno
+        rows.append(
+            PoolRow(
+                q,
+                str(rec.get("query") or ""),
+                d,
+                str(rec.get("title") or ""),
+                str(rec.get("text") or ""),
+                str(rec.get("retrieved_by") or ""),
+                _int(rec.get("best_rank"), p, lineno, "best_rank", default=0),
+                _grade(rec.get("grade"), p, lineno),
+            )
+        )
+    return rows
+
+
+def _int(value: object, p: Path, lineno: int, field: str, *, default: int) -> int:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default
+    if isinstance(value, bool):
+        raise InputError(f"{value!r} is not an integer", path=p, line=lineno, field=field)
+    try:
+        f = float(str(value).strip())
+    except ValueError:
+        raise InputError(f"{value!r} is not an integer", path=p, line=lineno, field=field) from None
+    if not f.is_integer():
+        raise InputError(f"{value!r} is not an integer", path=p, line=lineno, field=field)
+    return int(f)
+
+
+def _grade(value: object, p: Path, lineno: int) -> int | None:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return _int(value, p, lineno, "grade", default=0)
