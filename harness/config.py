@@ -112,6 +112,9 @@ class RunConfig(BaseModel):
     executor: dict[str, Any] | str | None = None
     #: named chunkings (docs/chunking.md): every retriever runs once per chunking, rows ``name[chunking]``
     chunking: dict[str, dict[str, Any]] | None = None
+    #: ``harness load``'s levels and ``cost:`` prices (docs/load.md); that command checks their keys
+    load: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
 
     @field_validator("chunking")
     @classmethod

@@ -58,6 +58,14 @@ class DenseSpec(SpecBase):
     def build(self, ctx: BuildContext) -> Dense:
         return Dense(self, cache_dir=ctx.cache_dir, show_progress=ctx.show_progress, seed=ctx.seed, depth=ctx.depth)
 
+    def search_knobs(self) -> list[str]:
+        """Settings that change on a built index, traded against speed (``harness load --search-params``)."""
+        return {"hnsw": ["ef_search"], "ivf": ["nprobe"]}.get(self.index, [])
+
+    def exact_spec(self) -> DenseSpec | None:
+        """The exact search this index approximates: the same embeddings in a flat index."""
+        return None if self.index == "flat" else self.model_copy(update={"index": "flat"})
+
 
 class Dense:
     """``Retriever`` with a FAISS index over document embeddings."""
@@ -96,6 +104,24 @@ class Dense:
         self._encode_seconds = self._build_seconds = 0.0
         self._cache_hit_rate: float | None = None
         self._query_encode_ms: float | None = None
+        self._memo = True
+
+    def serving_mode(self, enabled: bool = True) -> None:
+        """Serving (``harness load``): every request encodes its query, as a real one would; off,
+        query embeddings are memoised per run (the default: a run encodes each query once)."""
+        self._memo = not enabled
+
+    def set_search_param(self, name: str, value: Any) -> None:
+        """Change a search-time knob (:meth:`DenseSpec.search_knobs`) on the built index."""
+        if name not in self.spec.search_knobs():
+            raise ValueError(f"dense index {self.spec.index!r} has no search-time knob {name!r}")
+        if self._index is None:
+            raise RuntimeError("Dense.set_search_param called before index()")
+        if name == "ef_search":
+            self._index.hnsw.efSearch = int(value)
+        else:
+            self._index.nprobe = self._nprobe = int(value)
+        self.spec = self.spec.model_copy(update={name: int(value)})
 
     def params(self) -> dict[str, Any]:
         return {**self.spec.model_dump(exclude={"type"}), "encoder": self.encoder.identity}
@@ -163,7 +189,9 @@ class Dense:
             raise RuntimeError("Dense.search called before index()")
         enc = self.encoder
         secs0, n0 = enc.encode_seconds, enc.encoded
-        q = np.ascontiguousarray(enc.encode_queries(queries, progress=len(queries) > 1), dtype=np.float32)
+        q = np.ascontiguousarray(
+            enc.encode_queries(queries, use_cache=self._memo, progress=len(queries) > 1), dtype=np.float32
+        )
         if enc.encoded > n0:
             self._encode_seconds += enc.encode_seconds - secs0
             if len(queries) > 1:

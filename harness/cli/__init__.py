@@ -29,6 +29,7 @@ COMMANDS = [
     "convert",
     "train_reranker",
     "retrievers",
+    "load",
 ]
 
 
