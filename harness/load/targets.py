@@ -29,6 +29,8 @@ from harness.registry import BuildContext, SpecBase
 
 #: closed-loop throughput at 2 threads over 1 thread below this: the threads took turns
 SCALES_ABOVE = 1.3
+#: on a busy machine only this much gain counts as parallel (scheduler shares alone give ~1.3x)
+CLEARLY_PARALLEL = 1.7
 #: process CPU (cores) at or below this while 2 threads ran: one core's worth, i.e. the GIL
 ONE_CORE = 1.15
 #: the whole machine's CPU at or above this while 2 threads ran: no free core, nothing to conclude
@@ -126,10 +128,13 @@ def gil_probe(target: Target, queries: Sequence[Query], seconds: float = 1.0, se
     scaling = two.qps / one.qps if one.qps > 0 else None
     cores = two.cpu_cores or 0.0
     ncpu = os.cpu_count() or 1
-    if scaling is not None and scaling >= SCALES_ABOVE:
+    busy = ncpu < 2 or (machine_busy >= BUSY_PERCENT and cores < ncpu - 0.5)
+    if scaling is not None and scaling >= (CLEARLY_PARALLEL if busy else SCALES_ABOVE):
         verdict = "parallel"
-    elif ncpu < 2 or (machine_busy >= BUSY_PERCENT and cores < ncpu - 0.5):
-        verdict = "inconclusive"  # other processes held the cores: no second core to run on
+    elif busy:
+        # other processes held the cores: the OS gives 2 threads 2 shares of a contended CPU, which
+        # moves throughput either way whatever the GIL does
+        verdict = "inconclusive"
     elif cores <= ONE_CORE:
         verdict = "gil"
     else:
