@@ -24,7 +24,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the client's pooled connections are reused
     disable_nagle_algorithm = True  # headers and body go out at once: no 40 ms delayed-ACK stall
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         queries = json.loads(body)["queries"]
         with self.server.slots:  # type: ignore[attr-defined]

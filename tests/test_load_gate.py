@@ -21,8 +21,9 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cfg = root / "c.yaml"
     cfg.write_text("dataset: demo\ndepth: 10\nretrievers:\n  bm25: {type: bm25}\n", encoding="utf-8")
     config, _, _ = load_load_config(cfg)
-    result = run_load(config, LoadSpec(concurrency=[1, 2], duration_s=0.4, warmup_s=0.1), config_dir=root,
-                      probe_gil=False)
+    result = run_load(
+        config, LoadSpec(concurrency=[1, 2], duration_s=0.4, warmup_s=0.1), config_dir=root, probe_gil=False
+    )
     write_load(result, root / "base")
     return root / "base"
 
@@ -45,6 +46,7 @@ def test_p95_beyond_tolerance_fails_and_within_passes(measured: Path, tmp_path: 
     def scale(f: float):
         def edit(d: dict) -> None:
             d["bm25"]["levels"][1]["p95_ms"] *= f
+
         return edit
 
     worse = _variant(measured, tmp_path / "worse", scale(1.8))

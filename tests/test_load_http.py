@@ -107,7 +107,16 @@ def test_open_loop_10_seconds_at_one_and_a_half_times_capacity(service: str, tmp
     written = write_load(result, tmp_path / "out")
     assert {p.name for p in written} >= {"load.json", "load.md", "latency_throughput.png"}
     stored = json.loads((tmp_path / "out" / "load.json").read_text())
-    assert set(stored["svc"]["levels"][0]) >= {"rate", "qps", "p50_ms", "p95_ms", "p99_ms", "max_ms", "errors", "requests"}
+    assert set(stored["svc"]["levels"][0]) >= {
+        "rate",
+        "qps",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "max_ms",
+        "errors",
+        "requests",
+    }
 
 
 def test_cli_writes_the_folder_and_refuses_a_foreign_one(service: str, tmp_path: Path, capsys) -> None:

@@ -25,7 +25,11 @@ def test_percentiles_by_hand() -> None:
     # 1..100 ms: numpy's linear interpolation puts p50 at 50.5, p95 at 95.05, p99 at 99.01
     p = percentiles_ms(np.arange(1, 101) / 1000)
     assert p["p50_ms"] == pytest.approx(50.5) and p["p95_ms"] == pytest.approx(95.05)
-    assert p["p99_ms"] == pytest.approx(99.01) and p["max_ms"] == pytest.approx(100) and p["mean_ms"] == pytest.approx(50.5)
+    assert (
+        p["p99_ms"] == pytest.approx(99.01)
+        and p["max_ms"] == pytest.approx(100)
+        and p["mean_ms"] == pytest.approx(50.5)
+    )
     assert percentiles_ms([])["p50_ms"] is None
 
 
@@ -106,8 +110,13 @@ def test_k_recall_by_hand() -> None:
 
 
 def test_pareto_by_hand() -> None:
-    pts = [{"qps": 100, "recall@10": 0.9}, {"qps": 50, "recall@10": 0.95}, {"qps": 40, "recall@10": 0.94},
-           {"qps": 100, "recall@10": 0.8}, {"qps": 10, "recall@10": 0.99}]
+    pts = [
+        {"qps": 100, "recall@10": 0.9},
+        {"qps": 50, "recall@10": 0.95},
+        {"qps": 40, "recall@10": 0.94},
+        {"qps": 100, "recall@10": 0.8},
+        {"qps": 10, "recall@10": 0.99},
+    ]
     assert pareto(pts) == [0, 1, 4]
 
 

@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, help="seconds before a request is a timeout (default 10)")
     p.add_argument("--workers", type=int, help="open loop: sending threads (default 64)")
     p.add_argument("--search-params", help="search-time settings to sweep, e.g. ef_search=16,32,64,128,256")
-    p.add_argument("--sweep-concurrency", type=int, help="closed-loop level each search setting is timed at (default 1)")
+    p.add_argument(
+        "--sweep-concurrency", type=int, help="closed-loop level each search setting is timed at (default 1)"
+    )
     p.add_argument("--sweep-duration", type=float, help="seconds each search setting is timed (default 3)")
     p.add_argument("--seed", type=int, help="query draw seed (default: the config's seed)")
     p.add_argument("--no-gil-probe", action="store_true", help="skip the 1-vs-2-thread probe of in-process retrievers")

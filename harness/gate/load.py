@@ -86,8 +86,15 @@ def _levels(rec: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
 
 def _row(name: str, metric: str, base: float | None, cur: float | None, tol: float, higher_is_worse: bool) -> CheckRow:
     if base is None or cur is None:
-        return CheckRow(retriever=name, metric=metric, verdict="missing", baseline=base, current=cur, tolerance=tol,
-                        note="no figure (every request failed?)")
+        return CheckRow(
+            retriever=name,
+            metric=metric,
+            verdict="missing",
+            baseline=base,
+            current=cur,
+            tolerance=tol,
+            note="no figure (every request failed?)",
+        )
     delta = cur - base
     verdict = "ok"
     if higher_is_worse:
@@ -99,8 +106,9 @@ def _row(name: str, metric: str, base: float | None, cur: float | None, tol: flo
         verdict = "regression"
     elif cur > base * (1 + tol):
         verdict = "improved"
-    return CheckRow(retriever=name, metric=metric, verdict=verdict, baseline=base, current=cur, delta=delta,
-                    tolerance=tol)
+    return CheckRow(
+        retriever=name, metric=metric, verdict=verdict, baseline=base, current=cur, delta=delta, tolerance=tol
+    )
 
 
 def load_rows(
@@ -128,8 +136,16 @@ def load_rows(
             if c is None:
                 note = "retriever not in current" if name not in current else "level not in current"
                 for metric, tol in ((f"p95_ms@{label}", latency_tolerance), (f"qps@{label}", qps_tolerance)):
-                    rows.append(CheckRow(retriever=name, metric=metric, verdict="missing",
-                                         baseline=b.get(metric.split("@")[0]), tolerance=tol, note=note))
+                    rows.append(
+                        CheckRow(
+                            retriever=name,
+                            metric=metric,
+                            verdict="missing",
+                            baseline=b.get(metric.split("@")[0]),
+                            tolerance=tol,
+                            note=note,
+                        )
+                    )
                 continue
             p95 = _row(name, f"p95_ms@{label}", b.get("p95_ms"), c.get("p95_ms"), latency_tolerance, True)
             qps = _row(name, f"qps@{label}", b.get("qps"), c.get("qps"), qps_tolerance, False)
@@ -142,8 +158,14 @@ def load_rows(
         for label, c in cur_levels.items():
             if label not in base_levels:
                 rows += [
-                    CheckRow(retriever=name, metric=f"{m}@{label}", verdict="new", current=c.get(m), tolerance=t,
-                             note="level not in baseline")
+                    CheckRow(
+                        retriever=name,
+                        metric=f"{m}@{label}",
+                        verdict="new",
+                        current=c.get(m),
+                        tolerance=t,
+                        note="level not in baseline",
+                    )
                     for m, t in (("p95_ms", latency_tolerance), ("qps", qps_tolerance))
                 ]
     return rows
@@ -175,11 +197,17 @@ def check_load(
 ) -> CheckReport:
     """A check of two load.json files alone (no quality results)."""
     dataset, problems = _dataset(baseline, current)
-    report = CheckReport(baseline=baseline_label, current=current_label, test="none",
-                         test_description="none (load figures: relative tolerances)", dataset=dataset,
-                         problems=problems)
-    report.rows = load_rows(baseline, current, latency_tolerance=latency_tolerance, qps_tolerance=qps_tolerance,
-                            retrievers=retrievers)
+    report = CheckReport(
+        baseline=baseline_label,
+        current=current_label,
+        test="none",
+        test_description="none (load figures: relative tolerances)",
+        dataset=dataset,
+        problems=problems,
+    )
+    report.rows = load_rows(
+        baseline, current, latency_tolerance=latency_tolerance, qps_tolerance=qps_tolerance, retrievers=retrievers
+    )
     report.notes.append(RULE.format(lat=latency_tolerance, qps=qps_tolerance))
     return report
 
@@ -189,6 +217,10 @@ def add_load(report: CheckReport, baseline: str, current: str, **tolerances: flo
     if load_file(baseline) is None or load_file(current) is None:
         return report
     report.rows += load_rows(read_load(baseline, "baseline"), read_load(current, "current"), **tolerances)
-    report.notes.append(RULE.format(lat=tolerances.get("latency_tolerance", DEFAULT_LATENCY_TOLERANCE),
-                                    qps=tolerances.get("qps_tolerance", DEFAULT_QPS_TOLERANCE)))
+    report.notes.append(
+        RULE.format(
+            lat=tolerances.get("latency_tolerance", DEFAULT_LATENCY_TOLERANCE),
+            qps=tolerances.get("qps_tolerance", DEFAULT_QPS_TOLERANCE),
+        )
+    )
     return report

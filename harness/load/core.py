@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.config import RunConfig, read_config_file, parse_config, _located
+from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
 from harness.load import cost as costs
@@ -81,8 +81,13 @@ def run_load(
     if not queries:
         raise InputError("the dataset has no queries to send", field="dataset")
     seed = config.seed if spec.seed is None else spec.seed
-    ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,
-                       depth=config.depth, show_progress=False)
+    ctx = BuildContext(
+        cache_dir=cache_dir_of(config.cache_dir),
+        config_dir=base,
+        seed=config.seed,
+        depth=config.depth,
+        show_progress=False,
+    )
     pool = max([*spec.concurrency, spec.workers, spec.sweep_concurrency])
     meta = {
         "dataset": ds.name,
@@ -115,13 +120,17 @@ def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_g
     levels = []
     for c in spec.concurrency:
         log.info("load: %s: closed loop, %d in flight, %g s", target.name, c, spec.duration_s)
-        lv = closed_loop(target.send, queries, c, spec.duration_s, warmup_s=spec.warmup_s,
-                         timeout_s=spec.timeout_s, seed=seed)
+        lv = closed_loop(
+            target.send, queries, c, spec.duration_s, warmup_s=spec.warmup_s, timeout_s=spec.timeout_s, seed=seed
+        )
         levels.append(lv)
     for r in spec.rate:
         log.info("load: %s: open loop, %g/s, %g s", target.name, r, spec.duration_s)
-        levels.append(open_loop(target.send, queries, r, spec.duration_s, workers=spec.workers,
-                                timeout_s=spec.timeout_s, seed=seed))
+        levels.append(
+            open_loop(
+                target.send, queries, r, spec.duration_s, workers=spec.workers, timeout_s=spec.timeout_s, seed=seed
+            )
+        )
     rec["levels"] = []
     for lv in levels:
         row = lv.to_json()
@@ -129,7 +138,11 @@ def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_g
             row.update(costs.level_costs(cost, lv.qps))
         rec["levels"].append(row)
     if cost is not None:
-        tokens = costs.count_tokens(target.obj, ds.corpus.contents(_doc_prefix(target.obj))) if target.obj is not None else None
+        tokens = (
+            costs.count_tokens(target.obj, ds.corpus.contents(_doc_prefix(target.obj)))
+            if target.obj is not None
+            else None
+        )
         best = max((lv.qps for lv in levels), default=None)
         rec["cost"] = {
             **cost.model_dump(),
@@ -140,8 +153,15 @@ def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_g
         }
     if spec.search_params:
         rec["search_params"] = frontier.sweep(
-            target, spec.search_params, ds, ctx, k=config.depth, metrics=["ndcg@10"],
-            concurrency=spec.sweep_concurrency, duration_s=spec.sweep_duration_s, seed=seed,
+            target,
+            spec.search_params,
+            ds,
+            ctx,
+            k=config.depth,
+            metrics=["ndcg@10"],
+            concurrency=spec.sweep_concurrency,
+            duration_s=spec.sweep_duration_s,
+            seed=seed,
         )
     return rec
 

@@ -166,7 +166,9 @@ def closed_loop(
             if sent >= t0:
                 mine.append((sent, done, status, err))
 
-    threads = [threading.Thread(target=client, args=(c,), daemon=True, name=f"harness-load-{c}") for c in range(concurrency)]
+    threads = [
+        threading.Thread(target=client, args=(c,), daemon=True, name=f"harness-load-{c}") for c in range(concurrency)
+    ]
     while time.perf_counter() < start:
         time.sleep(0.001)
     cpu: _Cpu | None = None

@@ -49,8 +49,10 @@ def check_params(name: str, spec: SpecBase, params: dict[str, list[Any]]) -> Non
     for p in params:
         if p not in knobs:
             have = ", ".join(knobs) if knobs else "none (an exact index has nothing to trade)"
-            raise InputError(f"retriever {name!r} ({spec.type}) has no search-time knob {p!r}; its knobs: {have}",
-                             field="search_params")
+            raise InputError(
+                f"retriever {name!r} ({spec.type}) has no search-time knob {p!r}; its knobs: {have}",
+                field="search_params",
+            )
 
 
 def k_recall(approx: Run, exact: Run, k: int = RECALL_K) -> float:
@@ -78,8 +80,12 @@ def pareto(points: Sequence[dict[str, Any]], x: str = "qps", y: str = "recall@10
         if p.get(x) is None or p.get(y) is None:
             continue
         dominated = any(
-            j != i and q.get(x) is not None and q.get(y) is not None
-            and q[x] >= p[x] and q[y] >= p[y] and (q[x] > p[x] or q[y] > p[y])
+            j != i
+            and q.get(x) is not None
+            and q.get(y) is not None
+            and q[x] >= p[x]
+            and q[y] >= p[y]
+            and (q[x] > p[x] or q[y] > p[y])
             for j, q in enumerate(points)
         )
         if not dominated:
@@ -129,8 +135,14 @@ def sweep(
             point["recall@10"] = k_recall(run, exact_run) if exact_run is not None else None
             point.update(qps=lv.qps, p50_ms=lv.p50_ms, p99_ms=lv.p99_ms, concurrency=concurrency)
             points.append(point)
-            log.info("%s %s=%s: recall@10 %s, qps %.0f", target.name, knob, v,
-                     f"{point['recall@10']:.4f}" if point["recall@10"] is not None else "-", lv.qps)
+            log.info(
+                "%s %s=%s: recall@10 %s, qps %.0f",
+                target.name,
+                knob,
+                v,
+                f"{point['recall@10']:.4f}" if point["recall@10"] is not None else "-",
+                lv.qps,
+            )
         if default is not None:
             obj.set_search_param(knob, default)
     front = pareto(points)
@@ -138,5 +150,10 @@ def sweep(
         p["pareto"] = i in front
     if callable(serving):
         serving(True)
-    return {"retriever": target.name, "concurrency": concurrency, "duration_s": duration_s,
-            "qps_measures": "search only (query embeddings computed once beforehand)", "points": points}
+    return {
+        "retriever": target.name,
+        "concurrency": concurrency,
+        "duration_s": duration_s,
+        "qps_measures": "search only (query embeddings computed once beforehand)",
+        "points": points,
+    }

@@ -21,8 +21,18 @@ CURVE_FILE = "latency_throughput.png"
 PARETO_FILE = "recall_qps.png"
 FILES = (LOAD_FILE, TABLE_FILE, CURVE_FILE, PARETO_FILE)
 
-LEVEL_HEADER = ["retriever", "level", "requests", "qps (end to end)", "p50 ms", "p95 ms", "p99 ms", "max ms",
-                "errors", "timeouts"]
+LEVEL_HEADER = [
+    "retriever",
+    "level",
+    "requests",
+    "qps (end to end)",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "max ms",
+    "errors",
+    "timeouts",
+]
 
 
 def _f(x: Any, digits: int = 3) -> str:
@@ -51,13 +61,28 @@ def tables(result: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[st
     rows = []
     for name, rec in result.items():
         for lv in rec.get("levels", []):
-            row = [name, _level_label(lv), str(lv["requests"]), _f(lv["qps"]), _f(lv["p50_ms"]), _f(lv["p95_ms"]),
-                   _f(lv["p99_ms"]), _f(lv["max_ms"]), str(lv["errors"]), str(lv.get("timeouts", 0))]
+            row = [
+                name,
+                _level_label(lv),
+                str(lv["requests"]),
+                _f(lv["qps"]),
+                _f(lv["p50_ms"]),
+                _f(lv["p95_ms"]),
+                _f(lv["p99_ms"]),
+                _f(lv["max_ms"]),
+                str(lv["errors"]),
+                str(lv.get("timeouts", 0)),
+            ]
             if has_cost:
                 row.append(_usd(lv.get("usd_per_1m_queries")))
             rows.append(row)
-    out = [("Throughput and latency per level (one query per request; latency from the scheduled send in "
-            "open loop)", header, rows)]
+    out = [
+        (
+            "Throughput and latency per level (one query per request; latency from the scheduled send in open loop)",
+            header,
+            rows,
+        )
+    ]
     head2 = ["retriever", "kind", "index s", "threads"]
     if has_cost:
         head2 += ["$ index", "corpus tokens", "$ embed", "$/1M q (best level)"]
@@ -72,8 +97,12 @@ def tables(result: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[st
         if has_cost:
             c = rec.get("cost") or {}
             toks = c.get("corpus_tokens")
-            row += [_usd(c.get("usd_index")), "–" if toks is None else f"{toks:,}", _usd(c.get("usd_embed_corpus")),
-                    _usd(c.get("usd_per_1m_queries_at_best_qps"))]
+            row += [
+                _usd(c.get("usd_index")),
+                "–" if toks is None else f"{toks:,}",
+                _usd(c.get("usd_embed_corpus")),
+                _usd(c.get("usd_per_1m_queries_at_best_qps")),
+            ]
         rows2.append(row)
     out.append(("Per retriever", head2, rows2))
     for name, rec in result.items():
@@ -81,10 +110,25 @@ def tables(result: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[st
         if not sp:
             continue
         metric_cols = [k for k in sp["points"][0] if k.startswith("ndcg@")] if sp["points"] else []
-        head3 = ["setting", "recall@10 vs exact", *metric_cols, f"search qps (c={sp['concurrency']})", "p50 ms",
-                 "pareto"]
-        rows3 = [[f"{p['param']}={p['value']}", _f(p.get("recall@10"), 4), *(_f(p.get(m), 4) for m in metric_cols),
-                  _f(p["qps"]), _f(p["p50_ms"]), "*" if p.get("pareto") else ""] for p in sp["points"]]
+        head3 = [
+            "setting",
+            "recall@10 vs exact",
+            *metric_cols,
+            f"search qps (c={sp['concurrency']})",
+            "p50 ms",
+            "pareto",
+        ]
+        rows3 = [
+            [
+                f"{p['param']}={p['value']}",
+                _f(p.get("recall@10"), 4),
+                *(_f(p.get(m), 4) for m in metric_cols),
+                _f(p["qps"]),
+                _f(p["p50_ms"]),
+                "*" if p.get("pareto") else "",
+            ]
+            for p in sp["points"]
+        ]
         out.append((f"{name}: recall against QPS ({sp['qps_measures']})", head3, rows3))
     return out
 
@@ -95,17 +139,23 @@ def notes(result: Mapping[str, Any]) -> list[str]:
         lines += [f"{name}: {n}" for n in rec.get("notes", [])]
         if rec.get("kind") == "http":
             lines.append(f"{name}: an HTTP service, driven through one pooled httpx client")
-    lines.append("qps: answers per second of the measured window; p50/p95/p99/max: latency of each request, "
-                 "the same end-to-end path (query encoding included) for both columns.")
+    lines.append(
+        "qps: answers per second of the measured window; p50/p95/p99/max: latency of each request, "
+        "the same end-to-end path (query encoding included) for both columns."
+    )
     return lines
+
+
+def _line(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
 
 def to_text(result: Mapping[str, Any]) -> str:
     out = []
     for title, header, rows in tables(result):
         widths = [max(len(x) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
-        line = lambda cells: "  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
-        out += [title, line(header), line(["-" * w for w in widths]), *map(line, rows), ""]
+        out += [title, _line(header, widths), _line(["-" * w for w in widths], widths)]
+        out += [*(_line(r, widths) for r in rows), ""]
     out += notes(result)
     return "\n".join(out) + "\n"
 
@@ -113,7 +163,12 @@ def to_text(result: Mapping[str, Any]) -> str:
 def to_markdown(result: Mapping[str, Any]) -> str:
     out = ["# Load test", ""]
     for title, header, rows in tables(result):
-        out += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|"]
+        out += [
+            f"## {title}",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join(["---"] * 2 + ["---:"] * (len(header) - 2)) + "|",
+        ]
         out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
         out.append("")
     out += [f"- {n}" for n in notes(result)]
@@ -151,11 +206,22 @@ def plot_latency_throughput(result: Mapping[str, Any], path: Path) -> Path | Non
             ax.plot(xs, [lv["p50_ms"] for lv in closed], "o-", color=color, label=f"{name} p50")
             ax.plot(xs, [lv["p99_ms"] for lv in closed], "o--", color=color, alpha=0.6, label=f"{name} p99")
             for lv in closed:
-                ax.annotate(f"c={lv['concurrency']}", (lv["qps"], lv["p50_ms"]), fontsize=7,
-                            xytext=(3, -9), textcoords="offset points")
+                ax.annotate(
+                    f"c={lv['concurrency']}",
+                    (lv["qps"], lv["p50_ms"]),
+                    fontsize=7,
+                    xytext=(3, -9),
+                    textcoords="offset points",
+                )
         if opened:
-            ax.plot([lv["qps"] for lv in opened], [lv["p99_ms"] for lv in opened], "x", color=color, markersize=8,
-                    label=f"{name} p99, open loop")
+            ax.plot(
+                [lv["qps"] for lv in opened],
+                [lv["p99_ms"] for lv in opened],
+                "x",
+                color=color,
+                markersize=8,
+                label=f"{name} p99, open loop",
+            )
     ax.set_yscale("log")
     ax.set_xlabel("achieved throughput (queries/s)")
     ax.set_ylabel("latency (ms, log)")
@@ -200,15 +266,19 @@ def check_load_folder(folder: str | os.PathLike[str]) -> Path:
     if out.is_dir():
         others = sorted(e.name for e in out.iterdir() if e.name not in FILES)
         if others:
-            raise InputError(f"output folder holds other files ({', '.join(others[:3])}); choose a new folder",
-                             path=out)
+            raise InputError(
+                f"output folder holds other files ({', '.join(others[:3])}); choose a new folder", path=out
+            )
     return out
 
 
 def write_load(result: Mapping[str, Any], folder: str | os.PathLike[str]) -> list[Path]:
     out = check_load_folder(folder)
     out.mkdir(parents=True, exist_ok=True)
-    written = [atomic.write_json(out / LOAD_FILE, dict(result)), atomic.write_text(out / TABLE_FILE, to_markdown(result))]
+    written = [
+        atomic.write_json(out / LOAD_FILE, dict(result)),
+        atomic.write_text(out / TABLE_FILE, to_markdown(result)),
+    ]
     for fn, name in ((plot_latency_throughput, CURVE_FILE), (plot_pareto, PARETO_FILE)):
         p = fn(result, out / name)
         if p is not None:

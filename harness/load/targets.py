@@ -96,8 +96,15 @@ def in_process_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: Gol
         return obj.search([q], k)
 
     close = getattr(obj, "close", None)
-    return Target(name, "in-process", send, close=close if callable(close) else (lambda: None),
-                  index_seconds=m.seconds, obj=obj, spec=spec)
+    return Target(
+        name,
+        "in-process",
+        send,
+        close=close if callable(close) else (lambda: None),
+        index_seconds=m.seconds,
+        obj=obj,
+        spec=spec,
+    )
 
 
 def build_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: GoldenDataset, k: int, pool: int) -> Target:

@@ -131,8 +131,12 @@ class ComparisonTable:
             lines.append(
                 f"cold: computed; warm: over {WARM_ABOVE:.0%} read from the cache (cache hit: the share that was)."
             )
-        if "index_seconds" in self.efficiency and ("encode_seconds" in self.efficiency or "build_seconds" in self.efficiency):
-            lines.append("index s: the whole index() call, for every retriever (encode s + build s split it where known).")
+        split = "encode_seconds" in self.efficiency or "build_seconds" in self.efficiency
+        if "index_seconds" in self.efficiency and split:
+            lines.append(
+                "index s: the whole index() call of every retriever (encode s + build s split it where known)."
+            )
+            )
         if "latency_ms_p50" in self.efficiency and "qps" in self.efficiency:
             lines.append(
                 "p50/p95 ms: one query per call; qps: one batched call of every query (batching can make it exceed "
@@ -200,6 +204,7 @@ def build_table(results: Results) -> ComparisonTable:
         k for k in EFFICIENCY_COLUMNS if any(results.efficiency.get(r, {}).get(k) is not None for r in results.summary)
     ]
     if "encode_seconds" in eff_keys or "build_seconds" in eff_keys:
+
         def split(e: dict[str, Any]) -> bool:
             return e.get("encode_seconds") is not None or e.get("build_seconds") is not None
 
