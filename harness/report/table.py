@@ -136,7 +136,6 @@ class ComparisonTable:
             lines.append(
                 "index s: the whole index() call of every retriever (encode s + build s split it where known)."
             )
-            )
         if "latency_ms_p50" in self.efficiency and "qps" in self.efficiency:
             lines.append(
                 "p50/p95 ms: one query per call; qps: one batched call of every query (batching can make it exceed "
