@@ -131,6 +131,9 @@ def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_g
                 target.send, queries, r, spec.duration_s, workers=spec.workers, timeout_s=spec.timeout_s, seed=seed
             )
         )
+    note = _c1_note(levels)
+    if note:
+        rec.setdefault("notes", []).append(note)
     rec["levels"] = []
     for lv in levels:
         row = lv.to_json()
@@ -164,6 +167,23 @@ def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_g
             seed=seed,
         )
     return rec
+
+
+def _c1_note(levels: list[Any]) -> str | None:
+    """Why QPS at concurrency 1 and 1000 / p50 differ, when they differ by more than 1.5x: one client
+    waits for each answer, so its QPS is 1000 / the *mean* latency, and a long tail pulls the mean
+    above the median."""
+    c1 = next((lv for lv in levels if lv.mode == "closed" and lv.concurrency == 1 and lv.p50_ms), None)
+    if c1 is None or not c1.qps or not c1.mean_ms:
+        return None
+    ratio = (1000 / c1.p50_ms) / c1.qps
+    if 1 / 1.5 <= ratio <= 1.5:
+        return None
+    return (
+        f"c=1: qps {c1.qps:.3g} = 1000 / the mean latency ({c1.mean_ms:.3g} ms), not 1000 / p50 "
+        f"({1000 / c1.p50_ms:.3g}): the mean is {c1.mean_ms / c1.p50_ms:.2g}x the median, a long tail "
+        f"(p95 {c1.p95_ms:.3g} ms, p99 {c1.p99_ms:.3g} ms)"
+    )
 
 
 def _doc_prefix(obj: Any) -> str:
