@@ -137,3 +137,14 @@ def test_spec_parsing() -> None:
             LoadSpec.model_validate(bad)
     with pytest.raises(ValueError):
         parse_search_params("ef_search")
+
+
+def test_c1_note_says_why_qps_and_p50_differ() -> None:
+    from harness.load.core import _c1_note
+    from harness.load.drivers import Level
+
+    steady = Level("closed", concurrency=1, qps=50, p50_ms=19.5, mean_ms=20, p95_ms=21, p99_ms=22)
+    assert _c1_note([steady]) is None
+    tail = Level("closed", concurrency=1, qps=26.6, p50_ms=18.5, mean_ms=37.6, p95_ms=140, p99_ms=167)
+    note = _c1_note([tail])
+    assert "1000 / the mean latency (37.6 ms)" in note and "2x the median" in note

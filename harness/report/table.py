@@ -138,9 +138,10 @@ class ComparisonTable:
             )
         if "latency_ms_p50" in self.efficiency and "qps" in self.efficiency:
             lines.append(
-                "p50/p95 ms: one query per call; qps: one batched call of every query (batching can make it exceed "
-                "1000 / p50). Both time search alone: query encoding is done before and shown as q-enc ms "
-                "(harness load measures requests end to end)."
+                "p50/p95 ms: one query per call (median and tail of single calls); qps: the best of up to 5 batched "
+                "calls of every query. Both time search alone (query encoding is done before, shown as q-enc ms; "
+                "harness load times requests end to end), so qps and 1000 / p50 differ only by batching: a batch "
+                "saves per-call overhead, and takes a different, not always faster, path through FAISS and BLAS."
             )
         composed = [r for r in self.ok_rows if len(r.components) > 1]
         if composed and self.efficiency:
