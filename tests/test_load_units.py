@@ -148,3 +148,13 @@ def test_c1_note_says_why_qps_and_p50_differ() -> None:
     tail = Level("closed", concurrency=1, qps=26.6, p50_ms=18.5, mean_ms=37.6, p95_ms=140, p99_ms=167)
     note = _c1_note([tail])
     assert "1000 / the mean latency (37.6 ms)" in note and "2x the median" in note
+
+
+def test_a_knob_no_retriever_declares_is_exit_2_before_any_work(tmp_path, capsys) -> None:
+    from harness.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: demo\nretrievers:\n  bm25: {type: bm25}\n", encoding="utf-8")
+    assert main(["load", "--config", str(cfg), "--search-params", "ef_search=16,32", "--out", str(tmp_path / "o")]) == 2
+    assert "has no search-time knob 'ef_search'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -72,9 +72,10 @@ def run_load(
     unknown = [n for n in names if n not in specs]
     if unknown:
         raise InputError(f"no retriever {unknown[0]!r} in the config (it has: {', '.join(specs)})", field="retrievers")
-    for name in names:
-        if spec.search_params:
-            frontier.check_params(name, specs[name], spec.search_params)
+    # search settings apply to the retrievers that declare those knobs; none declaring them is an error
+    sweep = [n for n in names if spec.search_params and set(spec.search_params) <= set(frontier.knobs_of(specs[n]))]
+    if spec.search_params and not sweep:
+        frontier.check_params(names[0], specs[names[0]], spec.search_params)
     ds = load_from_config(config.dataset.model_dump(), base)
     check_dataset_usable(ds)
     queries = list(ds.queries)
@@ -102,13 +103,14 @@ def run_load(
         log.info("load: %s: building", name)
         target = build_target(name, specs[name], ctx, ds, config.depth, pool)
         try:
-            out[name] = _drive(target, queries, ds, ctx, config, spec, cost, seed, probe_gil, meta)
+            params = spec.search_params if name in sweep else {}
+            out[name] = _drive(target, queries, ds, ctx, config, spec, cost, seed, probe_gil, meta, params)
         finally:
             target.close()
     return out
 
 
-def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_gil, meta) -> dict[str, Any]:
+def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_gil, meta, params) -> dict[str, Any]:
     warm(target, queries)
     rec: dict[str, Any] = {"kind": target.kind, **meta, "index_seconds": target.index_seconds}
     if target.kind == "in-process" and probe_gil:
@@ -154,10 +156,10 @@ def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_g
             "corpus_tokens": tokens,
             "usd_embed_corpus": costs.usd_embed(cost, tokens),
         }
-    if spec.search_params:
+    if params:
         rec["search_params"] = frontier.sweep(
             target,
-            spec.search_params,
+            params,
             ds,
             ctx,
             k=config.depth,
@@ -180,8 +182,8 @@ def _c1_note(levels: list[Any]) -> str | None:
     if 1 / 1.5 <= ratio <= 1.5:
         return None
     return (
-        f"c=1: qps {c1.qps:.3g} = 1000 / the mean latency ({c1.mean_ms:.3g} ms), not 1000 / p50 "
-        f"({1000 / c1.p50_ms:.3g}): the mean is {c1.mean_ms / c1.p50_ms:.2g}x the median, a long tail "
+        f"c=1: qps {c1.qps:,.4g} = 1000 / the mean latency ({c1.mean_ms:.3g} ms), not 1000 / p50 "
+        f"({1000 / c1.p50_ms:,.0f}): the mean is {c1.mean_ms / c1.p50_ms:.2g}x the median, a long tail "
         f"(p95 {c1.p95_ms:.3g} ms, p99 {c1.p99_ms:.3g} ms)"
     )
 
