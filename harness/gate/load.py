@@ -178,6 +178,7 @@ def _dataset(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> tuple[D
 
     (bn, bs), (cn, cs) = of(baseline), of(current)
     d = DatasetCheck(name=cn or bn, split=cs or bs)
+    d.common_queries = int((next(iter(current.values()), {}) or {}).get("queries") or 0) if current else 0
     problems = []
     if (bn, bs) != (cn, cs) and None not in (bn, cn):
         d.changed, d.reason = True, f"{bn}/{bs} -> {cn}/{cs}"
