@@ -18,8 +18,8 @@ from typing import Any
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
-from harness.load import cost as costs
-from harness.load import frontier
+import harness.load.cost as costs
+import harness.load.frontier as frontier
 from harness.load.drivers import closed_loop, open_loop
 from harness.load.spec import CostSpec, LoadSpec
 from harness.load.targets import build_target, gil_note, gil_probe, warm
