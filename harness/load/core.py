@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import harness.load.cost as costs
+import harness.load.frontier as frontier
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
-import harness.load.cost as costs
-import harness.load.frontier as frontier
 from harness.load.drivers import closed_loop, open_loop
 from harness.load.spec import CostSpec, LoadSpec
 from harness.load.targets import build_target, gil_note, gil_probe, warm
