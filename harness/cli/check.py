@@ -61,11 +61,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", action="append", help="metrics to check, comma-separated (default: all in baseline)")
     p.add_argument("--retrievers", action="append", help="retrievers to check, comma-separated (default: all)")
     p.add_argument(
-        "--latency-tolerance", type=float, default=load_gate.DEFAULT_LATENCY_TOLERANCE,
+        "--latency-tolerance",
+        type=float,
+        default=load_gate.DEFAULT_LATENCY_TOLERANCE,
         help="load.json: allowed relative rise of p95 per level (default %(default)s = +50%%)",
     )
     p.add_argument(
-        "--qps-tolerance", type=float, default=load_gate.DEFAULT_QPS_TOLERANCE,
+        "--qps-tolerance",
+        type=float,
+        default=load_gate.DEFAULT_QPS_TOLERANCE,
         help="load.json: allowed relative fall of QPS per level (default %(default)s = -30%%)",
     )
     p.add_argument("--allow-dataset-change", action="store_true", help="compare on the common queries instead")
@@ -98,8 +102,12 @@ def build_report(args: argparse.Namespace) -> CheckReport:
     load_tol = {"latency_tolerance": args.latency_tolerance, "qps_tolerance": args.qps_tolerance}
     if load_gate.load_only(args.baseline) or load_gate.load_only(args.current):  # load.json files alone
         return load_gate.check_load(
-            load_gate.read_load(args.baseline, "baseline"), load_gate.read_load(args.current, "current"),
-            retrievers=_split(args.retrievers), baseline_label=args.baseline, current_label=args.current, **load_tol,
+            load_gate.read_load(args.baseline, "baseline"),
+            load_gate.read_load(args.current, "current"),
+            retrievers=_split(args.retrievers),
+            baseline_label=args.baseline,
+            current_label=args.current,
+            **load_tol,
         )
     return load_gate.add_load(_build_quality_report(args), args.baseline, args.current, **load_tol)
 
