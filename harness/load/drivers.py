@@ -130,8 +130,9 @@ def closed_loop(
     arrives, for ``warmup_s`` (not recorded) then ``duration_s``.
 
     Counted: requests *sent* inside the window; ``qps`` is the answers that arrived inside the
-    window per second. A request still in flight ``timeout_s`` after the window is abandoned (its
-    thread is a daemon) and counted as a timeout.
+    window per second. A request answered later than ``timeout_s`` counts as a timeout (its latency
+    still enters the percentiles); one still in flight ``timeout_s`` after the window is abandoned
+    (its thread is a daemon) and counted as a timeout.
     """
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
@@ -163,6 +164,8 @@ def closed_loop(
                 status, err = (2 if is_timeout(e) else 1), f"{type(e).__name__}: {e}"
             done = time.perf_counter()
             inflight[c] = None
+            if status == 0 and timeout_s is not None and done - sent > timeout_s:
+                status = 2  # answered, but later than a caller would have waited
             if sent >= t0:
                 mine.append((sent, done, status, err))
 
@@ -270,6 +273,8 @@ def open_loop(
                 if status[i] == 1 and not first_error:
                     first_error.append(f"{type(e).__name__}: {e}")
             done[i] = time.perf_counter()
+            if status[i] == 0 and timeout_s is not None and done[i] - abs_sched[i] > timeout_s:
+                status[i] = 2  # answered, but later than a caller would have waited
 
     threads = [threading.Thread(target=worker, daemon=True, name=f"harness-open-{w}") for w in range(workers)]
     for t in threads:
