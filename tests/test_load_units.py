@@ -158,3 +158,22 @@ def test_a_knob_no_retriever_declares_is_exit_2_before_any_work(tmp_path, capsys
     assert main(["load", "--config", str(cfg), "--search-params", "ef_search=16,32", "--out", str(tmp_path / "o")]) == 2
     assert "has no search-time knob 'ef_search'" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_config_with_load_and_cost_sections_still_runs(tmp_path) -> None:
+    """`harness run` reads the same config: it accepts the sections `harness load` checks."""
+    from harness.config import load_config
+    from harness.load.core import load_load_config
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "dataset: demo\nretrievers:\n  bm25: {type: bm25}\nload: {concurrency: [1, 4], rate: 50}\n"
+        "cost: {usd_per_hour: 1.2, usd_per_1m_tokens: 0.02}\n",
+        encoding="utf-8",
+    )
+    assert load_config(cfg).load == {"concurrency": [1, 4], "rate": 50}
+    _, spec, cost = load_load_config(cfg)
+    assert spec.concurrency == [1, 4] and spec.rate == [50.0] and cost.usd_per_hour == 1.2
+    cfg.write_text("dataset: demo\nretrievers:\n  bm25: {type: bm25}\ncost: {usd_per_hour: -1}\n", encoding="utf-8")
+    with pytest.raises(Exception, match=r"cost\.usd_per_hour"):
+        load_load_config(cfg)
