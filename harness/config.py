@@ -136,6 +136,9 @@ class RunConfig(BaseModel):
     chunking: dict[str, dict[str, Any]] | None = None
     #: trec_eval -J: drop unjudged documents from each ranking before scoring (docs/judging.md)
     judged_only: bool = False
+    #: ``harness load``'s levels and ``cost:`` prices (docs/load.md); that command checks their keys
+    load: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
 
     @field_validator("chunking")
     @classmethod

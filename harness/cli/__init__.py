@@ -32,6 +32,7 @@ COMMANDS = [
     "retrievers",
     "pool",
     "judge",
+    "load",
 ]
 
 

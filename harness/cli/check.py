@@ -29,6 +29,7 @@ from harness.gate import (
     junit,
     outputs,
 )
+from harness.gate import load as load_gate
 from harness.gate.render import error_markdown, to_markdown, to_text
 from harness.gate.tolerances import check_alpha, check_tolerance
 from harness.results import Results
@@ -64,6 +65,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--metrics", action="append", help="metrics to check, comma-separated (default: all in baseline)")
     p.add_argument("--retrievers", action="append", help="retrievers to check, comma-separated (default: all)")
+    p.add_argument(
+        "--latency-tolerance",
+        type=float,
+        default=load_gate.DEFAULT_LATENCY_TOLERANCE,
+        help="load.json: allowed relative rise of p95 per level (default %(default)s = +50%%)",
+    )
+    p.add_argument(
+        "--qps-tolerance",
+        type=float,
+        default=load_gate.DEFAULT_QPS_TOLERANCE,
+        help="load.json: allowed relative fall of QPS per level (default %(default)s = -30%%)",
+    )
     p.add_argument("--allow-dataset-change", action="store_true", help="compare on the common queries instead")
     p.add_argument("--summary", metavar="FILE.md", help="write a markdown summary (for $GITHUB_STEP_SUMMARY)")
     p.add_argument("--junit", metavar="FILE.xml", help="write JUnit XML: one test case per retriever x metric")
@@ -91,6 +104,20 @@ def load_results(path: str, what: str) -> Results:
 
 
 def build_report(args: argparse.Namespace) -> CheckReport:
+    load_tol = {"latency_tolerance": args.latency_tolerance, "qps_tolerance": args.qps_tolerance}
+    if load_gate.load_only(args.baseline) or load_gate.load_only(args.current):  # load.json files alone
+        return load_gate.check_load(
+            load_gate.read_load(args.baseline, "baseline"),
+            load_gate.read_load(args.current, "current"),
+            retrievers=_split(args.retrievers),
+            baseline_label=args.baseline,
+            current_label=args.current,
+            **load_tol,
+        )
+    return load_gate.add_load(_build_quality_report(args), args.baseline, args.current, **load_tol)
+
+
+def _build_quality_report(args: argparse.Namespace) -> CheckReport:
     tol = Tolerances.load(args.tolerances) if args.tolerances else Tolerances()
     if args.tolerance is not None:
         tol = tol.model_copy(update={"default": check_tolerance(args.tolerance, "--tolerance")})

@@ -211,6 +211,9 @@ def _execute(
         return validate_output(result, qs, k, doc_ids, node.name, allow_unknown_docs=allow_unknown)
 
     def timed_phase() -> tuple[Run, Any, np.ndarray]:
+        prepare = getattr(obj, "prepare_queries", None)
+        if not is_stage and callable(prepare):  # query-only work (encoding), timed by the retriever itself
+            prepare(queries)
         for q in queries[: settings.warmup_queries]:
             call([q])
         reporter.phase("searching", total=len(queries))
