@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError, RetrieverError
+from harness.io.tags import parse_tags
 from harness.model import GoldenDataset, Query
 from harness.run import Run
 
@@ -148,12 +149,37 @@ def check_corpus_encodable(dataset: GoldenDataset) -> None:
         for field, value in (("id", q.id), ("text", q.text), *(("keywords", k) for k in q.keywords)):
             if not _encodable(value):
                 raise _unencodable(dataset, "queries", q.id, field, value)
+        if "tags" in q.metadata:
+            check_query_tags(dataset, q)
+    if dataset.source and not _encodable(dataset.source):
+        raise InputError(
+            f"the dataset's path {dataset.source!r} is not valid UTF-8 text (a file or folder name in another "
+            "encoding); results.json could not record it: rename it",
+            field="dataset",
+        )
     for qid, judged in dataset.qrels.items():
         for value in (qid, *judged):
             if not _encodable(value):
                 raise InputError(
                     f"id {value!r:.60} is not valid Unicode text (a lone surrogate)", path=dataset.source, field="qrels"
                 )
+
+
+def check_query_tags(dataset: GoldenDataset, q: Query) -> None:
+    """A query's ``metadata["tags"]`` must be what the readers make of the documented forms (a
+    list of writable strings): a dataset built in code gets the same check as a file, before any
+    retriever runs, instead of a ``ValidationError`` when results.json is built after the first one."""
+    raw = q.metadata["tags"]
+    try:
+        tags = parse_tags(raw)
+    except ValueError as e:
+        message = f"query {q.id!r:.60}: {e}"
+    else:
+        if isinstance(raw, list) and raw == tags:
+            return
+        message = f"query {q.id!r:.60}: tags must be a list of distinct, non-blank strings, got {raw!r:.60}"
+    path, line = _find_record(dataset.source, "queries.jsonl", q.id)
+    raise InputError(message, path=path or dataset.source, line=line, field="metadata.tags")
 
 
 def _encodable(value: str) -> bool:

@@ -12,7 +12,6 @@ split). Decisions on imperfect data, applied the same way everywhere:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -23,7 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import InputError
+from harness.io import jsontext
 from harness.io.lines import iter_lines
+from harness.io.tags import parse_tags
 from harness.io.trec import read_qrels
 from harness.model import Corpus, GoldenDataset, Query
 
@@ -35,10 +36,7 @@ _QUERY_KEYS = {"_id", "id", "text", "keywords", "metadata", "split"}
 
 
 def _json_line(path: Path, lineno: int, line: str) -> dict[str, Any]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
+    obj = jsontext.loads(line, path=path, line=lineno)
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
     return obj
@@ -153,6 +151,12 @@ def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, s
             keywords = (keywords,)
         if not isinstance(keywords, (list, tuple)) or not all(isinstance(k, str) for k in keywords):
             raise InputError("must be a list of strings", path=p, line=lineno, field="keywords")
+        if "tags" in metadata:
+            try:
+                metadata["tags"] = parse_tags(metadata["tags"])
+            except ValueError as e:
+                field = "metadata.tags" if "tags" in (obj.get("metadata") or {}) else "tags"
+                raise InputError(str(e), path=p, line=lineno, field=field) from None
         try:
             queries.append(Query(id=qid, text=text, keywords=tuple(keywords), metadata=metadata))
         except ValidationError as e:

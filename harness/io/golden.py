@@ -24,7 +24,6 @@ could never score anything).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -36,7 +35,9 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from harness.errors import InputError
+from harness.io import jsontext
 from harness.io.tabular import Row, read_rows
+from harness.io.tags import parse_tags
 from harness.model import GoldenDataset, Query
 
 log = logging.getLogger("harness")
@@ -83,15 +84,7 @@ def _as_text_list(value: Any, row: Row, column: str, *, split_text: bool) -> lis
     if isinstance(value, str):
         s = value.strip()
         if row.text_cells and s.startswith("["):
-            try:
-                value = json.loads(s)
-            except json.JSONDecodeError as e:
-                raise InputError(
-                    f"looks like a JSON list but does not parse ({e.msg} at column {e.colno})",
-                    path=row.path,
-                    line=row.line,
-                    field=column,
-                ) from None
+            value = jsontext.loads(s, path=row.path, line=row.line, field=column, what="JSON list")
         elif split_text:
             return [part.strip() for part in s.split(";") if part.strip()]
         else:
@@ -115,22 +108,55 @@ def _as_text_list(value: Any, row: Row, column: str, *, split_text: bool) -> lis
     return out
 
 
-def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise InputError(
-            f"grade of {doc!r} must be an integer, got {raw!r}", path=row.path, line=row.line, field=column
-        )
+#: Grades are stored as int64, as qrels files are (see :func:`harness.io.trec.read_qrels`).
+_GRADE_MIN, _GRADE_MAX = -(2**63), 2**63 - 1
+
+
+def _tags(value: Any, row: Row, column: str) -> list[str]:
+    """A row's tags: a list, ``a;b`` or ``a, b`` text (CSV), checked by :func:`parse_tags`."""
+    if _missing(value):
+        return []
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
+        value = value.tolist()
+    if isinstance(value, str):
+        s = value.strip()
+        if row.text_cells and s.startswith("["):
+            value = jsontext.loads(s, path=row.path, line=row.line, field=column, what="JSON list")
+        else:
+            value = s.replace(";", ",")
     try:
-        value = float(raw)
-    except ValueError:
-        raise InputError(
-            f"grade of {doc!r} must be an integer, got {raw!r}", path=row.path, line=row.line, field=column
-        ) from None
-    if not math.isfinite(value) or value != int(value):
-        raise InputError(
-            f"grade of {doc!r} must be an integer, got {raw!r}", path=row.path, line=row.line, field=column
-        )
-    return int(value)
+        return parse_tags(value)
+    except ValueError as e:
+        raise InputError(str(e), path=row.path, line=row.line, field=column) from None
+
+
+def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
+    """An integer grade: an int, an integral float (``2.0``), or their text; ``99999999999999999999999``
+    is out of range rather than silently rounded to a float."""
+
+    def bad(why: str = "must be an integer") -> InputError:
+        return InputError(f"grade of {doc!r:.60} {why}, got {raw!r:.40}", path=row.path, line=row.line, field=column)
+
+    if hasattr(raw, "item") and not isinstance(raw, (list, tuple, dict)):
+        raw = raw.item()  # a numpy scalar from Parquet
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise bad()
+    if isinstance(raw, str):
+        text = raw.strip()
+        if _is_int(text):
+            raw = int(text)
+        else:
+            try:
+                raw = float(text) if text.isascii() else math.nan
+            except ValueError:
+                raise bad() from None
+    if isinstance(raw, float):
+        if not math.isfinite(raw) or raw != int(raw):
+            raise bad()
+        raw = int(raw)
+    if not _GRADE_MIN <= raw <= _GRADE_MAX:
+        raise bad("is out of range (a 64-bit integer)")
+    return raw
 
 
 def _check_id(doc: str, row: Row, column: str) -> str:
@@ -151,15 +177,7 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
     if isinstance(value, str):
         s = value.strip()
         if s.startswith(("[", "{")):
-            try:
-                value = json.loads(s)
-            except json.JSONDecodeError as e:
-                raise InputError(
-                    f"looks like JSON but does not parse ({e.msg} at column {e.colno})",
-                    path=row.path,
-                    line=row.line,
-                    field=column,
-                ) from None
+            value = jsontext.loads(s, path=row.path, line=row.line, field=column)
         else:
             out: dict[str, int] = {}
             for part in (x.strip() for x in s.split(";")):
@@ -172,6 +190,8 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                     out[_check_id(part, row, column)] = 1
             return out
     if isinstance(value, dict):
+        if not value:
+            raise _empty(row, column)
         return {_check_id(str(k), row, column): _grade(v, row, column, str(k)) for k, v in value.items()}
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
         value = value.tolist()
@@ -184,6 +204,9 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                 out[_check_id(doc, row, column)] = _grade(item.get("grade", 1), row, column, doc)
             elif isinstance(item, (str, int)) and not isinstance(item, bool):
                 out[_check_id(str(item).strip(), row, column)] = 1
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                # a Parquet map<string, int> column reads as [(key, value), ...]
+                out[_check_id(item[0].strip(), row, column)] = _grade(item[1], row, column, item[0])
             else:
                 raise InputError(
                     f"item {i} is {type(item).__name__}, expected a document id",
@@ -191,9 +214,23 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                     line=row.line,
                     field=column,
                 )
+        if not out:
+            raise _empty(row, column)
         return out
     raise InputError(
         f"expected a list of ids or a {{id: grade}} map, got {type(value).__name__}",
+        path=row.path,
+        line=row.line,
+        field=column,
+    )
+
+
+def _empty(row: Row, column: str) -> InputError:
+    """An empty list or map of relevant ids judges nothing: the question would score 0 on every
+    retriever, silently. Leaving the cell empty (with answers) is how a row is judged by answers."""
+    return InputError(
+        "is empty: the question has no relevant document and would score 0 everywhere; "
+        "list its relevant ids, or leave the cell empty and give answers",
         path=row.path,
         line=row.line,
         field=column,
@@ -239,6 +276,13 @@ def read_golden(
     for row in rows:
         cells = row.cells
         question = cells.get(q_col)
+        if question is not None and not isinstance(question, str) and not _missing(question):
+            raise InputError(
+                f"must be text, got {type(question).__name__} {question!r:.40} (quote it in the file)",
+                path=row.path,
+                line=row.line,
+                field=q_col,
+            )
         if _missing(question) or not isinstance(question, str):
             raise InputError("question is missing or empty", path=row.path, line=row.line, field=q_col)
         raw_id = cells.get(id_col) if id_col else None
@@ -295,7 +339,7 @@ def read_golden(
             )
         metadata: dict[str, Any] = {k: _plain(v) for k, v in cells.items() if k not in known and not _missing(v)}
         if tag_col:
-            tags = _as_text_list(cells.get(tag_col), row, tag_col, split_text=True)
+            tags = _tags(cells.get(tag_col), row, tag_col)
             if tags:
                 metadata["tags"] = tags
         if answers_kept:

@@ -140,6 +140,8 @@ def build_queries(config: RunConfig, sweep: SweepSpec, base: Path) -> tuple[Gold
         )
     sel = load_dataset(path, sweep.select_on, name=config.dataset.name)
     both = {q.id for q in sel.queries} & {q.id for q in test.queries}
+    if both and len(both) == len(sel.queries):
+        raise InputError(_no_selection_queries(sweep.select_on, split, sel, both), field="sweep.select_on")
     if both:
         raise InputError(
             f"{len(both)} queries are in both {sweep.select_on!r} and {split!r} (e.g. {sorted(both)[0]!r}), so "
@@ -160,6 +162,20 @@ def build_queries(config: RunConfig, sweep: SweepSpec, base: Path) -> tuple[Gold
         test_ids=[q.id for q in test.queries],
     )
     return merged, [ctx]
+
+
+def _no_selection_queries(select_on: str, split: str, sel: GoldenDataset, both: set[str]) -> str:
+    """Why the selection split has no query of its own: usually its judgments name no query of
+    queries.jsonl (they were skipped, with a warning), and what is left are keyword-judged queries
+    with no ``split`` field, which belong to every split."""
+    keyword = sum(1 for q in sel.queries if q.keywords)
+    why = f"split {select_on!r} has no query to choose on that is not also in {split!r}"
+    if keyword == len(both):
+        why += (
+            f": its judgments name no query of queries.jsonl, and its {keyword} keyword-judged queries have no "
+            "`split` field, so they belong to every split"
+        )
+    return why + "; judge queries of queries.jsonl in that split, or use `folds: N`"
 
 
 def run_sweep(

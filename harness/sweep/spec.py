@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,10 +32,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.config import RunConfig, _located
 from harness.errors import InputError
 from harness.metrics.names import parse_metric
-from harness.registry import spec_class
+from harness.registry import spec_class, strict_scalar_problem
 
 #: A point: option -> value, applied over the retriever's spec in the config.
 Point = dict[str, Any]
+
+#: Points a sweep may hold (summed over its retrievers) unless ``--max-points`` says otherwise: every
+#: point is at least one retriever run, so a grid past this is almost always a typo (``range`` pasted
+#: twice), and a 1000 x 1000 grid would take a day before its first table.
+DEFAULT_MAX_POINTS = 1_000
+#: What ``--max-points`` may raise the bound to.
+MAX_POINTS_LIMIT = 100_000
 
 
 class SweepSpec(BaseModel):
@@ -77,6 +85,13 @@ class SweepSpec(BaseModel):
             raise ValueError("give exactly one of `select_on: SPLIT` or `folds: N`")
         return self
 
+    def n_points(self, name: str) -> int:
+        """How many points ``name``'s grid holds, counted without building them."""
+        entry = self.grid[name]
+        if isinstance(entry, list):
+            return len(entry)
+        return math.prod(len(values) for values in entry.values())
+
     def points(self, name: str) -> list[Point]:
         """Every point of ``name``'s grid, in grid order (the last option varies fastest)."""
         entry = self.grid[name]
@@ -100,8 +115,22 @@ def _value_text(v: Any) -> str:
     return json.dumps(v, separators=(",", ":")) if isinstance(v, (list, dict)) else str(v)
 
 
-def parse_sweep(data: Any, config: RunConfig, *, source: str | None = None, yaml_text: str | None = None) -> SweepSpec:
-    """Validate the ``sweep:`` block against the config's retrievers; errors name file, line, key."""
+def parse_sweep(
+    data: Any,
+    config: RunConfig,
+    *,
+    source: str | None = None,
+    yaml_text: str | None = None,
+    max_points: int = DEFAULT_MAX_POINTS,
+) -> SweepSpec:
+    """Validate the ``sweep:`` block against the config's retrievers; errors name file, line, key.
+
+    The number of points is checked against ``max_points`` before a single point is built (a
+    1000 x 1000 grid is refused in microseconds, not after planning a million variants), and the
+    plan is checked for inputs a point would rewire to a missing retriever, to a cycle, or onto one
+    run twice (see :mod:`harness.sweep.check`)."""
+    if isinstance(max_points, bool) or not isinstance(max_points, int) or not 1 <= max_points <= MAX_POINTS_LIMIT:
+        raise InputError(f"must be an integer from 1 to {MAX_POINTS_LIMIT:,}, got {max_points!r}", field="--max-points")
     if data is None:
         raise _located("a sweep needs a `sweep:` block (see docs/sweeps.md)", ("sweep",), source, yaml_text)
     if not isinstance(data, Mapping):
@@ -117,6 +146,17 @@ def parse_sweep(data: Any, config: RunConfig, *, source: str | None = None, yaml
         raise _located(msg, _grid_loc(loc, msg), source, yaml_text) from None
     except InputError as e:  # the metric name
         raise _located(e.message, ("sweep", "metric"), source, yaml_text) from None
+    sizes = {name: spec.n_points(name) for name in spec.grid}
+    if sum(sizes.values()) > max_points:
+        biggest = max(sizes, key=lambda n: sizes[n])
+        raise _located(
+            f"{sum(sizes.values()):,} points to run ({', '.join(f'{n}: {k:,}' for n, k in sizes.items())}); "
+            f"a sweep runs at most {max_points:,} (each point is at least one retriever run): "
+            f"sweep fewer values, or raise the bound with --max-points N (at most {MAX_POINTS_LIMIT:,})",
+            ("sweep", "grid", biggest),
+            source,
+            yaml_text,
+        )
     for name in spec.grid:
         if name not in config.retrievers:
             raise _located(
@@ -137,6 +177,11 @@ def parse_sweep(data: Any, config: RunConfig, *, source: str | None = None, yaml
                         source,
                         yaml_text,
                     )
+            problem = strict_scalar_problem(cls, point)
+            if problem is not None:
+                raise _located(
+                    f"{point_label(point)}: {problem[1]}", ("sweep", "grid", name, *problem[0]), source, yaml_text
+                )
             try:
                 cls.model_validate({**raw, **point})
             except ValidationError as e:
@@ -148,6 +193,9 @@ def parse_sweep(data: Any, config: RunConfig, *, source: str | None = None, yaml
                     source,
                     yaml_text,
                 ) from None
+    from harness.sweep.check import check_plan  # a sibling that needs the planner, which imports this module
+
+    check_plan(config, spec, source=source, yaml_text=yaml_text)
     return spec
 
 
