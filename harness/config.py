@@ -346,6 +346,13 @@ def parse_config(
     problem = strict_scalar_problem(RunConfig, data)
     if problem is not None:
         raise _located(problem[1], problem[0], source, yaml_text)
+    if data.get("chunking") is not None:  # its own parser, so its errors get their line too
+        try:
+            parse_chunking(data["chunking"])
+        except InputError as e:
+            located = _located(e.message, getattr(e, "loc", ("chunking",)), source, yaml_text)
+            located.field = e.field  # a bad name is not repeated in the field
+            raise located from None
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as e:

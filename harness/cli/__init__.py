@@ -88,7 +88,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if debug:
             raise
-        print(f"error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
+        from harness.cli.failure import describe
+
+        print(f"error: {describe(e)}", file=sys.stderr)
         return 2
 
 

@@ -84,7 +84,9 @@ def _as_text_list(value: Any, row: Row, column: str, *, split_text: bool) -> lis
     if isinstance(value, str):
         s = value.strip()
         if row.text_cells and s.startswith("["):
-            value = jsontext.loads(s, path=row.path, line=row.line, field=column, what="JSON list")
+            value = jsontext.loads(
+                s, path=row.path, line=row.line, field=column, invalid="looks like a JSON list but does not parse"
+            )
         elif split_text:
             return [part.strip() for part in s.split(";") if part.strip()]
         else:
@@ -177,7 +179,9 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
     if isinstance(value, str):
         s = value.strip()
         if s.startswith(("[", "{")):
-            value = jsontext.loads(s, path=row.path, line=row.line, field=column)
+            value = jsontext.loads(
+                s, path=row.path, line=row.line, field=column, invalid="looks like JSON but does not parse"
+            )
         else:
             out: dict[str, int] = {}
             for part in (x.strip() for x in s.split(";")):

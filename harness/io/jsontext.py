@@ -26,17 +26,22 @@ def loads(
     line: int | None = None,
     field: str | None = None,
     what: str = "JSON",
+    invalid: str | None = None,
 ) -> Any:
     """``json.loads(text)``; errors as ``FILE:LINE: field: invalid JSON (... at column N)``.
 
     ``line`` is the line ``text`` starts on (a JSONL line); for a whole file leave it None and the
-    error gives the line inside the file."""
+    error gives the line inside the file. ``invalid`` replaces the words before a syntax error's
+    position (default ``invalid JSON``)."""
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         where = f"at column {e.colno}" if line is not None else f"at line {e.lineno}, column {e.colno}"
         raise InputError(
-            f"invalid {what} ({e.msg} {where})", path=path, line=line if line is not None else e.lineno, field=field
+            f"{invalid or f'invalid {what}'} ({e.msg} {where})",
+            path=path,
+            line=line if line is not None else e.lineno,
+            field=field,
         ) from None
     except RecursionError:
         raise InputError(

@@ -29,10 +29,10 @@ def parse_tags(raw: Any) -> list[str]:
         items = list(raw)
         for i, t in enumerate(items):
             if not isinstance(t, str):
-                raise ValueError(f"item {i} is {_kind(t)}; tags are text, e.g. [\"keyword\", \"numeric\"]")
+                raise ValueError(f'item {i} is {_kind(t)}; tags are text, e.g. ["keyword", "numeric"]')
     else:
         raise ValueError(
-            f"must be a list of strings or one comma-separated string (\"keyword, numeric\"), got {_kind(raw)}"
+            f'must be a list of strings or one comma-separated string ("keyword, numeric"), got {_kind(raw)}'
         )
     out: dict[str, None] = {}
     for t in items:
