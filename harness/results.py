@@ -250,7 +250,7 @@ class Results(BaseModel):
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise InputError(f"not valid UTF-8 (byte {e.start})", path=file) from None
-        data = jsontext.loads(text, path=file)
+        data = jsontext.loads(text, path=file, invalid="not valid JSON")
         res = cls.from_json(data, source=file)
         res._folder = file.parent
         return res
