@@ -46,6 +46,7 @@ from pydantic import (
 
 from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
+from harness.io import yamltext
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
 from harness.paths import DEFAULT_CACHE_DIR
 from harness.registry import ENV_TEMPLATES, SpecBase, redact_value, spec_class, strict_scalar_problem
@@ -496,6 +497,8 @@ def _safe_load(text: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
+        if yamltext.node_depth(node) > yamltext.MAX_YAML_DEPTH:
+            raise yamltext.too_deep()
         size = _expanded_size(node, MAX_YAML_NODES)
         if size > MAX_YAML_NODES:
             raise InputError(
@@ -532,5 +535,5 @@ def read_config_file(path: str | os.PathLike[str]) -> tuple[Path, str, Any]:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"invalid YAML: {problem}", path=p, line=mark.line + 1 if mark else None) from None
     except RecursionError:
-        raise InputError("invalid YAML: nested too deeply", path=p) from None
+        raise yamltext.too_deep(p) from None
     return p, text, data

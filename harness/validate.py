@@ -166,20 +166,19 @@ def check_corpus_encodable(dataset: GoldenDataset) -> None:
 
 
 def check_query_tags(dataset: GoldenDataset, q: Query) -> None:
-    """A query's ``metadata["tags"]`` must be what the readers make of the documented forms (a
-    list of writable strings): a dataset built in code gets the same check as a file, before any
-    retriever runs, instead of a ``ValidationError`` when results.json is built after the first one."""
-    raw = q.metadata["tags"]
+    """A query's ``metadata["tags"]`` in a documented form (a list of strings, or one comma-separated
+    string), normalised in place to the list the file readers make of it: a dataset built in code gets
+    the same check as a file, before any retriever runs, instead of a ``ValidationError`` when
+    results.json is built after the first one."""
     try:
-        tags = parse_tags(raw)
+        tags = parse_tags(q.metadata["tags"])
     except ValueError as e:
-        message = f"query {q.id!r:.60}: {e}"
-    else:
-        if isinstance(raw, list) and raw == tags:
-            return
-        message = f"query {q.id!r:.60}: tags must be a list of distinct, non-blank strings, got {raw!r:.60}"
-    path, line = _find_record(dataset.source, "queries.jsonl", q.id)
-    raise InputError(message, path=path or dataset.source, line=line, field="metadata.tags")
+        path, line = _find_record(dataset.source, "queries.jsonl", q.id)
+        raise InputError(
+            f"query {q.id!r:.60}: {e}", path=path or dataset.source, line=line, field="metadata.tags"
+        ) from None
+    if q.metadata["tags"] != tags:
+        q.metadata["tags"] = tags
 
 
 def _encodable(value: str) -> bool:

@@ -174,6 +174,11 @@ def test_a_dataset_built_in_code_gets_the_same_tag_check() -> None:
     )
     with pytest.raises(InputError, match=r"metadata\.tags: query 'q1': item 0 is 1"):
         check_dataset_usable(ds)
+    ok = GoldenDataset.build(
+        "x", [], [Query(id="q1", text="a", metadata={"tags": "keyword, numeric"})], {"q1": {"d1": 1}}, split="test"
+    )
+    check_dataset_usable(ok)
+    assert ok.queries[0].metadata["tags"] == ["keyword", "numeric"]  # the form the file readers give
 
 
 def test_golden_set_tags_are_checked_with_their_line(tmp_path) -> None:
@@ -433,7 +438,11 @@ def test_json_nested_200k_deep_is_one_located_line_in_every_reader(tmp_path) -> 
     (tmp_path / "h.jsonl").write_text('{"schema": ' + DEEP + "}\n")
     one_line_error(harness("history", "h.jsonl", "--out", "h", cwd=tmp_path), "h.jsonl:1:", "levels deep")
     write(tmp_path / "c.yaml", "retrievers: " + DEEP + "\n")
-    one_line_error(harness("run", "--config", "c.yaml", "--out", "o", cwd=tmp_path), "c.yaml")
+    one_line_error(harness("run", "--config", "c.yaml", "--out", "o", cwd=tmp_path), "c.yaml", "levels deep")
+    # 150 levels: under Python's recursion limit, over the bound
+    write(tmp_path / "t.yaml", "default: " + "[" * 150 + "]" * 150 + "\n")
+    proc = harness("check", "--baseline", "res", "--current", "res", "--tolerances", "t.yaml", cwd=tmp_path)
+    assert proc.returncode == 2 and "Recursion" not in proc.stderr, proc.stderr
 
 
 def _night(**over) -> str:

@@ -29,7 +29,7 @@ def parse_tags(raw: Any) -> list[str]:
         items = list(raw)
         for i, t in enumerate(items):
             if not isinstance(t, str):
-                raise ValueError(f'item {i} is {_kind(t)}; tags are text, e.g. ["keyword", "numeric"]')
+                raise ValueError(f'item {i} is {_kind(t)}: tags must be a list of strings, e.g. ["keyword", "numeric"]')
     else:
         raise ValueError(
             f'must be a list of strings or one comma-separated string ("keyword, numeric"), got {_kind(raw)}'
