@@ -132,6 +132,52 @@ def test_max_points_lowers_and_raises_the_bound(tmp_path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("{type: bm25, threads: 100000}", "retrievers.r.threads: Input should be less than or equal to 1024"),
+        ("{type: bm25, k1: .inf}", "retrievers.r.k1: Input should be a finite number"),
+        ("{type: dense, batch_size: 10000000}", "retrievers.r.batch_size"),
+        ("{type: dense, ef_search: 10000000}", "retrievers.r.ef_search"),
+        ("{type: http, url: 'http://127.0.0.1:1/x', concurrency: 100000}", "retrievers.r.concurrency"),
+        ("{type: http, url: 'http://127.0.0.1:1/x', retries: 1000000000}", "retrievers.r.retries"),
+        ("{type: http, url: 'http://127.0.0.1:1/x', backoff_s: .inf}", "retrievers.r.backoff_s"),
+        ("{type: http, url: 'http://127.0.0.1:1/x', max_response_mb: .inf}", "retrievers.r.max_response_mb"),
+        ("{type: rerank, of: b, top_n: 10000000}", "retrievers.r.top_n"),
+        ("{type: mmr, of: b, top_n: 10000000}", "retrievers.r.top_n"),
+        ("{type: hybrid, of: [b], fusion: weighted, weights: [.inf]}", "weights must be finite"),
+    ],
+)
+def test_every_retriever_size_has_a_ceiling(tmp_path, spec, needle) -> None:
+    from harness.config import load_config
+
+    cfg = write(tmp_path / "c.yaml", f"retrievers:\n  b: {{type: bm25}}\n  r: {spec}\n")
+    with pytest.raises(InputError) as e:
+        load_config(cfg)
+    assert str(e.value).startswith(f"{cfg}:3: ") and needle in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("block", "needle"),
+    [
+        ("folds: '5'", "sweep.folds: must be an integer, not the string '5'"),
+        ("folds: true", "sweep.folds: must be an integer, not true (a boolean)"),
+        ("folds: 5.0", "sweep.folds: must be a plain integer"),
+    ],
+)
+def test_sweep_numbers_are_strict(tmp_path, block, needle) -> None:
+    from harness.sweep import load_sweep_config
+
+    cfg = write(
+        tmp_path / "s.yaml",
+        f"dataset: demo\nretrievers:\n  bm25: {{type: bm25}}\nsweep:\n  {block}\n  metric: ndcg@10\n"
+        "  grid: {bm25: {k1: [1.0]}}\n",
+    )
+    with pytest.raises(InputError) as e:
+        load_sweep_config(cfg)
+    assert str(e.value).startswith(f"{cfg}:5: ") and needle in str(e.value), str(e.value)
+
+
 # ----------------------------------------------------------------------------- rows 5 and 12: tags
 @pytest.mark.parametrize(
     ("tags", "needle"),
@@ -541,6 +587,9 @@ def _malformed_cases(root: Path) -> list[tuple[str, list[str]]]:
     sweep("sweep_grid_empty", "    bm25: {k1: []}\n")
     sweep("sweep_unknown", "    nosuch: {k1: [1]}\n")
     sweep("sweep_point_nested", "    bm25: [{k1: {a: 1}}]\n")
+    sweep("sweep_option_int", "    bm25: {5: [1]}\n")
+    sweep("sweep_inf", "    bm25: {k1: [.inf]}\n")
+    config("bm25_threads", "retrievers:\n  bm25: {type: bm25, threads: 1000000}\n")
     (root / "corpus.jsonl").write_text(CORPUS)
     for label, name, text in (
         ("golden_empty", "g1.jsonl", '{"question": "a?", "relevant_ids": {}}\n'),

@@ -66,15 +66,21 @@ class SweepSpec(BaseModel):
         if not isinstance(v, Mapping):
             raise ValueError("must map a retriever name to {option: [values]} or to a list of {option: value}")
         for name, entry in v.items():
+            if not isinstance(name, str):
+                raise ValueError(f"{name!r}: a retriever name is text")
             if isinstance(entry, Mapping):
                 if not entry:
                     raise ValueError(f"{name}: no options to sweep")
                 for opt, values in entry.items():
+                    if not isinstance(opt, str):
+                        raise ValueError(f"{name}.{opt!r}: an option name is text")
                     if not isinstance(values, list) or not values:
                         raise ValueError(f"{name}.{opt}: must be a non-empty list of values, e.g. [0.5, 0.9]")
             elif isinstance(entry, list):
                 if not entry or not all(isinstance(p, Mapping) and p for p in entry):
                     raise ValueError(f"{name}: a list of points must hold non-empty mappings, e.g. [{{rrf_k: 10}}]")
+                if not all(isinstance(k, str) for p in entry for k in p):
+                    raise ValueError(f"{name}: an option name is text")
             else:
                 raise ValueError(f"{name}: must be {{option: [values]}} or a list of {{option: value}}")
         return v
@@ -135,6 +141,9 @@ def parse_sweep(
         raise _located("a sweep needs a `sweep:` block (see docs/sweeps.md)", ("sweep",), source, yaml_text)
     if not isinstance(data, Mapping):
         raise _located("must be a mapping (select_on/folds, metric, grid)", ("sweep",), source, yaml_text)
+    problem = strict_scalar_problem(SweepSpec, data)  # folds: "5" / true are refused, not coerced
+    if problem is not None:
+        raise _located(problem[1], ("sweep", *problem[0]), source, yaml_text)
     try:
         spec = SweepSpec.model_validate(dict(data))
     except ValidationError as e:
