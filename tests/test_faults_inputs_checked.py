@@ -608,6 +608,12 @@ def _malformed_cases(root: Path) -> list[tuple[str, list[str]]]:
         cases.append(
             (label, ["convert", "--corpus", str(root / "corpus.jsonl"), "--golden", str(root / name), "--out", "x"])
         )
+    for label, flag in (
+        ("flag_digits", "tokens:\u0663\u0662"),
+        ("flag_huge", "tokens:1000000000"),
+        ("flag_nul", "tok\x01:16"),
+    ):
+        cases.append((label, ["convert", "demo", "--out", str(root / f"o_{label}"), "--chunking", flag]))
     hist = root / "h.jsonl"
     hist.write_text('{"schema": "retrieval-harness/night", "time": 5}\n')
     cases.append(("history_time", ["history", str(hist), "--out", str(root / "h")]))
