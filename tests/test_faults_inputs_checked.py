@@ -438,7 +438,11 @@ def test_non_utf8_file_names_are_refused_up_front(tmp_path) -> None:
     proc = harness(
         "run", "--dataset", os.fsencode(latin), "--retrievers", "bm25", "--out", "o", "--no-progress", cwd=tmp_path
     )
-    one_line_error(proc, "dataset", "not valid UTF-8")
+    one_line_error(proc, "ds\\udce9", "not valid UTF-8 text (byte 0xe9")
+    assert "running" not in proc.stderr
+    # an output folder, or any argument, that results.json could not record: refused before the work
+    proc = harness("run", "--dataset", "demo", "--retrievers", "bm25", "--out", b"o\xe9", "--no-progress", cwd=tmp_path)
+    one_line_error(proc, "not valid UTF-8 text (byte 0xe9")
     assert "running" not in proc.stderr
 
 
@@ -673,6 +677,17 @@ def test_malformed_inputs_through_the_cli_exit_2_with_no_bare_exception_names(tm
             problems.append(f"{label}: exit {code}: {stderr[-400:]!r}")
     assert not problems, "\n".join(problems)
     assert len(results) == len(cases) >= 30
+
+
+def test_a_dataset_path_that_is_not_utf8_is_refused_before_work() -> None:
+    from harness.model import GoldenDataset, Query
+    from harness.validate import check_dataset_usable
+
+    ds = GoldenDataset.build(
+        "x", [], [Query(id="q1", text="a")], {"q1": {"d1": 1}}, split="test", source="/data/caf\udce9"
+    )
+    with pytest.raises(InputError, match="dataset: the dataset's path"):
+        check_dataset_usable(ds)
 
 
 def test_cli_fallback_is_one_line() -> None:

@@ -76,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from harness.cli.args import check_argv
+
+        check_argv(sys.argv[1:] if argv is None else argv)
         return int(args.func(args) or 0)
     except HarnessError as e:
         if debug:
