@@ -84,7 +84,7 @@ def recommended_interpolate(model: str) -> float | None:
     info = Path(model).expanduser() / "training.json"
     try:
         value = json.loads(info.read_text(encoding="utf-8")).get("recommended_interpolate")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return float(value) if isinstance(value, (int, float)) and 0 <= value <= 1 else None
 
