@@ -327,6 +327,7 @@ def test_an_edited_span_cache_is_recomputed_with_a_warning(span_cache, caplog, e
     assert chunk_corpus(corpus, chunker, cache_dir=npy.parent.parent).cached
 
 
+@pytest.mark.slow  # several real `harness` processes
 def test_an_edited_span_cache_does_not_change_the_score(tmp_path) -> None:
     cfg = write(
         tmp_path / "c.yaml",
@@ -474,6 +475,7 @@ def test_chunking_specs_are_strict_and_names_bounded(tmp_path, entry, needles) -
 
 
 # ----------------------------------------------------------------------------- row 16: depth, history
+@pytest.mark.slow  # several real `harness` processes
 def test_json_nested_200k_deep_is_one_located_line_in_every_reader(tmp_path) -> None:
     for which in ("corpus", "queries"):
         ds = copy_demo(tmp_path / f"ds_{which}")
@@ -529,15 +531,27 @@ def test_odd_types_in_a_history_file_are_located(tmp_path, over, needle) -> None
 
 # ----------------------------------------------------------------------------- row 18: compare
 def _runs(tmp_path: Path) -> Path:
-    """A real BM25 run of the demo, split into halves and a larger part."""
-    proc = harness("run", "--dataset", "demo", "--retrievers", "bm25", "--out", "r", "--no-progress", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    [trec] = (tmp_path / "r" / "runs").glob("*.trec")
-    lines = trec.read_text().splitlines()
-    (tmp_path / "a.trec").write_text("".join(ln + "\n" for ln in lines if ln.split()[0] < "q44"))
-    (tmp_path / "b.trec").write_text("".join(ln + "\n" for ln in lines if ln.split()[0] >= "q44"))
-    (tmp_path / "c.trec").write_text("".join(ln + "\n" for ln in lines if ln.split()[0] < "q60"))
-    return DEMO / "qrels" / "test.tsv"
+    """Run files over the demo's judged queries: a ranks q01..q43, b q44.., c q01..q59 (each query's
+    judged documents first, then the same 20 others, so a and c agree where both rank)."""
+    qrels = DEMO / "qrels" / "test.tsv"
+    judged: dict[str, list[str]] = {}
+    for line in qrels.read_text().splitlines()[1:]:
+        q, d, _ = line.split("\t")
+        judged.setdefault(q, []).append(d)
+    docs = [json.loads(line)["_id"] for line in (DEMO / "corpus.jsonl").read_text().splitlines()[:20]]
+
+    def write_run(name: str, keep) -> None:
+        lines = []
+        for q, rel in sorted(judged.items()):
+            if keep(q):
+                ranked = list(dict.fromkeys([*rel, *docs]))
+                lines += [f"{q} Q0 {d} {i + 1} {100 - i} {name}\n" for i, d in enumerate(ranked)]
+        (tmp_path / f"{name}.trec").write_text("".join(lines))
+
+    write_run("a", lambda q: q < "q44")
+    write_run("b", lambda q: q >= "q44")
+    write_run("c", lambda q: q < "q60")
+    return qrels
 
 
 def test_compare_of_disjoint_query_sets_is_refused_and_partial_overlap_is_compared_on_it(tmp_path) -> None:
@@ -546,7 +560,7 @@ def test_compare_of_disjoint_query_sets_is_refused_and_partial_overlap_is_compar
         harness("compare", "a.trec", "b.trec", "--qrels", qrels, cwd=tmp_path), "rank no judged query in common"
     )
     assert "a.trec 38" in line and "b.trec 34" in line and "of 72 judged" in line
-    proc = harness("compare", "a.trec", "c.trec", "--qrels", qrels, "--out", "cmp", cwd=tmp_path)
+    proc = harness("compare", "a.trec", "c.trec", "--qrels", qrels, "--out", "cmp", "--bootstrap", "200", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "compared on the 38 that every run ranks" in proc.stderr
     assert "score 0 and stay in the mean" not in proc.stderr
