@@ -359,12 +359,15 @@ def test_a_file_symlink_out_of_the_corpus_folder_is_never_followed(tmp_path) -> 
     (folder / "sub" / "up.md").symlink_to("../../secret.txt")
     (folder / "alias.txt").symlink_to("a.txt")  # inside the folder: read
     (folder / "dangling.txt").symlink_to(tmp_path / "missing.txt")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "x.md").write_text("SECRET folder\n")
+    (folder / "linked").symlink_to(tmp_path / "elsewhere")  # a folder symlink: not descended, counted
     golden = write(tmp_path / "g.jsonl", '{"question": "alpha?", "relevant_ids": ["a.txt"]}\n')
     proc = harness("convert", "--corpus", str(folder), "--golden", str(golden), "--out", "beir", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "skipped 3 symlinks pointing outside the corpus folder" in proc.stderr
+    assert "skipped 4 symlinks pointing outside the corpus folder" in proc.stderr
     corpus = (tmp_path / "beir" / "corpus.jsonl").read_text()
-    assert "TOP SECRET" not in corpus
+    assert "SECRET" not in corpus
     assert sorted(json.loads(line)["_id"] for line in corpus.splitlines()) == ["a.txt", "alias.txt"]
 
 
@@ -384,6 +387,11 @@ CORPUS = '{"_id": "d1", "text": "alpha"}\n{"_id": "d2", "text": "beta"}\n'
             [":1: relevant_ids: grade of 'd1' is out of range (a 64-bit integer)"],
         ),
         ("g.jsonl", '{"question": 5, "relevant_ids": ["d1"]}\n', [":1: question: must be text, got int"]),
+        (
+            "g.csv",
+            "question,relevant_ids\na?,d1\nb?,d2:99999999999999999999999\n",
+            [":3: relevant_ids:", "out of range"],
+        ),
         ("g.jsonl", '{"question": "a?", "relevant_ids": ["d1"], "x": ' + DEEP + "}\n", [":1:", "levels deep"]),
         ("g.json", '[{"question": "a?", "relevant_ids": ["d1"], "x": ' + DEEP + "}]\n", ["g.json:", "levels deep"]),
         ("g.csv", 'question,relevant_ids\na?,"' + DEEP + '"\n', [":2: relevant_ids:", "levels deep"]),

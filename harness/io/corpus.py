@@ -57,19 +57,20 @@ def _inside(f: Path, real_root: Path) -> bool:
 
 def text_files(root: Path) -> tuple[list[Path], list[Path]]:
     """``(files, outside)``: the ``.txt`` / ``.md`` files under ``root`` (hidden ones skipped), and the
-    file symlinks among them that point outside ``root`` (or nowhere), which are never read: a corpus
-    folder must not pull ``/etc/passwd`` into an index or a converted corpus.jsonl. Symlinks that stay
-    inside the folder are read (directory symlinks are not descended into at all)."""
+    symlinks (to such files, or to folders) that point outside ``root`` (or nowhere), which are never
+    read: a corpus folder must not pull ``/etc/passwd`` into an index or a converted corpus.jsonl. File
+    symlinks that stay inside the folder are read; folder symlinks are never descended into."""
     real_root = root.resolve()
     files: list[Path] = []
     outside: list[Path] = []
     for f in root.rglob("*"):
-        if f.suffix.lower() not in TEXT_SUFFIXES or any(part.startswith(".") for part in f.relative_to(root).parts):
+        if any(part.startswith(".") for part in f.relative_to(root).parts):
             continue
         if f.is_symlink() and not _inside(f, real_root):  # rglob does not descend into folder symlinks
-            outside.append(f)
+            if f.suffix.lower() in TEXT_SUFFIXES or f.is_dir():
+                outside.append(f)
             continue
-        if f.is_file():
+        if f.suffix.lower() in TEXT_SUFFIXES and f.is_file():
             files.append(f)
     return sorted(files), sorted(outside)
 

@@ -189,7 +189,7 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                     continue
                 doc, sep, grade = part.rpartition(":")
                 if sep and doc and _is_int(grade):
-                    out[_check_id(doc.strip(), row, column)] = int(grade)
+                    out[_check_id(doc.strip(), row, column)] = _grade(grade, row, column, doc.strip())
                 else:
                     out[_check_id(part, row, column)] = 1
             return out
