@@ -455,6 +455,14 @@ def test_non_utf8_file_names_are_refused_up_front(tmp_path) -> None:
     assert "running" not in proc.stderr
 
 
+def test_a_split_is_a_plain_name_never_a_path(tmp_path) -> None:
+    """``--split ../../evil`` would write ``qrels/../../evil.tsv`` outside the folder (convert) or
+    read another folder's judgments (run)."""
+    proc = harness("convert", "demo", "--split", "../../evil", "--out", "beir", cwd=tmp_path)
+    one_line_error(proc, "split: split '../../evil' holds '/'")
+    assert not (tmp_path / "evil.tsv").exists() and not (tmp_path / "beir").exists()
+
+
 # ----------------------------------------------------------------------------- row 15: chunking specs
 @pytest.mark.parametrize(
     ("entry", "needles"),
@@ -640,6 +648,10 @@ def _malformed_cases(root: Path) -> list[tuple[str, list[str]]]:
         ("flag_nul", "tok\x01:16"),
     ):
         cases.append((label, ["convert", "demo", "--out", str(root / f"o_{label}"), "--chunking", flag]))
+    cases.append(("split_traversal_convert", ["convert", "demo", "--split", "../../evil", "--out", str(root / "o_ev")]))
+    cases.append(
+        ("split_traversal_run", ["run", "--dataset", "demo", "--split", "../qrels/test", "--out", str(root / "o_sp")])
+    )
     hist = root / "h.jsonl"
     hist.write_text('{"schema": "retrieval-harness/night", "time": 5}\n')
     cases.append(("history_time", ["history", str(hist), "--out", str(root / "h")]))
