@@ -8,21 +8,22 @@ point. Checked:
 
 - every input a point names is a retriever of the config, not the retriever itself, and the inputs
   form no cycle;
-- no stage the sweep would run takes one run twice: for every choice of points the coordinate
-  search can reach (each retriever's points, with the retrievers swept before it at any of theirs,
-  the rest at their config setting), the inputs of every retriever built are distinct variants.
-  When that many choices would take too long to enumerate (more than :data:`MAX_CHOICES`), pairs of
-  swept retrievers are checked instead, which finds every collision two retrievers can cause.
+- no stage the sweep would run takes one run twice: for every choice of points upstream of a
+  retriever's inputs (each swept retriever at its config setting or at any of its points), its
+  inputs are distinct variants. Keys are memoised on the swept retrievers that can reach each input,
+  so a grid of hundreds of points is checked in well under a second; past :data:`MAX_CHOICES`
+  combinations, each retriever's points alone and every pair of retrievers are checked (which finds
+  every collision that two retrievers moving together can cause).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.config import RunConfig, _located
-from harness.errors import InputError
 from harness.registry import spec_class
 from harness.sweep.plan import Planner
 from harness.sweep.spec import Point, SweepSpec, point_label
@@ -79,61 +80,86 @@ def _cycle(start: str, graph: Mapping[str, list[str]]) -> list[str] | None:
     return None
 
 
-def _choices(spec: SweepSpec) -> Iterable[tuple[str, dict[str, Point]]]:
-    """``(swept retriever, choice)`` for every choice the coordinate search can reach (see module doc)."""
-    names = list(spec.grid)
-    for name in names:
-        yield name, {}  # its default, which the chosen point is compared with
-    total = 0
-    for i in range(len(names)):
-        n = 1
-        for other in names[: i + 1]:
-            n *= spec.n_points(other)
-        total += n
-    if total <= MAX_CHOICES:
-        for i, name in enumerate(names):
-            earlier = [[None, *spec.points(e)] for e in names[:i]]
-            for held in itertools.product(*earlier):
-                for p in spec.points(name):
-                    choice = {e: q for e, q in zip(names[:i], held, strict=True) if q is not None}
-                    yield name, {**choice, name: p}
-        return
-    for i, name in enumerate(names):
-        for p in spec.points(name):
-            yield name, {name: p}
-        for earlier in names[:i]:
-            for q in spec.points(earlier):
-                for p in spec.points(name):
-                    yield name, {earlier: q, name: p}
+class _Keys:
+    """Variant keys as :class:`~harness.sweep.plan.Planner` computes them, memoised on the part of a
+    choice that can reach the retriever (the swept retrievers upstream of it), so checking thousands
+    of choices validates each distinct variant once."""
+
+    def __init__(self, retrievers: Mapping[str, Mapping[str, Any]], spec: SweepSpec) -> None:
+        self.planner = Planner(retrievers)
+        self.spec = spec
+        # every input a retriever may take: its config's and any a point of it names
+        may: dict[str, set[str]] = {n: set(_inputs(r)) for n, r in retrievers.items()}
+        for name in spec.grid:
+            for point in spec.points(name):
+                may[name] |= set(_inputs({**retrievers[name], **point}))
+        self.upstream: dict[str, frozenset[str]] = {}
+        for name in retrievers:
+            seen: set[str] = set()
+            stack = [name]
+            while stack:
+                node = stack.pop()
+                if node in seen:
+                    continue
+                seen.add(node)
+                stack.extend(may.get(node, ()))
+            self.upstream[name] = frozenset(seen & set(spec.grid))
+        self.memo: dict[tuple[str, tuple[tuple[str, int], ...]], str] = {}
+
+    def key(self, name: str, choice: Mapping[str, int]) -> str:
+        """The variant key of ``name`` under ``choice`` (swept retriever -> point index)."""
+        relevant = tuple(sorted((n, i) for n, i in choice.items() if n in self.upstream[name]))
+        memo_key = (name, relevant)
+        if memo_key not in self.memo:
+            points = {n: self.spec.points(n)[i] for n, i in relevant}
+            self.memo[memo_key] = self.planner.variant(name, points).key
+        return self.memo[memo_key]
 
 
 def _check_distinct_inputs(
     retrievers: Mapping[str, Mapping[str, Any]], spec: SweepSpec, source: str | None, yaml_text: str | None
 ) -> None:
-    planner = Planner(retrievers)
-    checked: set[str] = set()
-    for swept, choice in _choices(spec):
-        try:
-            planner.variant(swept, choice)
-        except InputError:
-            raise
-        except Exception as e:  # a spec the point makes invalid was reported above; anything else is a bug
-            raise InputError(f"cannot plan the sweep at {_label(choice)}: {e}", field="sweep.grid") from None
-        for key, v in planner.variants.items():
-            if key in checked:
-                continue
-            checked.add(key)
-            if len(set(v.inputs)) == len(v.inputs):
-                continue
-            dup = next(k for k in v.inputs if v.inputs.count(k) > 1)
-            named = [n for n, k in zip(v.spec.inputs(), v.inputs, strict=True) if k == dup]
-            raise _located(
-                f"at {_label(choice)}, {' and '.join(repr(n) for n in named)} become the same run, so "
-                f"{v.retriever!r} would take it twice; drop that point or make the retrievers differ",
-                ("sweep", "grid", next(iter(choice), swept)),
-                source,
-                yaml_text,
-            )
+    """For every retriever with several inputs, every choice of points upstream of its inputs (a
+    swept retriever at its config setting or at any of its points) must leave the inputs distinct."""
+    keys = _Keys(retrievers, spec)
+    for name, raw in retrievers.items():
+        input_lists = [_inputs(raw)]
+        if name in spec.grid:
+            input_lists += [_inputs({**raw, **p}) for p in spec.points(name)]
+        for inputs in {tuple(x) for x in input_lists if len(x) > 1}:
+            swept = sorted(set().union(*(keys.upstream[i] for i in inputs)), key=list(spec.grid).index)
+            for choice in _choices(spec, swept):
+                found = [keys.key(i, choice) for i in inputs]
+                if len(set(found)) == len(found):
+                    continue
+                dup = next(k for k in found if found.count(k) > 1)
+                named = [i for i, k in zip(inputs, found, strict=True) if k == dup]
+                held = {n: spec.points(n)[i] for n, i in choice.items()}
+                raise _located(
+                    f"at {_label(held)}, {' and '.join(repr(n) for n in named)} become the same run, so "
+                    f"{name!r} would take it twice; drop that point or make the retrievers differ",
+                    ("sweep", "grid", next(iter(held), name)),
+                    source,
+                    yaml_text,
+                )
+
+
+def _choices(spec: SweepSpec, swept: list[str]) -> Iterable[dict[str, int]]:
+    """Choices over ``swept`` (absent: at the config's setting): all of them while there are at most
+    :data:`MAX_CHOICES`, else each retriever's points alone and every pair (a collision needs at most
+    two retrievers to move when the others stay at their settings)."""
+    sizes = [spec.n_points(n) + 1 for n in swept]
+    if math.prod(sizes) <= MAX_CHOICES:
+        for combo in itertools.product(*(range(-1, k - 1) for k in sizes)):
+            yield {n: i for n, i in zip(swept, combo, strict=True) if i >= 0}
+        return
+    yield {}
+    for a, name in enumerate(swept):
+        for i in range(spec.n_points(name)):
+            yield {name: i}
+            for other in swept[:a]:
+                for j in range(spec.n_points(other)):
+                    yield {other: j, name: i}
 
 
 def _label(choice: Mapping[str, Point]) -> str:
