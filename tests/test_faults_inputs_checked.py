@@ -271,6 +271,22 @@ def test_sweep_plans_are_checked_before_any_work(tmp_path, grid, line, needles) 
     assert "sweeping" not in proc.stderr  # refused before the first stage
 
 
+def test_run_sweep_checks_the_plan_of_a_spec_built_in_code(tmp_path) -> None:
+    from harness.config import load_config
+    from harness.sweep import parse_sweep, run_sweep
+
+    config = load_config(write(tmp_path / "c.yaml", SWEEP_HEAD.split("sweep:")[0]))
+    spec = parse_sweep(
+        {"folds": 2, "metric": "ndcg@10", "grid": {"bm25": {"k1": [0.9, 1.2]}, "hyb": {"rrf_k": [10]}}}, config
+    )
+
+    def benchmark(*args, **kwargs):
+        raise AssertionError("a retriever ran before the plan was checked")
+
+    with pytest.raises(InputError, match="'bm25' and 'bm25b' become the same run"):
+        run_sweep(config, spec, benchmark=benchmark)
+
+
 def test_a_selection_split_judging_no_known_query_says_so(tmp_path) -> None:
     ds = copy_demo(tmp_path / "ds")
     (ds / "qrels" / "train.tsv").write_text("zz1\t0\td1\t1\nzz2\t0\td2\t1\n")

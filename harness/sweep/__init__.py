@@ -15,6 +15,7 @@ from typing import Any
 from harness.config import RunConfig, parse_config, read_config_file
 from harness.errors import InputError
 from harness.io import atomic
+from harness.sweep.check import check_plan
 from harness.sweep.core import SweepResult, run_sweep
 from harness.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, parse_sweep
 
@@ -43,7 +44,9 @@ def load_sweep_config(
     data = dict(data)
     block: Any = data.pop("sweep", None)
     config = parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)
-    return config, parse_sweep(block, config, source=str(p), yaml_text=text, max_points=max_points)
+    sweep = parse_sweep(block, config, source=str(p), yaml_text=text, max_points=max_points)
+    check_plan(config, sweep, source=str(p), yaml_text=text)
+    return config, sweep
 
 
 def write_sweep(result: SweepResult, folder: str | os.PathLike[str]) -> list[Path]:

@@ -34,7 +34,10 @@ MAX_CHOICES = 20_000
 
 def check_plan(config: RunConfig, spec: SweepSpec, *, source: str | None = None, yaml_text: str | None = None) -> None:
     """Raise :class:`InputError` (file, line, key) for a point that rewires inputs to a missing
-    retriever or a cycle, or a choice of points under which a retriever takes one run twice."""
+    retriever or a cycle, or a choice of points under which a retriever takes one run twice. A spec
+    checked once is not checked again (``run_sweep`` calls this for specs built in code)."""
+    if spec._plan_checked:
+        return
     retrievers = {n: dict(r) for n, r in config.retrievers.items()}
     base_inputs = {n: _inputs(r) for n, r in retrievers.items()}
     for name in spec.grid:
@@ -59,6 +62,7 @@ def check_plan(config: RunConfig, spec: SweepSpec, *, source: str | None = None,
                     yaml_text,
                 )
     _check_distinct_inputs(retrievers, spec, source, yaml_text)
+    spec._plan_checked = True
 
 
 def _inputs(raw: Mapping[str, Any]) -> list[str]:

@@ -27,7 +27,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from harness.config import RunConfig, _located
 from harness.errors import InputError
@@ -49,6 +49,8 @@ class SweepSpec(BaseModel):
     """The validated ``sweep:`` block (see module doc)."""
 
     model_config = ConfigDict(extra="forbid")
+    #: set by :func:`harness.sweep.check.check_plan` once the plan passed
+    _plan_checked: bool = PrivateAttr(default=False)
 
     select_on: str | None = Field(None, description="split whose queries choose the point")
     folds: int | None = Field(None, ge=2, description="cross-validate over the evaluated split's queries")
@@ -132,9 +134,10 @@ def parse_sweep(
     """Validate the ``sweep:`` block against the config's retrievers; errors name file, line, key.
 
     The number of points is checked against ``max_points`` before a single point is built (a
-    1000 x 1000 grid is refused in microseconds, not after planning a million variants), and the
-    plan is checked for inputs a point would rewire to a missing retriever, to a cycle, or onto one
-    run twice (see :mod:`harness.sweep.check`)."""
+    1000 x 1000 grid is refused in microseconds, not after planning a million variants). The plan
+    itself (inputs a point would rewire to a missing retriever, to a cycle, or onto one run twice) is
+    checked by :func:`harness.sweep.check.check_plan`, which ``load_sweep_config`` and ``run_sweep``
+    call."""
     if isinstance(max_points, bool) or not isinstance(max_points, int) or not 1 <= max_points <= MAX_POINTS_LIMIT:
         raise InputError(f"must be an integer from 1 to {MAX_POINTS_LIMIT:,}, got {max_points!r}", field="--max-points")
     if data is None:
@@ -202,9 +205,6 @@ def parse_sweep(
                     source,
                     yaml_text,
                 ) from None
-    from harness.sweep.check import check_plan  # a sibling that needs the planner, which imports this module
-
-    check_plan(config, spec, source=source, yaml_text=yaml_text)
     return spec
 
 
