@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.errors import InputError
 
@@ -755,3 +757,43 @@ def test_cli_fallback_is_one_line() -> None:
     assert "\n" not in text and text.startswith("internal error (M: x: Input should be a valid integer")
     assert describe(KeyError("k")) == "internal error (KeyError: 'k'); rerun with --debug for the traceback"
     assert describe(PermissionError(13, "Permission denied", "/x")).startswith("/x: Permission denied")
+
+
+# ----------------------------------------------------------------------------- properties, hostile text
+HOSTILE = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(HOSTILE, st.lists(st.one_of(HOSTILE, st.integers(), st.booleans(), st.none()), max_size=5)))
+def test_tags_are_writable_or_refused(raw) -> None:
+    """Whatever a file holds, tags come out as distinct, non-blank, UTF-8-writable strings, or the
+    input is refused with a ValueError (never another exception)."""
+    from harness.io.tags import parse_tags
+
+    try:
+        tags = parse_tags(raw)
+    except ValueError as e:
+        assert str(e)
+        return
+    assert len(set(tags)) == len(tags) and all(t.strip() == t and t for t in tags)
+    json.dumps(tags, ensure_ascii=False).encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        HOSTILE,
+        st.builds(lambda n: "[" * n + "]" * n, st.integers(0, 5000)),
+        st.builds(lambda n: '{"a":' * n + "1" + "}" * n, st.integers(0, 3000)),
+        st.builds(lambda n: "[" * n, st.integers(0, 3000)),
+    )
+)
+def test_json_inputs_raise_only_located_input_errors(text) -> None:
+    from harness.io.jsontext import MAX_JSON_DEPTH, depth, loads
+
+    try:
+        obj = loads(text, path="f.jsonl", line=3)
+    except InputError as e:
+        assert str(e).startswith("f.jsonl:3: ")
+        return
+    assert depth(obj) <= MAX_JSON_DEPTH
