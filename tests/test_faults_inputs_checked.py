@@ -531,6 +531,18 @@ def test_json_nested_200k_deep_is_one_located_line_in_every_reader(tmp_path) -> 
     assert proc.returncode == 2 and "Recursion" not in proc.stderr, proc.stderr
 
 
+def test_a_tolerances_file_is_bounded_like_a_config(tmp_path) -> None:
+    from harness.gate.tolerances import Tolerances
+
+    bomb = ["default: 0.01", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 8)]
+    with pytest.raises(InputError, match="expands to more than 100,000 values"):
+        Tolerances.load(write(tmp_path / "bomb.yaml", "\n".join(bomb) + "\n"))
+    with pytest.raises(InputError, match="nested more than 100 levels deep"):
+        Tolerances.load(write(tmp_path / "deep.yaml", "default: " + "[" * 150 + "]" * 150 + "\n"))
+    assert Tolerances.load(write(tmp_path / "ok.yaml", "default: 0.01\n")) is not None
+
+
 def _night(**over) -> str:
     night = {
         "schema": "retrieval-harness/night",
@@ -669,6 +681,25 @@ def _malformed_cases(root: Path) -> list[tuple[str, list[str]]]:
     cases.append(("split_traversal_convert", ["convert", "demo", "--split", "../../evil", "--out", str(root / "o_ev")]))
     cases.append(
         ("split_traversal_run", ["run", "--dataset", "demo", "--split", "../qrels/test", "--out", str(root / "o_sp")])
+    )
+    bomb = ["default: 0.01", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    bomb += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 8)]
+    write(root / "bomb.yaml", "\n".join(bomb) + "\n")
+    (root / "ok_res").mkdir()
+    (root / "ok_res" / "results.json").write_text("{}")
+    cases.append(
+        (
+            "tolerances_bomb",
+            [
+                "check",
+                "--baseline",
+                str(root / "ok_res"),
+                "--current",
+                str(root / "ok_res"),
+                "--tolerances",
+                str(root / "bomb.yaml"),
+            ],
+        )
     )
     hist = root / "h.jsonl"
     hist.write_text('{"schema": "retrieval-harness/night", "time": 5}\n')

@@ -16,6 +16,35 @@ from harness.io.jsontext import MAX_JSON_DEPTH
 
 #: The deepest nesting a YAML input may have (the same bound as JSON).
 MAX_YAML_DEPTH = MAX_JSON_DEPTH
+#: Most values a YAML input may expand to through aliases (``&a`` / ``*a``): an "alias bomb" of a
+#: few hundred bytes expands to billions.
+MAX_YAML_VALUES = 100_000
+
+
+def expanded_size(root: Any, cap: int = MAX_YAML_VALUES) -> int:
+    """How many nodes the document has with every alias expanded, counted without expanding (each
+    node's size memoised), stopping past ``cap``."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        if isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [x for pair in node.value for x in pair]
+        else:
+            sizes[id(node)] = 1
+            continue
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in sizes)
+            continue
+        sizes[id(node)] = min(1 + sum(sizes.get(id(c), 0) for c in children), cap + 1)
+    return sizes.get(id(root), 0)
 
 
 def node_depth(root: Any) -> int:
@@ -61,6 +90,10 @@ def safe_load(text: str, *, path: str | os.PathLike[str] | None = None) -> Any:
             return None
         if node_depth(node) > MAX_YAML_DEPTH:
             raise too_deep(path)
+        if expanded_size(node) > MAX_YAML_VALUES:
+            raise InputError(
+                f"the YAML expands to more than {MAX_YAML_VALUES:,} values through aliases (&anchor/*alias)", path=path
+            )
         return loader.construct_document(node)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
