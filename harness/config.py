@@ -47,6 +47,7 @@ from pydantic import (
 from harness import defaults
 from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
+from harness.io import yamltext
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
 from harness.paths import DEFAULT_CACHE_DIR
 from harness.registry import (
@@ -355,6 +356,13 @@ def parse_config(
     problem = strict_scalar_problem(RunConfig, data)
     if problem is not None:
         raise _located(problem[1], problem[0], source, yaml_text)
+    if data.get("chunking") is not None:  # its own parser, so its errors get their line too
+        try:
+            parse_chunking(data["chunking"])
+        except InputError as e:
+            located = _located(e.message, getattr(e, "loc", ("chunking",)), source, yaml_text)
+            located.field = e.field  # a bad name is not repeated in the field
+            raise located from None
     try:
         config = RunConfig.model_validate(data)
     except ValidationError as e:
@@ -498,6 +506,8 @@ def _safe_load(text: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
+        if yamltext.node_depth(node) > yamltext.MAX_YAML_DEPTH:
+            raise yamltext.too_deep()
         size = _expanded_size(node, MAX_YAML_NODES)
         if size > MAX_YAML_NODES:
             raise InputError(
@@ -534,5 +544,5 @@ def read_config_file(path: str | os.PathLike[str]) -> tuple[Path, str, Any]:
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise InputError(f"invalid YAML: {problem}", path=p, line=mark.line + 1 if mark else None) from None
     except RecursionError:
-        raise InputError("invalid YAML: nested too deeply", path=p) from None
+        raise yamltext.too_deep(p) from None
     return p, text, data

@@ -13,7 +13,6 @@ This module renders nothing: tables and plots live in :mod:`harness.report`, the
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from harness.errors import InputError
+from harness.io import jsontext
 from harness.model import Qrels
 from harness.run import Run
 
@@ -249,11 +249,10 @@ class Results(BaseModel):
         if not file.is_file():
             raise InputError("results file not found (expected results.json or a folder holding it)", path=file)
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as e:
             raise InputError(f"not valid UTF-8 (byte {e.start})", path=file) from None
-        except json.JSONDecodeError as e:
-            raise InputError(f"not valid JSON ({e.msg})", path=file, line=e.lineno) from None
+        data = jsontext.loads(text, path=file, invalid="not valid JSON")
         res = cls.from_json(data, source=file)
         res._folder = file.parent
         return res
@@ -315,8 +314,8 @@ def is_results_file(path: Path) -> bool:
     """A results.json the harness wrote: schema 2's marker, or schema 1's shape (``schema_version``
     1 with a manifest and a summary), which is how folders from before the marker are recognised."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = jsontext.loads(path.read_text(encoding="utf-8"), path=path)
+    except (OSError, UnicodeDecodeError, InputError):
         return False
     if not isinstance(data, dict):
         return False

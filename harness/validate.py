@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError, RetrieverError
+from harness.io.tags import parse_tags
 from harness.model import GoldenDataset, Query
 from harness.run import Run
 
@@ -148,12 +149,36 @@ def check_corpus_encodable(dataset: GoldenDataset) -> None:
         for field, value in (("id", q.id), ("text", q.text), *(("keywords", k) for k in q.keywords)):
             if not _encodable(value):
                 raise _unencodable(dataset, "queries", q.id, field, value)
+        if "tags" in q.metadata:
+            check_query_tags(dataset, q)
+    if dataset.source and not _encodable(dataset.source):
+        raise InputError(
+            f"the dataset's path {dataset.source!r} is not valid UTF-8 text (a file or folder name in another "
+            "encoding); results.json could not record it: rename it",
+            field="dataset",
+        )
     for qid, judged in dataset.qrels.items():
         for value in (qid, *judged):
             if not _encodable(value):
                 raise InputError(
                     f"id {value!r:.60} is not valid Unicode text (a lone surrogate)", path=dataset.source, field="qrels"
                 )
+
+
+def check_query_tags(dataset: GoldenDataset, q: Query) -> None:
+    """A query's ``metadata["tags"]`` in a documented form (a list of strings, or one comma-separated
+    string), normalised in place to the list the file readers make of it: a dataset built in code gets
+    the same check as a file, before any retriever runs, instead of a ``ValidationError`` when
+    results.json is built after the first one."""
+    try:
+        tags = parse_tags(q.metadata["tags"])
+    except ValueError as e:
+        path, line = _find_record(dataset.source, "queries.jsonl", q.id)
+        raise InputError(
+            f"query {q.id!r:.60}: {e}", path=path or dataset.source, line=line, field="metadata.tags"
+        ) from None
+    if q.metadata["tags"] != tags:
+        q.metadata["tags"] = tags
 
 
 def _encodable(value: str) -> bool:

@@ -29,14 +29,14 @@ from harness.run import Run
 class BM25Spec(SpecBase):
     type: Literal["bm25"] = "bm25"
     backend: Literal["bm25s", "rank_bm25"] = "bm25s"
-    k1: float = Field(0.9, ge=0)
+    k1: float = Field(0.9, ge=0, le=1000, allow_inf_nan=False)
     b: float = Field(0.4, ge=0, le=1)
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = Field(
         "lucene", description="BM25 variant (bm25s backend; rank_bm25 is always Okapi)"
     )
     stemmer: str | None = Field("english", description="PyStemmer language, or null for none")
     stopwords: str | None = Field("en", description="stop word list (bm25s names: en, ...), or null")
-    threads: int = Field(0, ge=0, description="bm25s retrieval threads (0: in-process)")
+    threads: int = Field(0, ge=0, le=1024, description="bm25s retrieval threads (0: in-process)")
 
     def build(self, ctx: BuildContext) -> BM25:
         return BM25(**self.model_dump(exclude={"type"}), show_progress=ctx.show_progress)

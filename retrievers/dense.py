@@ -39,20 +39,21 @@ from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
 class DenseSpec(EncoderOptions):
     type: Literal["dense"] = "dense"
     model: str = Field(DEFAULT_MODEL, description="sentence-transformers hub name or local path")
-    batch_size: int = Field(64, ge=1)
-    max_length: int | None = Field(None, ge=8, description="max tokens per text (default: the model's)")
+    batch_size: int = Field(64, ge=1, le=65_536)
+    max_length: int | None = Field(None, ge=8, le=100_000, description="max tokens per text (default: the model's)")
     normalize: bool = True
     index: Literal["flat", "hnsw", "ivf"] = "flat"
-    M: int = Field(32, ge=4, description="hnsw: links per node")
-    ef_construction: int = Field(200, ge=8)
-    ef_search: int = Field(128, ge=1)
-    nlist: int | None = Field(None, ge=1, description="ivf: clusters (default 4*sqrt(n))")
+    M: int = Field(32, ge=4, le=1024, description="hnsw: links per node")
+    ef_construction: int = Field(200, ge=8, le=100_000)
+    ef_search: int = Field(128, ge=1, le=100_000)
+    nlist: int | None = Field(None, ge=1, le=10_000_000, description="ivf: clusters (default 4*sqrt(n))")
     nprobe: int | None = Field(
         None,
         ge=1,
+        le=10_000_000,
         description="ivf: lists searched (default: enough lists to hold ~14x depth documents, at least nlist/16 and 8)",
     )
-    threads: int | None = Field(None, ge=1, description="torch and FAISS threads")
+    threads: int | None = Field(None, ge=1, le=1024, description="torch and FAISS threads")
     device: str = "cpu"
     doc_prefix: str = ""
     query_prefix: str = ""

@@ -232,7 +232,7 @@ class Encoder:
                 and isinstance(memo.get("dim"), int)
             ):
                 raise ValueError("fields missing")
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, AttributeError, RecursionError) as e:  # AttributeError: not an object
             log.warning("ignoring model identity record %s (%s)", path, e)
             return None
         return memo

@@ -61,12 +61,22 @@ class HttpSpec(SpecBase):
 
     type: Literal["http"] = "http"
     url: str = Field(description="endpoint that answers POST {queries, k}")
-    batch_size: int = Field(32, ge=1, description="queries per request")
-    timeout_s: float = Field(30.0, gt=0, description="total per request: connect, send and read the whole reply")
-    retries: int = Field(2, ge=0, description="extra attempts after a connection error, timeout, 429 or 5xx")
-    backoff_s: float = Field(0.5, ge=0, description="wait before the first retry; doubles each retry")
-    concurrency: int = Field(4, ge=1, description="requests in flight at once")
-    max_response_mb: float = Field(64.0, gt=0, description="largest reply accepted, in MiB, after decompression")
+    batch_size: int = Field(32, ge=1, le=100_000, description="queries per request")
+    timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=86_400,
+        allow_inf_nan=False,
+        description="total per request: connect, send and read the whole reply",
+    )
+    retries: int = Field(2, ge=0, le=100, description="extra attempts after a connection error, timeout, 429 or 5xx")
+    backoff_s: float = Field(
+        0.5, ge=0, le=3600, allow_inf_nan=False, description="wait before the first retry; doubles each retry"
+    )
+    concurrency: int = Field(4, ge=1, le=1024, description="requests in flight at once")
+    max_response_mb: float = Field(
+        64.0, gt=0, le=65_536, allow_inf_nan=False, description="largest reply accepted, in MiB, after decompression"
+    )
     headers: dict[str, str] = Field(
         default_factory=dict,
         description="sent with every request (auth tokens, ...); values are secret: never written",

@@ -12,6 +12,7 @@ its parts' and its own (``harness.efficiency.Cost.total``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -29,7 +30,7 @@ class HybridSpec(SpecBase):
     fusion: Literal["rrf", "weighted"] = "rrf"
     weights: list[float] | None = Field(None, description="one per retriever in `of` (rrf: 1 each; weighted: 1/n)")
     normalize: Literal["minmax", "zscore"] = Field("minmax", description="weighted fusion: per-query normalisation")
-    rrf_k: float = Field(RRF_K, ge=0, description="rrf: the k in 1 / (k + rank)")
+    rrf_k: float = Field(RRF_K, ge=0, le=1e9, allow_inf_nan=False, description="rrf: the k in 1 / (k + rank)")
 
     @model_validator(mode="after")
     def _check(self) -> HybridSpec:
@@ -38,8 +39,8 @@ class HybridSpec(SpecBase):
         if self.weights is not None:
             if len(self.weights) != len(self.of):
                 raise ValueError(f"{len(self.weights)} weights for {len(self.of)} retrievers in `of` (one each)")
-            if any(w < 0 for w in self.weights):
-                raise ValueError("weights must be >= 0")
+            if any(not math.isfinite(w) or w < 0 for w in self.weights):
+                raise ValueError("weights must be finite numbers >= 0")
         return self
 
     def inputs(self) -> list[str]:

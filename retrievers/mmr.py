@@ -35,13 +35,13 @@ class MMRSpec(EncoderOptions):
     type: Literal["mmr"] = "mmr"
     of: str = Field(description="the retriever or stage whose ranking is re-ordered")
     lambda_: float = Field(0.7, alias="lambda", ge=0.0, le=1.0, description="1 = relevance only, 0 = novelty only")
-    top_n: int = Field(100, ge=1, description="how many of the input's top documents are re-ordered")
+    top_n: int = Field(100, ge=1, le=100_000, description="how many of the input's top documents are re-ordered")
     relevance: Literal["embedding", "scores"] = Field(
         "embedding", description="cosine of query and document embeddings, or the input's min-max normalised scores"
     )
     model: str = Field(DEFAULT_MODEL, description="sentence-transformers model for the embeddings")
-    batch_size: int = Field(64, ge=1)
-    max_length: int | None = Field(None, ge=8, description="max tokens per text (default: the model's)")
+    batch_size: int = Field(64, ge=1, le=65_536)
+    max_length: int | None = Field(None, ge=8, le=100_000, description="max tokens per text (default: the model's)")
     device: str = "cpu"
 
     def inputs(self) -> list[str]:

@@ -84,7 +84,7 @@ def recommended_interpolate(model: str) -> float | None:
     info = Path(model).expanduser() / "training.json"
     try:
         value = json.loads(info.read_text(encoding="utf-8")).get("recommended_interpolate")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return float(value) if isinstance(value, (int, float)) and 0 <= value <= 1 else None
 
@@ -163,14 +163,14 @@ class RerankSpec(SpecBase):
     model: str | None = Field(
         None, description=f"CrossEncoder folder or hub name (default: ${RERANKER_ENV}, else <cache>/models/reranker)"
     )
-    top_n: int = Field(100, ge=1, description="how many of the input's top documents are re-scored")
-    batch_size: int = Field(32, ge=1)
-    max_length: int | None = Field(None, ge=8, description="max tokens per pair (default: the model's)")
+    top_n: int = Field(100, ge=1, le=100_000, description="how many of the input's top documents are re-scored")
+    batch_size: int = Field(32, ge=1, le=65_536)
+    max_length: int | None = Field(None, ge=8, le=100_000, description="max tokens per pair (default: the model's)")
     interpolate: float | None = Field(
         None, ge=0, le=1, description="alpha: order the head by alpha*CE + (1-alpha)*first stage (min-max per query)"
     )
     device: str = "cpu"
-    threads: int | None = Field(None, ge=1, description="torch threads")
+    threads: int | None = Field(None, ge=1, le=1024, description="torch threads")
 
     def inputs(self) -> list[str]:
         return [self.of]

@@ -100,7 +100,7 @@ def chunk_corpus(
     cached = False
     if cache_dir is not None:
         key = cache_key(chunker, corpus)
-        per_doc = load_spans(Path(cache_dir), key, len(corpus))
+        per_doc = load_spans(Path(cache_dir), key, len(corpus), [len(d.text) for d in corpus])
         cached = per_doc is not None
     if per_doc is None:
         per_doc = []

@@ -14,12 +14,14 @@ packaged all-MiniLM-L6-v2's WordPiece):
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.errors import InputError
+from harness.registry import strict_scalar_problem
 
 Method = Literal["none", "tokens", "sentences", "recursive", "markdown"]
 METHODS: tuple[str, ...] = ("none", "tokens", "sentences", "recursive", "markdown")
@@ -55,23 +57,51 @@ class ChunkSpec(BaseModel):
         return self.model_dump(exclude_none=True)
 
 
+#: Longest chunking name: it is part of every row name (``bm25[t128]``) and of file names.
+MAX_CHUNKING_NAME = 64
+
+
+def chunking_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot name a chunking (it names rows and files), or None."""
+    if not isinstance(name, str) or not name:
+        return f"chunking name {name!r} must be a non-empty word"
+    if len(name) > MAX_CHUNKING_NAME:
+        return f"chunking name {name[:40]!r}... has {len(name)} characters; at most {MAX_CHUNKING_NAME}"
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cs", "Zl", "Zp") or c.isspace()), None)
+    if bad is not None:
+        return f"chunking name {name!r} must not contain control characters, whitespace or lone surrogates ({bad!r})"
+    if any(c in name for c in "[]/\\") or name in (".", ".."):
+        return f"chunking name {name!r} must be a plain word (it names rows and files; no [ ] / \\)"
+    return None
+
+
 def parse_chunking(section: Mapping[str, Any]) -> dict[str, ChunkSpec]:
     """A config's ``chunking:`` mapping (``{name: {method: ..., ...}}``) as validated specs; errors
-    name the chunking and the key (``chunking.t128.overlap: ...``)."""
+    name the chunking and the key (``chunking.t128.overlap: ...``; the error's ``loc`` holds the same
+    path as a tuple, for the config's line number). Numbers are strict, as everywhere in a config:
+    ``size: "16"``, ``overlap: true`` and ``overlap: 4.0`` are refused, not coerced."""
     if not isinstance(section, Mapping) or not section:
-        raise InputError("must be a mapping of name -> {method: ..., size: ...}", field="chunking")
+        raise _error("must be a mapping of name -> {method: ..., size: ...}", "chunking")
     out: dict[str, ChunkSpec] = {}
     for name, raw in section.items():
-        if not isinstance(name, str) or not name or any(c in name for c in "[]/\\ \t\n"):
-            raise InputError(f"chunking name {name!r} must be a plain word (it names rows and files)", field="chunking")
+        problem = chunking_name_problem(name)
+        if problem:
+            raise _error(problem, "chunking", name, field="chunking")
         if not isinstance(raw, Mapping):
-            raise InputError("must be a mapping like {method: tokens, size: 128}", field=f"chunking.{name}")
+            raise _error("must be a mapping like {method: tokens, size: 128}", "chunking", name)
+        scalar = strict_scalar_problem(ChunkSpec, raw)
+        if scalar is not None:
+            raise _error(scalar[1], "chunking", name, *scalar[0])
         try:
             out[name] = ChunkSpec.model_validate(dict(raw))
         except ValidationError as e:
             err = e.errors()[0]
-            loc = ".".join(str(x) for x in err["loc"])
-            raise InputError(
-                err["msg"].removeprefix("Value error, "), field=f"chunking.{name}" + (f".{loc}" if loc else "")
-            ) from None
+            raise _error(err["msg"].removeprefix("Value error, "), "chunking", name, *err["loc"]) from None
     return out
+
+
+def _error(message: str, *loc: Any, field: str | None = None) -> InputError:
+    """An error whose field names the path (``chunking.t128.size``) and whose ``loc`` holds it."""
+    err = InputError(message, field=field or ".".join(str(x) for x in loc if x != "__root__"))
+    err.loc = tuple(loc)  # type: ignore[attr-defined]
+    return err

@@ -83,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        from harness.cli.args import check_argv
+
+        check_argv(sys.argv[1:] if argv is None else argv)
         return int(args.func(args) or 0)
     except HarnessError as e:
         if debug:
@@ -95,7 +98,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:
         if debug:
             raise
-        print(f"error: {type(e).__name__}: {e} (rerun with --debug for the traceback)", file=sys.stderr)
+        from harness.cli.failure import describe
+
+        print(f"error: {describe(e)}", file=sys.stderr)
         return 2
 
 

@@ -102,6 +102,9 @@ def build_results(args: argparse.Namespace):
             raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
         baseline = by_path[baseline]
     runs = {name: read_run(path, name=name) for name, path in zip(names, args.runs)}
+    qrels, overlap = _paired_queries(qrels, runs, args.runs)
+    if overlap:
+        cq = CompiledQrels(qrels)  # the queries every run ranks (warned); none is missing from a run now
     for run, path in zip(runs.values(), args.runs):
         warning = check_overlap(cq, run, run_label=path, qrels_label=args.qrels)
         if warning:
@@ -127,6 +130,8 @@ def build_results(args: argparse.Namespace):
             for n, p in zip(names, args.runs)
         },
     }
+    if overlap:
+        manifest["query_overlap"] = overlap
     return score(
         runs,
         cq,
@@ -138,6 +143,43 @@ def build_results(args: argparse.Namespace):
         results_cls=BenchmarkResults,
         judged_only=args.judged_only,
     )
+
+
+def _paired_queries(qrels: dict, runs: dict, paths: list[str]) -> tuple[dict, dict | None]:
+    """The judgments to compare on, and a note when the runs rank different judged queries.
+
+    A paired test compares two runs query by query. Run files that rank different queries (two
+    halves of a split, runs of two datasets) would be compared on queries one of them never saw, each
+    scoring 0 there: a meaningless W/T/L and p-value. No judged query in common is refused (exit 2);
+    a partial overlap is compared on the queries every run ranks, with a warning giving the counts."""
+    from harness.errors import InputError
+
+    if len(runs) < 2:
+        return qrels, None
+    judged = set(qrels)
+    ranked = {name: judged.intersection(run.query_ids) for name, run in runs.items()}
+    common = set.intersection(*ranked.values())
+    if all(r == common for r in ranked.values()):
+        return qrels, None
+    counts = ", ".join(f"{path} {len(ranked[name])}" for name, path in zip(runs, paths, strict=True))
+    if not common:
+        raise InputError(
+            f"the runs rank no judged query in common ({counts} of {len(judged)} judged queries): a paired "
+            "comparison needs the same queries; compare runs of the same queries",
+            field="RUN_FILE",
+        )
+    log.warning(
+        "the runs rank different judged queries (%s of %d); compared on the %d that every run ranks",
+        counts,
+        len(judged),
+        len(common),
+    )
+    note = {
+        "judged": len(judged),
+        "compared": len(common),
+        "ranked": {name: len(r) for name, r in ranked.items()},
+    }
+    return {q: j for q, j in qrels.items() if q in common}, note
 
 
 def run(args: argparse.Namespace) -> int:

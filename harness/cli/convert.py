@@ -55,13 +55,11 @@ def parse_chunking_flag(value: str) -> dict:
     if len(parts) > 3 or not parts[0]:
         raise InputError(f"--chunking {value!r}: expected METHOD[:SIZE[:OVERLAP]], e.g. tokens:128:32")
     spec: dict = {"method": parts[0]}
-    try:
-        if len(parts) > 1:
-            spec["size"] = int(parts[1])
-        if len(parts) > 2:
-            spec["overlap"] = int(parts[2])
-    except ValueError:
-        raise InputError(f"--chunking {value!r}: size and overlap are integers") from None
+    for key, text in zip(("size", "overlap"), parts[1:]):
+        # ASCII digits only: int() would take "٣٢" (Arabic-Indic digits) as 32
+        if not (text.isascii() and text.isdigit()):
+            raise InputError(f"--chunking {value!r}: size and overlap are plain integers (0-9)")
+        spec[key] = int(text)
     return spec
 
 
@@ -81,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
     if args.chunking is not None:
         from harness.chunking import chunk_corpus, chunk_dataset, make_chunker
 
-        chunker = make_chunker(parse_chunking_flag(args.chunking))
+        spec = parse_chunking_flag(args.chunking)
+        try:
+            chunker = make_chunker(spec)
+        except InputError as e:
+            raise InputError(f"{args.chunking!r}: {e.message}", field="--chunking") from None
         ds = chunk_dataset(ds, chunk_corpus(ds.corpus, chunker))
     out = write_beir(ds, args.out, keywords=args.keywords)
     n_judg = sum(len(v) for v in ds.qrels.values())

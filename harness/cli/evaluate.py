@@ -40,7 +40,7 @@ def _stored_name(path: str) -> str | None:
     record = Path(path).with_suffix(".json")
     try:
         data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(data, dict) and isinstance(data.get("name"), str) and data.get("file", "").endswith(Path(path).name):
         return data["name"]

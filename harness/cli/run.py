@@ -57,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def default_out_dir(dataset_name: str) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    base = Path("results") / f"{stamp}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', dataset_name)}"
+    # the name is cut to 100 characters: a folder name may have at most 255 bytes
+    base = Path("results") / f"{stamp}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', dataset_name)[:100]}"
     out, n = base, 1
     while out.exists():
         n += 1

@@ -25,6 +25,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", required=True, help="YAML run config with a `sweep:` block")
     p.add_argument("--out", help="folder for sweep.json, sweep.md and heatmaps (default: print only)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--max-points",
+        type=int,
+        default=None,
+        metavar="N",
+        help="refuse a sweep of more than N points in all, before any work (default 1,000; at most 100,000)",
+    )
     p.set_defaults(func=run)
 
 
@@ -32,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.report.terminal import make_console
     from harness.sweep import check_sweep_folder, load_sweep_config, run_sweep, write_sweep
     from harness.sweep.render import print_sweep
+    from harness.sweep.spec import DEFAULT_MAX_POINTS
 
-    config, sweep = load_sweep_config(args.config)
+    max_points = DEFAULT_MAX_POINTS if args.max_points is None else args.max_points
+    config, sweep = load_sweep_config(args.config, max_points=max_points)
     if args.out:
         check_sweep_folder(args.out)  # fail before the work, not after
     result = run_sweep(

@@ -25,6 +25,7 @@ from typing import Any
 
 from harness.errors import InputError
 from harness.gate.verdict import CheckReport
+from harness.io import jsontext
 
 log = logging.getLogger("harness")
 
@@ -168,7 +169,15 @@ def _scan(p: Path) -> tuple[int, bool, bool]:
         lines.pop()
     if not lines:
         return 0, True, raw.endswith(b"\n") or not raw
-    return len(lines), _parse(lines[-1]) is not None, raw.endswith(b"\n")
+    try:
+        complete = _parse(lines[-1]) is not None
+    except _TooDeep:
+        complete = True  # a whole line, if not a night: appending after it is safe
+    return len(lines), complete, raw.endswith(b"\n")
+
+
+class _TooDeep(Exception):
+    """A line nested deeper than any night (see :mod:`harness.io.jsontext`)."""
 
 
 def _parse(raw: bytes) -> dict[str, Any] | None:
@@ -176,6 +185,11 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
         obj = json.loads(raw)
     except ValueError:
         return None
+    except RecursionError:  # nested thousands deep
+        raise _TooDeep from None
+    deep = raw.count(b"[") + raw.count(b"{") > jsontext.MAX_JSON_DEPTH
+    if deep and jsontext.depth(obj) > jsontext.MAX_JSON_DEPTH:
+        raise _TooDeep
     return obj if isinstance(obj, dict) else None
 
 
@@ -217,7 +231,10 @@ def read(path: str | os.PathLike[str]) -> History:
     for i, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
-        obj = _parse(line)
+        try:
+            obj = _parse(line)
+        except _TooDeep:
+            raise InputError(f"nested more than {jsontext.MAX_JSON_DEPTH} levels deep", path=p, line=i) from None
         if obj is None:
             hist.skipped.append((i, "not valid JSON (a write cut short?)"))
             continue
@@ -250,4 +267,35 @@ def _night_problem(obj: dict[str, Any]) -> str | None:
     rows = obj.get("rows") or []
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "retriever" in r and "metric" in r for r in rows):
         return "rows: each must be a mapping with retriever and metric"
+    for i, r in enumerate(rows):
+        for key in ("retriever", "metric"):
+            if not isinstance(r[key], str):
+                return f"rows[{i}].{key}: must be text, got {type(r[key]).__name__}"
+        if r.get("verdict") is not None and not isinstance(r.get("verdict"), str):
+            return f"rows[{i}].verdict: must be text, got {type(r['verdict']).__name__}"
+    return _field_types(obj)
+
+
+#: Optional fields of a night and the types a reader relies on (a hand-edited night of another type is
+#: refused naming the line and field, not met later as an ``AttributeError``).
+_OPTIONAL_TYPES: dict[str, tuple[type, ...]] = {
+    "dataset": (dict,),
+    "problems": (list,),
+    "error": (str,),
+    "commit": (str,),
+    "dirty": (bool,),
+    "exit_code": (int,),
+}
+
+
+def _field_types(obj: dict[str, Any]) -> str | None:
+    for key, types in _OPTIONAL_TYPES.items():
+        value = obj.get(key)
+        if value is not None and not isinstance(value, types):
+            return f"{key}: must be {' or '.join(t.__name__ for t in types)}, got {type(value).__name__}"
+    if not all(isinstance(x, str) for x in obj.get("problems") or []):
+        return "problems: must be a list of text"
+    name = (obj.get("dataset") or {}).get("name")
+    if name is not None and not isinstance(name, str):
+        return f"dataset.name: must be text, got {type(name).__name__}"
     return None

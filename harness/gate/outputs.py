@@ -137,7 +137,7 @@ def is_history(path: Path) -> bool:
                     continue
                 try:
                     obj = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue  # a line cut short: look further
                 return isinstance(obj, dict) and obj.get("schema") == SCHEMA
     except OSError:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness import defaults
 from harness.errors import InputError
+from harness.io import yamltext
 from harness.metrics.names import parse_metric
 
 DEFAULT_TOLERANCE = 0.01
@@ -122,8 +123,6 @@ class Tolerances(BaseModel):
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Tolerances:
         """From a YAML file; errors name the file and key."""
-        import yaml
-
         p = Path(path).expanduser()
         try:
             text = p.read_text(encoding="utf-8")
@@ -131,13 +130,7 @@ class Tolerances(BaseModel):
             raise InputError("tolerances file not found", path=p) from None
         except (OSError, UnicodeDecodeError) as e:
             raise InputError(f"cannot read tolerances file ({e})", path=p) from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            raise InputError(
-                f"invalid YAML: {getattr(e, 'problem', None) or e}", path=p, line=mark.line + 1 if mark else None
-            ) from None
+        data = yamltext.safe_load(text, path=p)
         if data is None:
             data = {}
         if not isinstance(data, Mapping):

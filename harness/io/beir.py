@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from harness import defaults
 from harness.errors import DATA_WARNING, InputError
 from harness.io.lines import iter_lines, json_object
+from harness.io.tags import parse_tags
 from harness.io.trec import read_qrels
 from harness.model import Corpus, GoldenDataset, Query
 
@@ -139,12 +140,39 @@ def read_queries(path: str | os.PathLike[str]) -> tuple[list[Query], dict[str, s
             keywords = (keywords,)
         if not isinstance(keywords, (list, tuple)) or not all(isinstance(k, str) for k in keywords):
             raise InputError("must be a list of strings", path=p, line=lineno, field="keywords")
+        if "tags" in metadata:
+            try:
+                metadata["tags"] = parse_tags(metadata["tags"])
+            except ValueError as e:
+                field = "metadata.tags" if "tags" in (obj.get("metadata") or {}) else "tags"
+                raise InputError(str(e), path=p, line=lineno, field=field) from None
         try:
             queries.append(Query(id=qid, text=text, keywords=tuple(keywords), metadata=metadata))
         except ValidationError as e:
             raise _validation_error(e, p, lineno) from None
         splits[qid] = obj.get("split")
     return queries, splits
+
+
+#: Longest split name: it is a file name (``qrels/<split>.tsv``).
+MAX_SPLIT_CHARS = 100
+
+
+def check_split_name(split: object) -> str:
+    """``split`` if it can name ``qrels/<split>.tsv`` inside the folder: plain text, no path
+    separators, not ``.``/``..``, no control characters (``--split ../../x`` would read, and
+    ``harness convert`` write, a file outside the folder)."""
+    if not isinstance(split, str) or not split.strip():
+        raise InputError(f"a split is a non-empty name, got {split!r}", field="split")
+    bad = next((c for c in split if c in "/\\" or ord(c) < 32 or ord(c) == 0x7F or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None or split in (".", "..") or len(split) > MAX_SPLIT_CHARS:
+        why = f"holds {bad!r}" if bad is not None else ("is too long" if len(split) > MAX_SPLIT_CHARS else "is a path")
+        raise InputError(
+            f"split {split[:60]!r} {why}: a split names qrels/<split>.tsv, so it is a plain name of at most "
+            f"{MAX_SPLIT_CHARS} characters with no / \\ or control characters",
+            field="split",
+        )
+    return split
 
 
 def available_splits(folder: str | os.PathLike[str]) -> list[str]:
@@ -162,7 +190,7 @@ def load_beir(folder: str | os.PathLike[str], split: str = defaults.SPLIT, *, na
     for required in ("corpus.jsonl", "queries.jsonl"):
         if not (root / required).is_file():
             raise InputError(f"not a BEIR folder: {required} is missing", path=root)
-    qrels_path = root / "qrels" / f"{split}.tsv"
+    qrels_path = root / "qrels" / f"{check_split_name(split)}.tsv"
     corpus = read_corpus(root / "corpus.jsonl")
     queries, query_splits = read_queries(root / "queries.jsonl")
     has_keywords = any(q.keywords for q in queries)

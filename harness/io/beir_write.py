@@ -19,6 +19,7 @@ from typing import Literal
 from harness import defaults
 from harness.errors import InputError
 from harness.io import atomic
+from harness.io.beir import check_split_name
 from harness.model import GoldenDataset
 
 KeywordMode = Literal["resolve", "keep"]
@@ -28,7 +29,7 @@ def write_beir(dataset: GoldenDataset, out: str | os.PathLike[str], *, keywords:
     """Write ``dataset`` under ``out`` (created; must not hold a BEIR folder already: nothing a
     user wrote is overwritten). Returns the folder."""
     root = Path(out).expanduser()
-    split = dataset.split or defaults.SPLIT
+    split = check_split_name(dataset.split or defaults.SPLIT)
     targets = [root / "corpus.jsonl", root / "queries.jsonl", root / "qrels" / f"{split}.tsv"]
     present = [t for t in targets if t.exists()]
     if present:

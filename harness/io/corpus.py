@@ -10,6 +10,7 @@ chunk's character span points into the file as it is on disk. Hidden files and f
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from harness.model import Document
 
 TEXT_SUFFIXES = (".txt", ".md", ".markdown")
 _DOC_KEYS = {"_id", "id", "doc_id", "title", "text", "metadata"}
+
+log = logging.getLogger("harness")
 
 
 def _is_text_folder(p: Path) -> bool:
@@ -43,20 +46,61 @@ def text_file_id(relative: Path) -> str:
     return "".join(out)
 
 
+def _inside(f: Path, real_root: Path) -> bool:
+    """Whether ``f`` (a symlink, possibly through others) resolves to a file inside ``real_root``."""
+    try:
+        target = f.resolve(strict=True)
+    except (OSError, RuntimeError):  # dangling, or a symlink loop
+        return False
+    return target == real_root or real_root in target.parents
+
+
+def text_files(root: Path) -> tuple[list[Path], list[Path]]:
+    """``(files, outside)``: the ``.txt`` / ``.md`` files under ``root`` (hidden ones skipped), and the
+    symlinks (to such files, or to folders) that point outside ``root`` (or nowhere), which are never
+    read: a corpus folder must not pull ``/etc/passwd`` into an index or a converted corpus.jsonl. File
+    symlinks that stay inside the folder are read; folder symlinks are never descended into."""
+    real_root = root.resolve()
+    files: list[Path] = []
+    outside: list[Path] = []
+    for f in root.rglob("*"):
+        if any(part.startswith(".") for part in f.relative_to(root).parts):
+            continue
+        if f.is_symlink() and not _inside(f, real_root):  # rglob does not descend into folder symlinks
+            if f.suffix.lower() in TEXT_SUFFIXES or f.is_dir():
+                outside.append(f)
+            continue
+        if f.suffix.lower() in TEXT_SUFFIXES and f.is_file():
+            files.append(f)
+    return sorted(files), sorted(outside)
+
+
 def read_text_folder(folder: str | os.PathLike[str]) -> list[Document]:
-    """One document per ``.txt`` / ``.md`` file under ``folder`` (recursive, sorted by id)."""
+    """One document per ``.txt`` / ``.md`` file under ``folder`` (recursive, sorted by id); file
+    symlinks pointing outside the folder are skipped with a warning that counts them."""
     root = Path(folder).expanduser()
-    files = sorted(
-        f
-        for f in root.rglob("*")
-        if f.is_file()
-        and f.suffix.lower() in TEXT_SUFFIXES
-        and not any(part.startswith(".") for part in f.relative_to(root).parts)
-    )
+    files, outside = text_files(root)
+    if outside:
+        log.warning(
+            "%s: skipped %d symlink%s pointing outside the corpus folder (never followed), e.g. %s",
+            root,
+            len(outside),
+            "" if len(outside) == 1 else "s",
+            outside[0].relative_to(root).as_posix(),
+        )
     if not files:
         raise InputError(f"no {'/'.join(TEXT_SUFFIXES)} files in the corpus folder", path=root)
     docs = []
     for f in files:
+        rel_name = f.relative_to(root).as_posix()
+        try:
+            rel_name.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InputError(
+                f"file name is not valid UTF-8 (byte {ord(rel_name[e.start]) - 0xDC00:#x} at character {e.start}); "
+                "a document id must be text: rename the file",
+                path=f,
+            ) from None
         raw = f.read_bytes()
         try:
             text = raw.decode("utf-8")

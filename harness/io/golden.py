@@ -24,7 +24,6 @@ could never score anything).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -37,7 +36,9 @@ from pydantic import ValidationError
 
 from harness import defaults
 from harness.errors import DATA_WARNING, InputError
+from harness.io import jsontext
 from harness.io.tabular import Row, check_id, read_rows
+from harness.io.tags import parse_tags
 from harness.model import GoldenDataset, Query
 
 log = logging.getLogger("harness")
@@ -78,16 +79,10 @@ def _missing(value: Any) -> bool:
 
 
 def _json_cell(text: str, row: Row, column: str, what: str) -> Any:
-    """A cell that looks like JSON, parsed; one located error when it does not parse."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(
-            f"looks like {what} but does not parse ({e.msg} at column {e.colno})",
-            path=row.path,
-            line=row.line,
-            field=column,
-        ) from None
+    """A cell that looks like JSON, parsed (nesting depth bounded); one located error when it does not parse."""
+    return jsontext.loads(
+        text, path=row.path, line=row.line, field=column, invalid=f"looks like {what} but does not parse"
+    )
 
 
 def _as_text_list(value: Any, row: Row, column: str, *, split_text: bool) -> list[str]:
@@ -121,22 +116,55 @@ def _as_text_list(value: Any, row: Row, column: str, *, split_text: bool) -> lis
     return out
 
 
-def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
-        raise InputError(
-            f"grade of {doc!r} must be an integer, got {raw!r}", path=row.path, line=row.line, field=column
-        )
+#: Grades are stored as int64, as qrels files are (see :func:`harness.io.trec.read_qrels`).
+_GRADE_MIN, _GRADE_MAX = -(2**63), 2**63 - 1
+
+
+def _tags(value: Any, row: Row, column: str) -> list[str]:
+    """A row's tags: a list, ``a;b`` or ``a, b`` text (CSV), checked by :func:`parse_tags`."""
+    if _missing(value):
+        return []
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
+        value = value.tolist()
+    if isinstance(value, str):
+        s = value.strip()
+        if row.text_cells and s.startswith("["):
+            value = jsontext.loads(s, path=row.path, line=row.line, field=column, what="JSON list")
+        else:
+            value = s.replace(";", ",")
     try:
-        value = float(raw)
-    except ValueError:
-        raise InputError(
-            f"grade of {doc!r} must be an integer, got {raw!r}", path=row.path, line=row.line, field=column
-        ) from None
-    if not math.isfinite(value) or value != int(value):
-        raise InputError(
-            f"grade of {doc!r} must be an integer, got {raw!r}", path=row.path, line=row.line, field=column
-        )
-    return int(value)
+        return parse_tags(value)
+    except ValueError as e:
+        raise InputError(str(e), path=row.path, line=row.line, field=column) from None
+
+
+def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
+    """An integer grade: an int, an integral float (``2.0``), or their text; ``99999999999999999999999``
+    is out of range rather than silently rounded to a float."""
+
+    def bad(why: str = "must be an integer") -> InputError:
+        return InputError(f"grade of {doc!r:.60} {why}, got {raw!r:.40}", path=row.path, line=row.line, field=column)
+
+    if hasattr(raw, "item") and not isinstance(raw, (list, tuple, dict)):
+        raw = raw.item()  # a numpy scalar from Parquet
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise bad()
+    if isinstance(raw, str):
+        text = raw.strip()
+        if _is_int(text):
+            raw = int(text)
+        else:
+            try:
+                raw = float(text) if text.isascii() else math.nan
+            except ValueError:
+                raise bad() from None
+    if isinstance(raw, float):
+        if not math.isfinite(raw) or raw != int(raw):
+            raise bad()
+        raw = int(raw)
+    if not _GRADE_MIN <= raw <= _GRADE_MAX:
+        raise bad("is out of range (a 64-bit integer)")
+    return raw
 
 
 def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
@@ -154,11 +182,13 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                     continue
                 doc, sep, grade = part.rpartition(":")
                 if sep and doc and _is_int(grade):
-                    out[check_id(doc.strip(), row, column)] = int(grade)
+                    out[check_id(doc.strip(), row, column)] = _grade(grade, row, column, doc.strip())
                 else:
                     out[check_id(part, row, column)] = 1
             return out
     if isinstance(value, dict):
+        if not value:
+            raise _empty(row, column)
         return {check_id(str(k), row, column): _grade(v, row, column, str(k)) for k, v in value.items()}
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
         value = value.tolist()
@@ -171,6 +201,9 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                 out[check_id(doc, row, column)] = _grade(item.get("grade", 1), row, column, doc)
             elif isinstance(item, (str, int)) and not isinstance(item, bool):
                 out[check_id(str(item).strip(), row, column)] = 1
+            elif isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str):
+                # a Parquet map<string, int> column reads as [(key, value), ...]
+                out[check_id(item[0].strip(), row, column)] = _grade(item[1], row, column, item[0])
             else:
                 raise InputError(
                     f"item {i} is {type(item).__name__}, expected a document id",
@@ -178,9 +211,23 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                     line=row.line,
                     field=column,
                 )
+        if not out:
+            raise _empty(row, column)
         return out
     raise InputError(
         f"expected a list of ids or a {{id: grade}} map, got {type(value).__name__}",
+        path=row.path,
+        line=row.line,
+        field=column,
+    )
+
+
+def _empty(row: Row, column: str) -> InputError:
+    """An empty list or map of relevant ids judges nothing: the question would score 0 on every
+    retriever, silently. Leaving the cell empty (with answers) is how a row is judged by answers."""
+    return InputError(
+        "is empty: the question has no relevant document and would score 0 everywhere; "
+        "list its relevant ids, or leave the cell empty and give answers",
         path=row.path,
         line=row.line,
         field=column,
@@ -226,6 +273,13 @@ def read_golden(
     for row in rows:
         cells = row.cells
         question = cells.get(q_col)
+        if question is not None and not isinstance(question, str) and not _missing(question):
+            raise InputError(
+                f"must be text, got {type(question).__name__} {question!r:.40} (quote it in the file)",
+                path=row.path,
+                line=row.line,
+                field=q_col,
+            )
         if _missing(question) or not isinstance(question, str):
             raise InputError("question is missing or empty", path=row.path, line=row.line, field=q_col)
         raw_id = cells.get(id_col) if id_col else None
@@ -282,7 +336,7 @@ def read_golden(
             )
         metadata: dict[str, Any] = {k: _plain(v) for k, v in cells.items() if k not in known and not _missing(v)}
         if tag_col:
-            tags = _as_text_list(cells.get(tag_col), row, tag_col, split_text=True)
+            tags = _tags(cells.get(tag_col), row, tag_col)
             if tags:
                 metadata["tags"] = tags
         if answers_kept:

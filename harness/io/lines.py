@@ -3,13 +3,13 @@ trec_eval-style comment lines, and errors that carry ``FILE:LINE``."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.io import jsontext
 
 #: Longest line we accept (bytes). A longer one is almost always a wrong file (a binary, a
 #: one-line JSON dump) and reading it whole would only waste memory.
@@ -28,10 +28,7 @@ def open_checked(path: str | os.PathLike[str], what: str) -> Path:
 
 def json_object(path: Path, lineno: int, line: str) -> dict[str, Any]:
     """One JSONL line, which must hold a JSON object; errors name ``FILE:LINE``."""
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno) from None
+    obj = jsontext.loads(line, path=path, line=lineno)  # nesting depth bounded, errors located
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=lineno)
     return obj

@@ -10,7 +10,6 @@ name (``.jsonl``/``.ndjson``/``.json``, ``.csv``, ``.tsv``, ``.parquet``) or the
 from __future__ import annotations
 
 import csv
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.io.lines import iter_lines, json_object, open_checked
+from harness.io import jsontext
+from harness.io.lines import MAX_LINE_BYTES, iter_lines, json_object, open_checked
 
 FORMATS = ("jsonl", "csv", "tsv", "parquet", "hf")
 _SUFFIX = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv", ".parquet": "parquet"}
@@ -92,9 +92,13 @@ def _jsonl(p: Path, what: str) -> tuple[list[str], Iterator[Row]]:
     if first == "[":
         # a .json file holding one array of objects: rows are numbered, not lines
         try:
-            data = json.loads(p.read_text(encoding="utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InputError(f"not a valid JSON array ({e})", path=p) from None
+            text = p.read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as e:
+            line = p.read_bytes()[: e.start].count(b"\n") + 1
+            raise InputError(f"not valid UTF-8 (byte {e.start})", path=p, line=line) from None
+        data = jsontext.loads(text, path=p)
+        if not isinstance(data, list):
+            raise InputError(f"expected a JSON array of objects, got {type(data).__name__}", path=p, line=1)
         for i, obj in enumerate(data, start=1):
             if not isinstance(obj, dict):
                 raise InputError(f"row {i}: expected a JSON object, got {type(obj).__name__}", path=p)
@@ -126,6 +130,9 @@ def _csv(p: Path, what: str, delimiter: str) -> tuple[list[str], Iterator[Row]]:
         raise InputError(f"not valid UTF-8 (byte {e.start})", path=p, line=line) from None
     import io
 
+    # a cell may be as long as a line may be (16 MiB): the csv module's default limit is 128 KiB
+    if csv.field_size_limit() < MAX_LINE_BYTES:
+        csv.field_size_limit(MAX_LINE_BYTES)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader)

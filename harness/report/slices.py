@@ -27,6 +27,7 @@ import numpy as np
 
 from harness import defaults
 from harness.errors import InputError
+from harness.io.tags import parse_tags
 from harness.metrics.evaluate import mean
 from harness.stats import compare
 
@@ -81,15 +82,10 @@ def query_tags(queries: Iterable[Query]) -> dict[str, list[str]]:
     string; a comma-separated string is split)."""
     out: dict[str, list[str]] = {}
     for q in queries:
-        raw = q.metadata.get("tags")
-        if raw is None:
-            out[q.id] = []
-        elif isinstance(raw, str):
-            out[q.id] = [t.strip() for t in raw.split(",") if t.strip()]
-        elif isinstance(raw, (list, tuple)) and all(isinstance(t, str) for t in raw):
-            out[q.id] = [t.strip() for t in raw if t.strip()]
-        else:
-            raise InputError(f"query {q.id!r}: tags must be a list of strings, got {raw!r}", field="metadata.tags")
+        try:
+            out[q.id] = parse_tags(q.metadata.get("tags"))
+        except ValueError as e:
+            raise InputError(f"query {q.id!r}: {e}", field="metadata.tags") from None
     return out
 
 

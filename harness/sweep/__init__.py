@@ -15,8 +15,9 @@ from typing import Any
 from harness.config import RunConfig, parse_config, read_config_file
 from harness.errors import InputError
 from harness.io import atomic
+from harness.sweep.check import check_plan
 from harness.sweep.core import SweepResult, run_sweep
-from harness.sweep.spec import SweepSpec, parse_sweep
+from harness.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, parse_sweep
 
 __all__ = [
     "SweepResult",
@@ -32,15 +33,20 @@ __all__ = [
 SWEEP_FILES = ("sweep.json", "sweep.md")
 
 
-def load_sweep_config(path: str | os.PathLike[str]) -> tuple[RunConfig, SweepSpec]:
-    """A run config and its ``sweep:`` block, both validated; errors name file, line and key."""
+def load_sweep_config(
+    path: str | os.PathLike[str], *, max_points: int = DEFAULT_MAX_POINTS
+) -> tuple[RunConfig, SweepSpec]:
+    """A run config and its ``sweep:`` block, both validated (at most ``max_points`` points); errors
+    name file, line and key."""
     p, text, data = read_config_file(path)
     if not isinstance(data, dict):
         raise InputError("a config must be a YAML mapping (key: value)", path=p, line=1)
     data = dict(data)
     block: Any = data.pop("sweep", None)
     config = parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)
-    return config, parse_sweep(block, config, source=str(p), yaml_text=text)
+    sweep = parse_sweep(block, config, source=str(p), yaml_text=text, max_points=max_points)
+    check_plan(config, sweep, source=str(p), yaml_text=text)
+    return config, sweep
 
 
 def write_sweep(result: SweepResult, folder: str | os.PathLike[str]) -> list[Path]:

@@ -30,6 +30,7 @@ from harness.errors import InputError
 from harness.metrics.evaluate import mean
 from harness.model import GoldenDataset
 from harness.stats import compare
+from harness.sweep.check import check_plan
 from harness.sweep.plan import BenchmarkFn, Planner, VariantRunner
 from harness.sweep.spec import Point, SweepSpec, point_label
 
@@ -140,6 +141,8 @@ def build_queries(config: RunConfig, sweep: SweepSpec, base: Path) -> tuple[Gold
         )
     sel = load_dataset(path, sweep.select_on, name=config.dataset.name)
     both = {q.id for q in sel.queries} & {q.id for q in test.queries}
+    if both and len(both) == len(sel.queries):
+        raise InputError(_no_selection_queries(sweep.select_on, split, sel, both), field="sweep.select_on")
     if both:
         raise InputError(
             f"{len(both)} queries are in both {sweep.select_on!r} and {split!r} (e.g. {sorted(both)[0]!r}), so "
@@ -162,6 +165,20 @@ def build_queries(config: RunConfig, sweep: SweepSpec, base: Path) -> tuple[Gold
     return merged, [ctx]
 
 
+def _no_selection_queries(select_on: str, split: str, sel: GoldenDataset, both: set[str]) -> str:
+    """Why the selection split has no query of its own: usually its judgments name no query of
+    queries.jsonl (they were skipped, with a warning), and what is left are keyword-judged queries
+    with no ``split`` field, which belong to every split."""
+    keyword = sum(1 for q in sel.queries if q.keywords)
+    why = f"split {select_on!r} has no query to choose on that is not also in {split!r}"
+    if keyword == len(both):
+        why += (
+            f": its judgments name no query of queries.jsonl, and its {keyword} keyword-judged queries have no "
+            "`split` field, so they belong to every split"
+        )
+    return why + "; judge queries of queries.jsonl in that split, or use `folds: N`"
+
+
 def run_sweep(
     config: RunConfig,
     sweep: SweepSpec,
@@ -173,6 +190,7 @@ def run_sweep(
     """Run ``sweep`` over ``config``'s retrievers (see module doc); ``benchmark`` defaults to
     :func:`harness.benchmark`."""
     base = Path(config_dir) if config_dir is not None else Path.cwd()
+    check_plan(config, sweep)  # before any work (once per spec: load_sweep_config checked it with its lines)
     dataset, contexts = build_queries(config, sweep, base)
     metrics = list(dict.fromkeys([sweep.metric, *config.metrics]))
     planner = Planner(config.retrievers)

@@ -53,25 +53,27 @@ class TrainConfig(BaseModel):
     split: str = "train"
     out: str | None = Field(None, description="model folder (default: <cache_dir>/models/reranker)")
     base: str | None = Field(None, description="checkpoint to start from (default: packaged all-MiniLM-L6-v2)")
-    epochs: int = Field(2, ge=1)
-    negatives: int = Field(7, ge=1, description="negatives per positive pair")
+    epochs: int = Field(2, ge=1, le=1000)
+    negatives: int = Field(7, ge=1, le=1000, description="negatives per positive pair")
     hard_fraction: float = Field(0.5, ge=0, le=1, description="share of negatives mined from BM25/dense top ranks")
-    hard_depth: int = Field(30, ge=1, description="hard negatives come from this many top ranks")
+    hard_depth: int = Field(30, ge=1, le=100_000, description="hard negatives come from this many top ranks")
     dense: bool = Field(True, description="mine hard negatives with the dense retriever too")
-    max_queries: int | None = Field(None, ge=1, description="cap on training queries (after the hold-out)")
+    max_queries: int | None = Field(
+        None, ge=1, le=100_000_000, description="cap on training queries (after the hold-out)"
+    )
     seed: int = 0
-    lr: float = Field(1e-4, gt=0)
-    weight_decay: float = Field(0.01, ge=0)
+    lr: float = Field(1e-4, gt=0, le=10, allow_inf_nan=False)
+    weight_decay: float = Field(0.01, ge=0, le=10, allow_inf_nan=False)
     warmup: float = Field(0.1, ge=0, lt=1, description="share of steps with a linear warm-up")
     max_length: int = Field(
-        128, ge=16, description="max tokens per (query, document) pair (cost grows faster than linearly)"
+        128, ge=16, le=100_000, description="max tokens per (query, document) pair (cost grows faster than linearly)"
     )
-    batch_size: int = Field(16, ge=1, description="pairs per step (listwise: rounded to whole groups)")
+    batch_size: int = Field(16, ge=1, le=65_536, description="pairs per step (listwise: rounded to whole groups)")
     loss: Literal["listwise", "bce"] = "listwise"
     validation_fraction: float = Field(0.1, ge=0, lt=1)
-    validation_depth: int = Field(30, ge=1, description="first-stage documents reranked per held-out query")
+    validation_depth: int = Field(30, ge=1, le=100_000, description="first-stage documents reranked per held-out query")
     first_stage: Literal["bm25", "hybrid"] = Field("bm25", description="what the held-out queries rerank")
-    threads: int | None = Field(None, ge=1)
+    threads: int | None = Field(None, ge=1, le=1024)
 
 
 def _now() -> str:
