@@ -177,7 +177,7 @@ def _run_config_graph(
 
 
 def benchmark(
-    dataset: str | os.PathLike[str] | GoldenDataset = "demo",
+    dataset: str | os.PathLike[str] | GoldenDataset | Mapping[str, Any] = "demo",
     retrievers: Mapping[str, Any] | None = None,
     *,
     metrics: Sequence[str] | None = None,
@@ -196,7 +196,8 @@ def benchmark(
 ) -> BenchmarkResults:
     """Benchmark retrievers from Python, with the engine ``harness run`` uses.
 
-    ``dataset`` is ``"demo"``, a BEIR folder or a :class:`GoldenDataset`. ``retrievers`` maps a name
+    ``dataset`` is ``"demo"``, a BEIR folder or a :class:`GoldenDataset` (a mapping ``{name: dataset}``
+    runs a suite: :class:`~harness.suite.SuiteResults`, docs/suites.md). ``retrievers`` maps a name
     to a protocol object (anything with ``index`` and ``search``), a plain ``search(queries, k)``
     function, a config spec such as ``{"type": "bm25"}`` / ``{"type": "hybrid", "of": ["bm25",
     "mine"]}`` (a spec may build on an object by its name; relative paths in specs are relative to
@@ -205,6 +206,13 @@ def benchmark(
     ``.to_dataframe()``; ``out`` (or ``.save(DIR)`` later) writes the folder ``harness run --out DIR``
     writes, each run as it finishes. Nothing is printed unless ``show_progress``.
     """
+    if isinstance(dataset, Mapping):  # {name: dataset}: a suite, one benchmark() per dataset (docs/suites.md)
+        from harness.suite.python import benchmark_suite
+
+        options = {"metrics": metrics, "split": split, "depth": depth, "cache_dir": cache_dir, "seed": seed}
+        options |= {"latency_queries": latency_queries, "warmup_queries": warmup_queries, "timeout_s": timeout_s}
+        options |= {"show_progress": show_progress, "resume": resume, "baseline": baseline, "stats": stats}
+        return benchmark_suite(benchmark, dataset, retrievers, out=out, **options)  # type: ignore[return-value]
     from harness.compose import flatten
 
     if not retrievers:
