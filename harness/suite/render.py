@@ -19,6 +19,7 @@ import textwrap
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -111,6 +112,15 @@ def _failed(suite: SuiteResults, retriever: str, dataset: str) -> bool:
 
 
 # ---------------------------------------------------------------------- terminal
+class _Column(Column):
+    """A :class:`Column` whose header may wrap onto several lines (long dataset names)."""
+
+    @property
+    def width(self) -> int:
+        lines = [*self.header.split("\n"), *(line for c in self.cells for line in c.plain.split("\n"))]
+        return max(cell_len(x) for x in lines)
+
+
 def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width, break_long_words=True, break_on_hyphens=False)) or text
 
@@ -124,7 +134,7 @@ def terminal_tables(suite: SuiteResults, width: int) -> list[Any]:
             Text(_wrap(r["retriever"], NAME_CHARS), style="bold" if r["retriever"] == suite.baseline else "")
             for r in rows
         ]
-        keys = [Column("retriever", names, justify="left")]
+        keys = [_Column("retriever", names, justify="left")]
         ds_cols = []
         for d in suite.datasets:
             col = []
@@ -137,7 +147,7 @@ def terminal_tables(suite: SuiteResults, width: int) -> list[Any]:
                 if mark:
                     t.append(mark, style="green" if mark == BETTER else "red")
                 col.append(t)
-            ds_cols.append(Column(_wrap(d, HEADER_CHARS), col))
+            ds_cols.append(_Column(_wrap(d, HEADER_CHARS), col))
         mean_cells = []
         for r in rows:
             t = Text(fmt_metric(r["mean"]), style=BEST if r["best_mean"] else "")
@@ -146,11 +156,11 @@ def terminal_tables(suite: SuiteResults, width: int) -> list[Any]:
                 t.append(mark, style="green" if mark == BETTER else "red")
             mean_cells.append(t)
         agg = [
-            Column("mean", mean_cells),
-            Column("mean\nrank", [Text(fmt_rank(r["rank"]), style=BEST if r["best_rank"] else "") for r in rows]),
+            _Column("mean", mean_cells),
+            _Column("mean\nrank", [Text(fmt_rank(r["rank"]), style=BEST if r["best_rank"] else "") for r in rows]),
         ]
         title = f"{m}: {len(suite.datasets)} datasets"
-        out += render_tables(title, keys, [ds_cols, agg], width)
+        out += render_tables(title, keys, [ds_cols + agg], width)
     return out
 
 
