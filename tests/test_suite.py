@@ -262,9 +262,6 @@ def test_suite_run_equals_single_runs_and_report_renders_it(tmp_path, capsys, mo
     assert main(["run", "--config", str(config), "--out", "sub", "--datasets", "tiny", "--no-progress"]) == 0
     assert json.loads((tmp_path / "sub" / "suite.json").read_text())["datasets"] == ["tiny"]
     assert not (tmp_path / "sub" / "support").exists()
-    with pytest.raises(SystemExit):
-        pass
-        raise SystemExit
     assert main(["run", "--config", str(config), "--out", "bad", "--datasets", "nope"]) == 2
     assert main(["run", "--config", str(config), "--out", "bad", "--dataset", "demo"]) == 2
 

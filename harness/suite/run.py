@@ -53,8 +53,7 @@ def check_suite_dir(out: str | os.PathLike[str], datasets: list[str]) -> Path:
                 "folder for a suite (nothing there is touched)",
                 path=out,
             )
-    check_out_dir(out)
-    for name in datasets:
+    for name in datasets:  # each a results folder of its own (this also probes that out can be written)
         check_out_dir(out / name)
     return out
 
