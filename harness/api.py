@@ -111,6 +111,8 @@ def run_config(
     the end; ``resume`` reuses the runs stored there whose config hash matches. ``retrievers`` runs
     a subset (with what they build on), ``metrics`` scores a subset.
     """
+    if config.datasets is not None:  # never silently the default dataset instead of the suite's
+        raise InputError("a suite config (datasets:) runs with harness run or plan_suite()", field="datasets")
     base = Path(config_dir) if config_dir is not None else Path.cwd()
     if dataset is not None:
         ds = load_dataset(dataset, split or config.dataset.split, name=config.dataset.name)

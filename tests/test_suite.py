@@ -391,3 +391,19 @@ def test_check_a_suite_names_the_dataset_that_regressed(tmp_path, capsys):
     assert "tiny: dataset missing from the current suite" in capsys.readouterr().out
     # a suite against one folder is an input error
     assert main(["check", "--baseline", str(tmp_path / "base"), "--current", str(tmp_path / "base" / "tiny")]) == 2
+
+
+@pytest.mark.slow
+def test_chunkings_times_datasets(tmp_path, monkeypatch):
+    make_tiny(tmp_path / "tiny")
+    (tmp_path / "c.yaml").write_text(
+        "datasets: {demo: demo, tiny: tiny}\nmetrics: [ndcg@10]\nlatency_queries: 2\nwarmup_queries: 0\n"
+        "baseline: bm25[none]\nchunking:\n  none: {method: none}\n  t64: {method: tokens, size: 64, overlap: 16}\n"
+        "retrievers:\n  bm25: {type: bm25}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--config", "c.yaml", "--out", "out", "--no-progress"]) == 0
+    suite = SuiteResults.load(tmp_path / "out")
+    assert suite.retrievers == ["bm25[none]", "bm25[t64]"] and suite.datasets == ["demo", "tiny"]
+    for d in suite.datasets:
+        assert suite.summary["bm25[t64]"][d] == Results.load(tmp_path / "out" / d).summary["bm25[t64]"]
