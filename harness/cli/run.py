@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     if config.datasets is not None or args.datasets is not None:  # a suite: docs/suites.md
         from harness.cli.suite import run_suite_cli
 
-        return run_suite_cli(args, config, config_dir, metrics)
+        out = Path(args.out) if args.out else default_out_dir("suite")
+        return run_suite_cli(args, config, config_dir, metrics, out)
     if args.resume and not args.out:
         raise InputError("--resume continues a results folder: give it with --out DIR", field="--resume")
     if args.out:

@@ -21,10 +21,11 @@ def _split(value: str | None) -> list[str] | None:
     return [x.strip() for x in value.split(",") if x.strip()] if value is not None else None
 
 
-def run_suite_cli(args: argparse.Namespace, config: RunConfig, config_dir: Path, metrics: list[str] | None) -> int:
-    """``harness run`` of a suite config: every dataset into ``--out/<dataset>/``, then the suite."""
+def run_suite_cli(
+    args: argparse.Namespace, config: RunConfig, config_dir: Path, metrics: list[str] | None, out: Path
+) -> int:
+    """``harness run`` of a suite config: every dataset into ``out/<dataset>/``, then the suite."""
     from harness.api import run_config
-    from harness.cli.run import default_out_dir
     from harness.suite import plan_suite, run_suite
     from harness.suite.render import print_suite
     from harness.suite.run import check_suite_dir
@@ -37,7 +38,6 @@ def run_suite_cli(args: argparse.Namespace, config: RunConfig, config_dir: Path,
     plan = plan_suite(config, _split(args.datasets))
     if args.resume and not args.out:
         raise InputError("--resume continues a suite folder: give it with --out DIR", field="--resume")
-    out = Path(args.out) if args.out else default_out_dir("suite")
     check_suite_dir(out, list(plan))  # fail before hours of work, not after
     only = _split(args.retrievers)
 

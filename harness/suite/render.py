@@ -17,7 +17,7 @@ import csv
 import io
 import textwrap
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -28,8 +28,8 @@ from harness.report.latex_table import tex_escape
 from harness.report.table import BETTER, DECIMALS, WORSE, fmt_metric
 from harness.report.terminal import BEST, Column, make_console, render_tables
 
-if TYPE_CHECKING:
-    from harness.suite.aggregate import SuiteResults
+#: a :class:`~harness.suite.aggregate.SuiteResults` (not imported: it imports this module for ``.table()``)
+SuiteResults = Any
 
 #: widest a dataset header / retriever name line gets before it wraps (terminal only)
 HEADER_CHARS = 12
