@@ -78,6 +78,12 @@ def report_suite(args: argparse.Namespace) -> int:
                 f"--{flag} works on one dataset's folder: harness report DIR/<dataset> --{flag} ...", field=f"--{flag}"
             )
     suite = SuiteResults.load(args.folder)
+    if not suite.complete and not suite.datasets:
+        raise InputError(
+            "this suite has not finished a first time: harness run --config ... --out DIR --resume continues it "
+            "(the finished datasets' folders are complete results folders already)",
+            path=args.folder,
+        )
     if args.write:
         assert suite.folder is not None
         per = {d: Results.load(suite.folder / d) for d in suite.datasets}
