@@ -130,6 +130,13 @@ def test_plan_one_config_per_dataset_and_a_subset():
         plan_suite(config, ["a", "z"])
 
 
+def test_a_missing_dataset_fails_before_any_dataset_runs(tmp_path, capsys):
+    (tmp_path / "c.yaml").write_text("datasets:\n  a: demo\n  b: {path: nowhere}\nretrievers:\n  x: {type: bm25}\n")
+    assert main(["run", "--config", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "out")]) == 2
+    assert "dataset b: path not found" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 # ---------------------------------------------------------------------- the tests across datasets
 def test_sign_flip_by_hand_and_its_floor():
     # d = (0.1, 0.2, -0.05): of the 8 sign vectors, |sum| >= 0.25 for (+,+,+), (+,+,-) and their mirrors

@@ -27,6 +27,7 @@ def run_suite_cli(
     """``harness run`` of a suite config: every dataset into ``out/<dataset>/``, then the suite."""
     from harness.api import run_config
     from harness.suite import plan_suite, run_suite
+    from harness.suite.plan import preflight
     from harness.suite.render import print_suite
     from harness.suite.run import check_suite_dir
 
@@ -36,6 +37,7 @@ def run_suite_cli(
             field="--dataset",
         )
     plan = plan_suite(config, _split(args.datasets))
+    preflight(plan, config_dir)
     if args.resume and not args.out:
         raise InputError("--resume continues a suite folder: give it with --out DIR", field="--resume")
     check_suite_dir(out, list(plan))  # fail before hours of work, not after
