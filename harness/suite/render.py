@@ -91,7 +91,8 @@ def fmt_rank(value: float | None) -> str:
 
 def legend(suite: SuiteResults) -> list[str]:
     n = len(suite.datasets)
-    out = [
+    out = [] if suite.complete else ["INCOMPLETE: not every dataset finished (harness run --resume continues it)"]
+    out += [
         "datasets: " + ", ".join(f"{d} ({suite.queries.get(d, 0)} queries)" for d in suite.datasets),
         f"mean: arithmetic mean over the {n} datasets; "
         "mean rank: 1 = best on every dataset (ties share the average rank)",
