@@ -85,6 +85,8 @@ def run_config(
     the end; ``resume`` reuses the runs stored there whose config hash matches. ``retrievers`` runs
     a subset (with what they build on), ``metrics`` scores a subset.
     """
+    if config.datasets is not None:  # never silently the default dataset instead of the suite's
+        raise InputError("a suite config (datasets:) runs with harness run or plan_suite()", field="datasets")
     session = Session.from_config(
         config,
         config_dir=config_dir,
@@ -98,7 +100,7 @@ def run_config(
 
 
 def benchmark(
-    dataset: str | os.PathLike[str] | GoldenDataset = defaults.DATASET,
+    dataset: str | os.PathLike[str] | GoldenDataset | Mapping[str, Any] = defaults.DATASET,
     retrievers: Mapping[str, Any] | None = None,
     *,
     metrics: Sequence[str] | None = None,
@@ -117,7 +119,8 @@ def benchmark(
 ) -> BenchmarkResults:
     """Benchmark retrievers from Python, with the engine ``harness run`` uses.
 
-    ``dataset`` is ``"demo"``, a BEIR folder or a :class:`GoldenDataset`. ``retrievers`` maps a name
+    ``dataset`` is ``"demo"``, a BEIR folder or a :class:`GoldenDataset` (a mapping ``{name: dataset}``
+    runs a suite: :class:`~harness.suite.SuiteResults`, docs/suites.md). ``retrievers`` maps a name
     to a protocol object (anything with ``index`` and ``search``), a plain ``search(queries, k)``
     function, a config spec such as ``{"type": "bm25"}`` / ``{"type": "hybrid", "of": ["bm25",
     "mine"]}`` (a spec may build on an object by its name; relative paths in specs are relative to
@@ -129,6 +132,13 @@ def benchmark(
     The arguments are checked as a config file is (:func:`benchmark_config`): the same errors, the
     same defaults, ``${ENV_VAR}`` in spec values expanded, a missing run file refused up front.
     """
+    if isinstance(dataset, Mapping):  # {name: dataset}: a suite, one benchmark() per dataset (docs/suites.md)
+        from harness.suite.python import benchmark_suite
+
+        options = {"metrics": metrics, "split": split, "depth": depth, "cache_dir": cache_dir, "seed": seed}
+        options |= {"latency_queries": latency_queries, "warmup_queries": warmup_queries, "timeout_s": timeout_s}
+        options |= {"show_progress": show_progress, "resume": resume, "baseline": baseline, "stats": stats}
+        return benchmark_suite(benchmark, dataset, retrievers, out=out, **options)  # type: ignore[return-value]
     config, objects = benchmark_config(
         dataset,
         retrievers,

@@ -110,6 +110,8 @@ class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
+    #: a suite (docs/suites.md): name -> anything ``dataset:`` takes, instead of ``dataset:``
+    datasets: dict[str, DatasetConfig] | None = None
     metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     depth: int = Field(defaults.DEPTH, ge=1, le=MAX_DEPTH, description="k asked of every retriever")
     cache_dir: str = DEFAULT_CACHE_DIR
@@ -153,6 +155,25 @@ class RunConfig(BaseModel):
     def _dataset_shorthand(cls, v: Any) -> Any:
         return {"path": v} if isinstance(v, (str, os.PathLike)) else v
 
+    @field_validator("datasets", mode="before")
+    @classmethod
+    def _datasets_shape(cls, v: Any) -> Any:
+        if v is None:
+            return v
+        if not isinstance(v, Mapping) or not v:
+            raise ValueError("must be a mapping of name -> dataset (a BEIR folder, demo, irds:ID or {corpus, golden})")
+        for name in v:
+            problem = dataset_name_problem(name)
+            if problem is not None:
+                raise ValueError(f"dataset name {name!r:.60}: {problem}")
+        return {k: ({"path": x} if isinstance(x, (str, os.PathLike)) else x) for k, x in v.items()}
+
+    @model_validator(mode="after")
+    def _one_dataset_key(self) -> RunConfig:
+        if self.datasets is not None and "dataset" in self.model_fields_set:
+            raise ValueError("give either dataset: (one dataset) or datasets: (a suite), not both")
+        return self
+
     @field_validator("metrics", mode="before")
     @classmethod
     def _metrics_list(cls, v: Any) -> Any:
@@ -188,6 +209,8 @@ class RunConfig(BaseModel):
         """Retriever specs are dumped as their spec classes dump them: secret fields read ``"<set>"``,
         and (in JSON mode) ``${ENV_VAR}`` values read as their templates."""
         data = handler(self)
+        if isinstance(data, dict) and data.get("datasets", 0) is None:
+            del data["datasets"]  # a one-dataset config's record stays as it was
         if info.context and info.context.get("reveal"):
             return data
         if isinstance(data, dict) and isinstance(data.get("retrievers"), dict):
@@ -272,6 +295,17 @@ def name_problem(name: Any) -> str | None:
         return f"a name must not contain control characters or line breaks (found {bad!r})"
     if any(0xD800 <= ord(c) <= 0xDFFF for c in name):
         return "a name must not contain lone surrogates (not valid Unicode text)"
+    return None
+
+
+def dataset_name_problem(name: Any) -> str | None:
+    """Why ``name`` cannot name a dataset of a suite, or ``None``: it becomes the folder
+    ``DIR/<name>/``, so it is a plain file name (and not one of the suite's own files)."""
+    problem = name_problem(name)
+    if problem is not None:
+        return problem
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]*", name) or name.lower().startswith("suite."):
+        return "a dataset name becomes a folder name: letters, digits and _ . + - only, starting with a letter or digit"
     return None
 
 

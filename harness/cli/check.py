@@ -148,6 +148,16 @@ def run(args: argparse.Namespace) -> int:
         {"--summary": args.summary, "--junit": args.junit, "--history": args.history},
         [args.baseline, args.current, args.tolerances],
     )
+    from harness.suite import is_suite
+
+    if is_suite(args.baseline) or is_suite(args.current):  # suites: one check per dataset (docs/suites.md)
+        from harness.cli.suite import check_suite
+
+        try:
+            return check_suite(args)
+        except InputError as e:
+            _write_error(args, str(e))
+            raise
     try:
         report = build_report(args)
     except InputError as e:

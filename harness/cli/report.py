@@ -59,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.report import write_reports
     from harness.report.drilldown import attach_folder, drilldown, print_drilldown
     from harness.report.terminal import make_console, print_results
+    from harness.suite import is_suite
 
+    if is_suite(args.folder):  # a suite folder: its suite table (docs/suites.md)
+        from harness.cli.suite import report_suite
+
+        return report_suite(args)
     if args.worst is not None and args.worst < 1:
         raise InputError("--worst needs a positive number of queries", field="--worst")
     if args.docs < 0:

@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="YAML config (default: built-in comparison on the demo dataset)")
     p.add_argument("--out", help="results folder (default: results/<time>-<dataset>/)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' (overrides the config)")
+    p.add_argument("--datasets", metavar="A,B", help="a suite config (datasets:): run only these of its datasets")
     p.add_argument("--split", help="qrels split to evaluate (overrides the config)")
     p.add_argument("--no-progress", action="store_true", help="no progress display")
     p.add_argument(
@@ -85,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     if args.executor:
         config = config.model_copy(update={"executor": {"type": args.executor}})
     metrics = [m.name for m in parse_metrics(args.metrics)] if args.metrics else None
+    if config.datasets is not None or args.datasets is not None:  # a suite: docs/suites.md
+        from harness.cli.suite import run_suite_cli
+
+        out = Path(args.out) if args.out else default_out_dir("suite")
+        return run_suite_cli(args, config, config_dir, metrics, out)
     if args.resume and not args.out:
         raise InputError("--resume continues a results folder: give it with --out DIR", field="--resume")
     if args.out:

@@ -115,6 +115,8 @@ class SweepResult(BaseModel):
 
 def build_queries(config: RunConfig, sweep: SweepSpec, base: Path) -> tuple[GoldenDataset, list[Context]]:
     """The dataset a sweep runs on (selection and test queries together), and its contexts."""
+    if config.datasets is not None:
+        raise InputError("a sweep tunes on one dataset: give dataset:, not datasets: (a suite)", field="datasets")
     path: Any = config.dataset.path
     if path != "demo":
         p = Path(path).expanduser()

@@ -1,0 +1,134 @@
+"""The suite side of ``harness run``, ``harness report`` and ``harness check`` (docs/suites.md).
+
+Not a subcommand of its own: each of those commands hands over here when it meets a suite (a
+config with ``datasets:``, a folder with ``suite.json``), so the one-dataset paths stay as they were.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from harness.config import RunConfig
+from harness.errors import InputError
+
+log = logging.getLogger("harness")
+
+
+def _split(value: str | None) -> list[str] | None:
+    return [x.strip() for x in value.split(",") if x.strip()] if value is not None else None
+
+
+def run_suite_cli(
+    args: argparse.Namespace, config: RunConfig, config_dir: Path, metrics: list[str] | None, out: Path
+) -> int:
+    """``harness run`` of a suite config: every dataset into ``out/<dataset>/``, then the suite."""
+    from harness.api import run_config
+    from harness.suite import plan_suite, run_suite
+    from harness.suite.plan import preflight
+    from harness.suite.render import print_suite
+    from harness.suite.run import check_suite_dir
+
+    if args.dataset:
+        raise InputError(
+            "--dataset runs one dataset; this config is a suite (datasets:): pick some with --datasets A,B",
+            field="--dataset",
+        )
+    plan = plan_suite(config, _split(args.datasets))
+    preflight(plan, config_dir)
+    if args.resume and not args.out:
+        raise InputError("--resume continues a suite folder: give it with --out DIR", field="--resume")
+    check_suite_dir(out, list(plan))  # fail before hours of work, not after
+    only = _split(args.retrievers)
+
+    def one(name: str, cfg: RunConfig, folder: Path | None):
+        return run_config(
+            cfg,
+            config_dir=config_dir,
+            split=args.split,
+            show_progress=not args.no_progress,
+            out=folder,
+            resume=args.resume,
+            retrievers=only,
+            metrics=metrics,
+        )
+
+    suite = run_suite(plan, one, out=out, baseline=config.baseline, alpha=config.stats.alpha)
+    print_suite(suite)
+    log.info("suite written to %s (one results folder per dataset)", out)
+    failed = False
+    for d, failures in suite.failures.items():
+        for name, error in failures.items():
+            print(f"error: retriever {name!r} failed on {d}: {error}", file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
+
+
+def report_suite(args: argparse.Namespace) -> int:
+    """``harness report DIR`` of a suite folder: the suite tables; ``--write`` re-aggregates
+    ``suite.json`` from the per-dataset folders and re-writes the suite tables."""
+    from harness.results import Results
+    from harness.suite import SuiteResults, aggregate
+    from harness.suite.render import print_suite
+    from harness.suite.run import write_suite
+
+    for flag in ("worst", "by"):
+        if getattr(args, flag, None) is not None:
+            raise InputError(
+                f"--{flag} works on one dataset's folder: harness report DIR/<dataset> --{flag} ...", field=f"--{flag}"
+            )
+    suite = SuiteResults.load(args.folder)
+    if not suite.complete and not suite.datasets:
+        raise InputError(
+            "this suite has not finished a first time: harness run --config ... --out DIR --resume continues it "
+            "(the finished datasets' folders are complete results folders already)",
+            path=args.folder,
+        )
+    if args.write:
+        assert suite.folder is not None
+        per = {d: Results.load(suite.folder / d) for d in suite.datasets}
+        fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete)
+        write_suite(fresh, suite.folder)
+        fresh._folder = suite.folder
+        suite = fresh
+        log.info("re-wrote suite.json and the suite tables in %s", suite.folder)
+    print_suite(suite)
+    return 0
+
+
+def check_suite(args: argparse.Namespace) -> int:
+    """``harness check`` of two suite folders: one check per dataset, one verdict and exit code."""
+    from harness.gate import Tolerances, outputs
+    from harness.gate.tolerances import check_alpha, check_tolerance
+    from harness.suite.check import check_suites, to_junit, to_markdown, to_text
+
+    if args.history:
+        raise InputError(
+            "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
+        )
+    tol = Tolerances.load(args.tolerances) if args.tolerances else Tolerances()
+    if args.tolerance is not None:
+        tol = tol.model_copy(update={"default": check_tolerance(args.tolerance, "--tolerance")})
+    if args.alpha is not None:
+        check_alpha(args.alpha, "--alpha")
+    if args.permutations < 1:
+        raise InputError("--permutations must be >= 1")
+    metrics = [x.strip() for v in (args.metrics or []) for x in v.split(",") if x.strip()] or None
+    retrievers = [x.strip() for v in (args.retrievers or []) for x in v.split(",") if x.strip()] or None
+    sc = check_suites(
+        args.baseline,
+        args.current,
+        tolerances=tol,
+        alpha=args.alpha,
+        metrics=metrics,
+        retrievers=retrievers,
+        allow_dataset_change=args.allow_dataset_change,
+        test=args.test,
+        permutations=args.permutations,
+    )
+    sys.stdout.write(to_text(sc))
+    outputs.write(args.summary, to_markdown(sc), "--summary")
+    outputs.write(args.junit, to_junit(sc), "--junit")
+    return sc.exit_code

@@ -1,0 +1,152 @@
+"""``harness check`` of two suites: the one-dataset gate on every dataset, one verdict.
+
+Each dataset of the baseline suite is checked with :func:`harness.gate.check` exactly as
+``harness check`` checks two results folders (same rule, tolerances, test); the suite fails when
+any dataset fails, or when a dataset of the baseline is missing from the current suite, and every
+failure names its dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.gate import CheckReport, check
+from harness.gate import junit as gate_junit
+from harness.gate import render as gate_render
+from harness.results import Results
+from harness.suite.aggregate import SuiteResults, is_suite
+
+
+@dataclass
+class SuiteCheck:
+    """Every dataset's :class:`CheckReport`, and the suite-level problems (missing datasets)."""
+
+    baseline: str
+    current: str
+    reports: dict[str, CheckReport] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.problems) or any(r.failed for r in self.reports.values())
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def failing_datasets(self) -> list[str]:
+        return [d for d, r in self.reports.items() if r.failed]
+
+    def headline(self) -> str:
+        checks = sum(len(r.rows) for r in self.reports.values())
+        n = len(self.reports)
+        if not self.failed:
+            return f"suite PASS: {n} datasets, {checks} checks, no regression"
+        parts = []
+        for d in self.failing_datasets():
+            bad = [f"{r.retriever} {r.metric} {r.verdict}" for r in self.reports[d].sorted_rows() if r.failing]
+            bad += ["dataset changed"] if self.reports[d].problems else []
+            parts.append(f"{d} ({', '.join(bad)})")
+        parts += self.problems
+        return f"suite FAIL on {len(parts)} of {n + len(self.problems)} datasets: " + "; ".join(parts)
+
+
+def _load(folder: Path, dataset: str, what: str) -> Results:
+    try:
+        return Results.load(folder / dataset)
+    except InputError as e:
+        raise InputError(e.message, path=f"{what} {e.path or folder / dataset}", line=e.line, field=e.field) from None
+
+
+def check_suites(baseline: str | os.PathLike[str], current: str | os.PathLike[str], **options: Any) -> SuiteCheck:
+    """Check ``current`` against ``baseline`` (two suite folders) per dataset; ``options`` go to
+    :func:`harness.gate.check` (tolerances, alpha, metrics, retrievers, test, permutations...)."""
+    for path, what in ((baseline, "baseline"), (current, "current")):
+        if not is_suite(path):
+            raise InputError(
+                "a suite is checked against a suite: this is not a suite folder (no suite.json); "
+                "check one dataset with its folder DIR/<dataset>",
+                path=f"{what} {path}",
+            )
+    base, cur = SuiteResults.load(baseline), SuiteResults.load(current)
+    assert base.folder is not None and cur.folder is not None
+    out = SuiteCheck(str(baseline), str(current))
+    for d in base.datasets:
+        if d not in cur.datasets:
+            out.problems.append(f"{d}: dataset missing from the current suite")
+            continue
+        out.reports[d] = check(
+            _load(base.folder, d, "baseline"),
+            _load(cur.folder, d, "current"),
+            baseline_label=f"{baseline} [{d}]",
+            current_label=f"{current} [{d}]",
+            **options,
+        )
+    extra = [d for d in cur.datasets if d not in base.datasets]
+    if extra:
+        for r in out.reports.values():
+            r.notes.append(f"datasets in the current suite only (not checked): {', '.join(extra)}")
+            break
+    return out
+
+
+def to_text(sc: SuiteCheck) -> str:
+    parts = []
+    n = len(sc.reports)
+    for i, (d, report) in enumerate(sc.reports.items(), start=1):
+        parts.append(
+            f"== dataset {i}/{n}: {d}: {'FAIL' if report.failed else 'PASS'} ==\n{gate_render.to_text(report)}"
+        )
+    parts += [f"FAILURE: {p}\n" for p in sc.problems]
+    return "\n".join(parts) + sc.headline() + "\n"
+
+
+def to_markdown(sc: SuiteCheck) -> str:
+    mark = "❌" if sc.failed else "✅"
+    out = [f"# {mark} harness check (suite): {sc.headline()}", ""]
+    out += [f"- **FAILURE**: {p}" for p in sc.problems]
+    for d, report in sc.reports.items():
+        body = gate_render.to_markdown(report).replace("## ", f"## {d}: ", 1)
+        out += ["", body.removesuffix("\n").removesuffix(gate_render.MARKER).rstrip()]
+    return "\n".join(out) + "\n\n" + gate_render.MARKER + "\n"
+
+
+def to_junit(sc: SuiteCheck) -> str:
+    """One ``<testsuite>`` per dataset (its test cases as ``harness check`` writes them); a
+    missing dataset is a failing test case of its own."""
+    tests = failures = 0
+    suites = []
+    for d, report in sc.reports.items():
+        doc = gate_junit.to_junit(report).replace(gate_junit.MARKER, "")
+        root = ET.fromstring(doc.split("\n", 1)[1])
+        for s in root.findall("testsuite"):
+            s.set("name", f"{gate_junit.SUITE} [{d}]")
+            for case in s.findall("testcase"):
+                case.set("classname", f"{d}.{case.get('classname')}")
+            tests += int(s.get("tests", "0"))
+            failures += int(s.get("failures", "0"))
+            suites.append(s)
+    if sc.problems:
+        s = ET.Element("testsuite", {"name": f"{gate_junit.SUITE} [suite]", "tests": str(len(sc.problems))})
+        s.set("failures", str(len(sc.problems)))
+        for p in sc.problems:
+            case = ET.SubElement(s, "testcase", {"classname": "harness.check.suite", "name": p.split(":")[0]})
+            ET.SubElement(case, "failure", {"type": "missing", "message": p}).text = p
+        tests += len(sc.problems)
+        failures += len(sc.problems)
+        suites.append(s)
+    root = ET.Element("testsuites", {"name": gate_junit.SUITE, "tests": str(tests), "failures": str(failures)})
+    root.extend(suites)
+    ET.indent(root)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        + ET.tostring(root, encoding="unicode")
+        + "\n"
+        + gate_junit.MARKER
+        + "\n"
+    )
