@@ -72,10 +72,7 @@ class Filter:
     conditions: tuple[Condition, ...]
 
     def matches(self, metadata: Mapping[str, Any]) -> bool:
-        for c in self.conditions:
-            if c.field not in metadata or not c.matches(metadata[c.field]):
-                return False
-        return True
+        return all(c.field in metadata and c.matches(metadata[c.field]) for c in self.conditions)
 
     @property
     def fields(self) -> list[str]:

@@ -114,7 +114,9 @@ class LanceDriver(Driver):
         try:
             self.table = db.open_table(s.collection)
         except Exception as e:  # lancedb raises ValueError / FileNotFoundError by version
-            raise InputError(f"lancedb: cannot open table {s.collection!r} in {s.path}: {e}", field="collection") from None
+            raise InputError(
+                f"lancedb: cannot open table {s.collection!r} in {s.path}: {e}", field="collection"
+            ) from None
         names = set(self.table.schema.names)
         for what, col in (("id_field", s.id_field), ("vector_field", s.vector_field)):
             if col not in names:

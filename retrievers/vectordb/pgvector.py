@@ -111,7 +111,7 @@ class PgvectorDriver(Driver):
             dsn = self.server.get_uri()
         self._connect(dsn, read_only=False)
         n, d = emb.shape
-        op, opclass = _OPS[s.distance]
+        opclass = _OPS[s.distance][1]
         t = sql.Identifier(self.table)
         c = self.conn
         c.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -133,9 +133,13 @@ class PgvectorDriver(Driver):
             p.setdefault("lists", max(1, min(n, int(4 * np.sqrt(max(n, 1))))))
         if s.index != "none":
             method = "hnsw" if s.index == "hnsw" else "ivfflat"
-            with_ = sql.SQL(", ").join(sql.SQL("{} = {}").format(sql.Identifier(k), sql.Literal(v)) for k, v in p.items())
+            with_ = sql.SQL(", ").join(
+                sql.SQL("{} = {}").format(sql.Identifier(k), sql.Literal(v)) for k, v in p.items()
+            )
             c.execute(
-                sql.SQL("CREATE INDEX ON {} USING " + method + " (embedding " + opclass + ") WITH ({})").format(t, with_)
+                sql.SQL("CREATE INDEX ON {} USING " + method + " (embedding " + opclass + ") WITH ({})").format(
+                    t, with_
+                )
             )
         c.execute(sql.SQL("ANALYZE {}").format(t))
         self._settings = {"index_params": p}
