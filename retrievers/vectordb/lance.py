@@ -41,6 +41,10 @@ def where_clause(flt: Filter, column: Any) -> str:
     parts = []
     for c in flt.conditions:
         col = _ident(column(c.field)[0])
+        values = c.value if c.op == "in" else (c.value,)
+        if any(isinstance(v, float) for v in values):
+            # DataFusion refuses a float literal against an integer column: compare as doubles
+            col = f"CAST({col} AS DOUBLE)"
         if c.op == "eq":
             parts.append(f"{col} = {sql_literal(c.value)}")
         elif c.op == "in":
