@@ -268,11 +268,12 @@ def _condition_problem(c: Condition, kinds: Mapping[str, str]) -> str | None:
     if kind == "mixed":
         return f"field {c.field!r} has values of several types (or lists/objects) across documents: not filterable"
     values = c.value if c.op == "in" else (c.value,)
+    hint = " (a CSV corpus holds text: give numbers in JSONL or Parquet)" if kind == "str" else ""
     if c.op in RANGE_OPS and kind not in ("int", "float"):
-        return f"{c.field}.{c.op}: a range needs a numeric field; {c.field!r} holds {kind} values"
+        return f"{c.field}.{c.op}: a range needs a numeric field; {c.field!r} holds {kind} values{hint}"
     for v in values:
         vk = value_kind(v)
         ok = vk == kind or (vk in ("int", "float") and kind in ("int", "float"))
         if not ok:
-            return f"{c.field}: value {v!r} ({vk}) cannot equal the field's {kind} values"
+            return f"{c.field}: value {v!r} ({vk}) cannot equal the field's {kind} values{hint}"
     return None
