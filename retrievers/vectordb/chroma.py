@@ -29,6 +29,8 @@ _SPACE = {"cosine": "cosine", "ip": "ip", "l2": "l2"}
 
 
 class ChromaSpec(VectorDBSpec):
+    """Chroma: HNSW collection built from the corpus, or a team's collection (connect); docs/vector-databases.md."""
+
     type: Literal["chroma"] = "chroma"
     extra: ClassVar[str] = "chroma"
     modules: ClassVar[tuple[str, ...]] = ("chromadb",)

@@ -25,6 +25,8 @@ _METRIC = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
 
 
 class LanceDBSpec(VectorDBSpec):
+    """LanceDB: an embedded store built from the corpus, or a team's table (connect); docs/vector-databases.md."""
+
     type: Literal["lancedb"] = "lancedb"
     extra: ClassVar[str] = "lancedb"
     modules: ClassVar[tuple[str, ...]] = ("lancedb", "pyarrow")

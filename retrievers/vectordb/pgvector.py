@@ -32,6 +32,8 @@ _TYPES = {"str": "text", "int": "bigint", "float": "double precision", "bool": "
 
 
 class PgvectorSpec(VectorDBSpec):
+    """pgvector: a local PostgreSQL the harness starts, or a team's table read-only; docs/vector-databases.md."""
+
     type: Literal["pgvector"] = "pgvector"
     extra: ClassVar[str] = "pgvector"
     modules: ClassVar[tuple[str, ...]] = ("psycopg",)

@@ -27,6 +27,8 @@ _COLLECTION = "docs"
 
 
 class QdrantSpec(VectorDBSpec):
+    """Qdrant: local mode built from the corpus, or a team's collection (connect); docs/vector-databases.md."""
+
     type: Literal["qdrant"] = "qdrant"
     extra: ClassVar[str] = "qdrant"
     modules: ClassVar[tuple[str, ...]] = ("qdrant_client",)
