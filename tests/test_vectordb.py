@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.errors import InputError
 from harness.filters import query_filter
@@ -151,3 +153,40 @@ def test_options_are_checked_when_the_config_is_read():
         spec_class("qdrant").model_validate({"type": "qdrant", "index": "ivf"})
     dumped = spec_class("pgvector").model_validate({"type": "pgvector", "dsn": "postgresql://u:pw@h/db"}).redacted()
     assert dumped["dsn"] == "<set>"
+
+
+hostile = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(hostile, min_size=1, max_size=8), probe=hostile, pick=st.integers(0, 7))
+def test_lancedb_sql_filter_quotes_hostile_strings(tmp_path_factory, values, probe, pick):
+    """Strings with quotes, backticks, backslashes or any Unicode reach LanceDB's SQL filter as
+    literals: the rows it returns are exactly the ones the reference filter admits."""
+    import lancedb
+    import numpy as np
+    import pyarrow as pa
+
+    from harness.filters import parse_filter
+    from retrievers.vectordb.lance import where_clause
+
+    db = lancedb.connect(str(tmp_path_factory.mktemp("lance")))
+    n = len(values)
+    emb = np.eye(n, 4, dtype=np.float32) + 0.1
+    t = db.create_table(
+        "t",
+        data=pa.table(
+            {
+                "id": [str(i) for i in range(n)],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(emb.reshape(-1)), 4),
+                "m0": values,
+            }
+        ),
+    )
+    target = values[pick % n] if pick < n else probe
+    for raw in ({"s": target}, {"s": {"in": [target, probe]}}):
+        flt = parse_filter(raw)
+        sql = where_clause(flt, lambda f: ("m0", "str"))
+        got = t.search(emb[0]).where(sql, prefilter=True).bypass_vector_index().limit(n).select(["id"]).to_arrow()
+        want = {str(i) for i, v in enumerate(values) if flt.matches({"s": v})}
+        assert set(got.column("id").to_pylist()) == want, (raw, sql)
