@@ -121,6 +121,7 @@ def test_connect_reads_team_tables_and_changes_nothing(team, demo_dataset, cache
     res = benchmark(demo_dataset, specs, cache_dir=cache_dir, latency_queries=5, warmup_queries=1, metrics=["ndcg@10"])
     assert not res.failures, res.failures
     for e in ("pgvector", "lancedb"):
+        print(f"connect {e}: ndcg@10 {res.summary[e]['ndcg@10']!r} vs dense {res.summary['dense']['ndcg@10']!r}")
         assert res.summary[e]["ndcg@10"] == pytest.approx(res.summary["dense"]["ndcg@10"], abs=1e-4), e
         assert res.efficiency[e]["rows"] == len(demo_dataset.corpus)
         assert res.efficiency[e]["ann_recall@100"] >= 0.99
@@ -138,6 +139,8 @@ def test_connect_reads_team_tables_and_changes_nothing(team, demo_dataset, cache
     for e in ("pgvector", "lancedb"):
         assert res.summary[e]["ndcg@10"] == pytest.approx(res.summary["dense"]["ndcg@10"], abs=1e-4), e
 
+    after_pg, after_lance = pg_state(team["dsn"]), lance_state(team["lance"])
+    print(f"before/after: pgvector {before_pg} / {after_pg}; lancedb {before_lance} / {after_lance}")
     assert pg_state(team["dsn"]) == before_pg
     assert lance_state(team["lance"]) == before_lance
 
