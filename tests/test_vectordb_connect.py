@@ -24,12 +24,12 @@ pytestmark = pytest.mark.slow
 def team(demo_dataset, tmp_path_factory):
     """The demo corpus in a team's pgvector table and LanceDB table; yields what connect needs."""
     import lancedb
-    import pgserver
     import psycopg
     import pyarrow as pa
     from sentence_transformers import SentenceTransformer
 
     from retrievers.encoder import packaged_model_path
+    from retrievers.vectordb.pgvector import start_postgres
 
     corpus = demo_dataset.corpus
     texts = [f"{d.title} {d.text}" if d.title else d.text for d in corpus]
@@ -39,7 +39,7 @@ def team(demo_dataset, tmp_path_factory):
     rows = [(d.id, d.text, emb[i], cats[i % 3], 2000 + i % 10) for i, d in enumerate(corpus)]
 
     root = tmp_path_factory.mktemp("team")
-    server = pgserver.get_server(root / "pg", cleanup_mode="delete")
+    server = start_postgres(root)
     dsn = server.get_uri()
     with psycopg.connect(dsn, autocommit=True) as c:
         c.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -65,7 +65,7 @@ def team(demo_dataset, tmp_path_factory):
             }
         ),
     )
-    yield {"dsn": dsn, "lance": root / "lance", "cats": cats}
+    yield {"dsn": dsn, "lance": root / "lance", "cats": cats, "rows": rows, "root": root}
     server.cleanup()
 
 
@@ -192,3 +192,56 @@ def test_connect_names_a_missing_column(team, cache_dir):
                 r.driver.connect()
         finally:
             r.close()
+
+
+def test_connect_qdrant_and_chroma_collections(team, demo_dataset, cache_dir):
+    """A Qdrant local collection with a named vector and the id in a payload key, and a Chroma
+    collection, both made by the team: nDCG@10 equals dense's, counts unchanged afterwards."""
+    import chromadb
+    from chromadb.config import Settings
+    from qdrant_client import QdrantClient, models
+
+    rows = team["rows"]
+    qpath = team["root"] / "qdrant"
+    client = QdrantClient(path=str(qpath))
+    client.create_collection(
+        "team", vectors_config={"emb": models.VectorParams(size=384, distance=models.Distance.COSINE)}
+    )
+    client.upsert(
+        "team",
+        [
+            models.PointStruct(id=i, vector={"emb": r[2].tolist()}, payload={"doc_key": r[0], "category": r[3]})
+            for i, r in enumerate(rows)
+        ],
+    )
+    client.close()
+    cpath = team["root"] / "chroma"
+    chroma = chromadb.PersistentClient(path=str(cpath), settings=Settings(anonymized_telemetry=False))
+    col = chroma.create_collection("team", embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
+    col.add(ids=[r[0] for r in rows], embeddings=[r[2] for r in rows], metadatas=[{"category": r[3]} for r in rows])
+    before = col.count()
+
+    from harness.api import benchmark
+
+    specs = {
+        "dense": {"type": "dense"},
+        "qdrant": {
+            "type": "qdrant",
+            "mode": "connect",
+            "path": str(qpath),
+            "collection": "team",
+            "id_field": "doc_key",
+            "vector_field": "emb",
+        },
+        "chroma": {"type": "chroma", "mode": "connect", "path": str(cpath), "collection": "team"},
+    }
+    res = benchmark(demo_dataset, specs, cache_dir=cache_dir, latency_queries=5, warmup_queries=1, metrics=["ndcg@10"])
+    assert not res.failures, res.failures
+    for e in ("qdrant", "chroma"):
+        print(f"connect {e}: ndcg@10 {res.summary[e]['ndcg@10']!r} vs dense {res.summary['dense']['ndcg@10']!r}")
+        assert res.summary[e]["ndcg@10"] == pytest.approx(res.summary["dense"]["ndcg@10"], abs=1e-4), e
+        assert res.efficiency[e]["rows"] == len(rows)
+    assert col.count() == before
+    client = QdrantClient(path=str(qpath))
+    assert client.count("team", exact=True).count == len(rows)
+    client.close()

@@ -16,13 +16,15 @@ PostgreSQL setting (``hnsw.iterative_scan: relaxed_order`` on pgvector >= 0.8). 
 
 from __future__ import annotations
 
+import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from harness.errors import InputError
+from harness.errors import InputError, RetrieverError
 from harness.filters import Filter
 from retrievers.dense import default_nprobe
 from retrievers.vectordb.base import Driver, VectorDBSpec, require
@@ -52,6 +54,23 @@ class PgvectorSpec(VectorDBSpec):
                 )
         if self.mode == "connect" and not self.dsn:
             raise InputError("pgvector connect mode needs `dsn`", field="dsn")
+
+
+def start_postgres(folder: Path, attempts: int = 3) -> Any:
+    """A private PostgreSQL (``pgserver``: unix socket in ``folder``, no TCP port), stopped and deleted
+    by its ``cleanup()``. A start that fails (seen once when two servers started at the same moment
+    on a loaded machine) is retried in a fresh data folder."""
+    pgserver = require("pgserver", "pgvector")
+    for attempt in range(attempts):
+        try:
+            return pgserver.get_server(folder / f"pgdata{attempt or ''}", cleanup_mode="delete")
+        except (OSError, subprocess.CalledProcessError) as e:
+            if attempt == attempts - 1:
+                raise RetrieverError(
+                    f"pgvector: the local PostgreSQL did not start ({type(e).__name__}: {e})"
+                ) from None
+            time.sleep(0.5 * (attempt + 1))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def vector_literal(v: np.ndarray) -> str:
@@ -107,9 +126,8 @@ class PgvectorDriver(Driver):
             dsn = s.dsn
             self.table = f"harness_{uuid.uuid4().hex[:12]}"
         else:
-            pgserver = require("pgserver", "pgvector")
             assert self.work_dir is not None
-            self.server = pgserver.get_server(self.work_dir / "pgdata", cleanup_mode="delete")
+            self.server = start_postgres(self.work_dir)
             dsn = self.server.get_uri()
         self._connect(dsn, read_only=False)
         n, d = emb.shape
