@@ -24,7 +24,7 @@ import shutil
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -321,7 +321,3 @@ def sql_literal(value: Any) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     return "'" + str(value).replace("'", "''") + "'"
-
-
-def mapping_str(m: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in m.items())
