@@ -151,6 +151,8 @@ def test_options_are_checked_when_the_config_is_read():
         spec_class("lancedb").model_validate({"type": "lancedb", "mode": "connect", "path": "x"})
     with pytest.raises(ValidationError, match="qdrant supports none, hnsw"):
         spec_class("qdrant").model_validate({"type": "qdrant", "index": "ivf"})
+    with pytest.raises(ValidationError, match=r"local mode .* always searches exactly"):
+        spec_class("qdrant").model_validate({"type": "qdrant", "index": "hnsw"})
     dumped = spec_class("pgvector").model_validate({"type": "pgvector", "dsn": "postgresql://u:pw@h/db"}).redacted()
     assert dumped["dsn"] == "<set>"
 

@@ -245,3 +245,27 @@ def test_connect_qdrant_and_chroma_collections(team, demo_dataset, cache_dir):
     client = QdrantClient(path=str(qpath))
     assert client.count("team", exact=True).count == len(rows)
     client.close()
+
+
+def test_pgvector_build_mode_on_a_team_server_drops_its_own_table(team, demo_dataset, cache_dir):
+    """With a ``dsn`` in build mode the harness writes a table of its own there and drops it after."""
+    import psycopg
+
+    from harness.registry import BuildContext, spec_class
+
+    def tables() -> set[str]:
+        with psycopg.connect(team["dsn"]) as c:
+            return {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+
+    before = tables()
+    spec = spec_class("pgvector").model_validate({"type": "pgvector", "dsn": team["dsn"], "index": "hnsw"})
+    r = spec.build(BuildContext(cache_dir=cache_dir, show_progress=False))
+    try:
+        r.index(demo_dataset.corpus[:30])
+        assert len(r.search(demo_dataset.queries[:3], 5).ranking(demo_dataset.queries[0].id)) == 5
+        made = tables() - before
+        assert len(made) == 1 and next(iter(made)).startswith("harness_")
+        assert r.driver.server is None  # no PostgreSQL of its own
+    finally:
+        r.close()
+    assert tables() == before

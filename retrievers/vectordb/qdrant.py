@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+from pydantic import model_validator
 
 from harness.errors import InputError
 from harness.filters import Filter
@@ -34,6 +35,15 @@ class QdrantSpec(VectorDBSpec):
     modules: ClassVar[tuple[str, ...]] = ("qdrant_client",)
     driver: ClassVar[str] = "retrievers.vectordb.qdrant:QdrantDriver"
     indexes: ClassVar[tuple[str, ...]] = ("none", "hnsw")
+
+    @model_validator(mode="after")
+    def _local_is_exact(self) -> QdrantSpec:
+        if self.index == "hnsw" and not self.url:
+            raise ValueError(
+                "index: qdrant's local mode (build, or connect with path) always searches exactly: "
+                "use index: none, or connect to a Qdrant server (url) for its HNSW index"
+            )
+        return self
 
 
 def qdrant_filter(flt: Filter, column: Any) -> Any:
