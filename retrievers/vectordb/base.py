@@ -192,7 +192,7 @@ class VectorDB:
         self._pos: dict[str, int] = {}
         self._masks: MaskCache | None = None
         self._emb: np.ndarray | None = None
-        self._last: tuple[np.ndarray, list[Query]] | None = None
+        self._last: tuple[np.ndarray, list[Query], np.ndarray] | None = None
         self._encode_seconds = self._build_seconds = 0.0
         self._cache_hit_rate: float | None = None
         self._rows: int | None = None
@@ -237,7 +237,7 @@ class VectorDB:
             for i, query in enumerate(queries):
                 idx[i], scores[i] = self._one(q[i], kk, query_filter(query))
         if len(queries) > 1:
-            self._last = (q, list(queries))
+            self._last = (q, list(queries), idx)  # the engine's answers, for ann_recall: not asked twice
         return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
 
     def _one(self, qv: np.ndarray, k: int, flt: Filter | None) -> tuple[np.ndarray, np.ndarray]:
@@ -274,10 +274,9 @@ class VectorDB:
         }
         if self._last is None:
             return out
-        q, queries = self._last
+        q, queries, approx = self._last
         kk = min(k, len(self._doc_ids))
         emb = self._emb if self._emb is not None else self._store_vectors()
-        approx = np.stack([self._one(q[i], kk, query_filter(x))[0] for i, x in enumerate(queries)])
         _, exact = exact_search(q, emb, kk, distance=self.spec.distance, queries=queries, masks=self._masks)
         out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
         return out
