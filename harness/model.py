@@ -130,6 +130,12 @@ class Corpus(Sequence[Document]):
     def metadata(self, i: int) -> dict[str, Any]:
         return dict(self._metadata.get(int(i), {}))
 
+    def metadata_items(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(position, metadata)`` of the documents that have metadata, in order (read-only views:
+        filters scan these without copying a dict per document)."""
+        for i in sorted(self._metadata):
+            yield i, self._metadata[i]
+
     # ------------------------------------------------------------------ Sequence[Document]
     def __len__(self) -> int:
         return len(self.ids)

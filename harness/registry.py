@@ -61,6 +61,10 @@ BUILTIN: dict[str, str] = {
     "python": "retrievers.custom:PythonSpec",
     "http": "retrievers.http:HttpSpec",
     "run_file": "retrievers.run_file:RunFileSpec",
+    "lancedb": "retrievers.vectordb.lance:LanceDBSpec",
+    "chroma": "retrievers.vectordb.chroma:ChromaSpec",
+    "qdrant": "retrievers.vectordb.qdrant:QdrantSpec",
+    "pgvector": "retrievers.vectordb.pgvector:PgvectorSpec",
 }
 
 

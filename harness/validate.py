@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError, RetrieverError
+from harness.filters import check_filters
 from harness.io.tags import parse_tags
 from harness.model import GoldenDataset, Query
 from harness.run import Run
@@ -128,6 +129,7 @@ def check_dataset_usable(dataset: GoldenDataset) -> None:
     if not dataset.queries or not dataset.qrels:
         raise InputError("no judged query: nothing to score", path=where, field="qrels")
     check_corpus_encodable(dataset)
+    check_filters(dataset)  # a filter on a field no document has would silently find nothing
 
 
 def check_corpus_encodable(dataset: GoldenDataset) -> None:

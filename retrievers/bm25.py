@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import Field
 
 from harness import progress
+from harness.filters import MaskCache, group_by_filter, has_filters
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
@@ -67,6 +68,7 @@ class BM25:
             self._stemmer = Stemmer.Stemmer(stemmer)
         self._doc_ids = np.empty(0, dtype=object)
         self._engine: Any = None
+        self._masks: MaskCache | None = None
         self._encode_seconds = self._build_seconds = 0.0
 
     def params(self) -> dict[str, Any]:
@@ -96,6 +98,7 @@ class BM25:
         t0 = time.perf_counter()
         cols = Corpus.of(corpus)
         self._doc_ids = cols.ids
+        self._masks = MaskCache(cols)
         report = progress.current()
         report.phase("tokenizing docs", total=len(cols))
         contents = _reporting(cols.contents(), report)
@@ -124,18 +127,37 @@ class BM25:
         n_docs = len(self._doc_ids)
         kk = min(k, n_docs)
         tokens = self._tokenize([q.text for q in queries])
-        if self.backend == "bm25s":
-            idx, scores = self._engine.retrieve(tokens, k=kk, n_threads=self.threads, show_progress=False)
-            idx, scores = np.asarray(idx, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+        if self._masks is None or not has_filters(queries):
+            idx, scores = self._retrieve(tokens, kk, None)
         else:
-            idx = np.empty((len(queries), kk), dtype=np.int64)
-            scores = np.empty((len(queries), kk))
-            for i, t in enumerate(tokens):
-                s = self._engine.get_scores(t)
-                top = np.argpartition(-s, kk - 1)[:kk] if kk < n_docs else np.arange(n_docs)
-                idx[i], scores[i] = top, s[top]
+            # a query's filter zeroes the documents it excludes before the top k is taken: exact
+            # filtered search (a zero score is never returned)
+            idx = np.full((len(queries), kk), -1, dtype=np.int64)
+            scores = np.zeros((len(queries), kk))
+            for flt, rows in group_by_filter(queries):
+                mask = None if flt is None else self._masks(flt)
+                idx[rows], scores[rows] = self._retrieve([tokens[i] for i in rows], kk, mask)
         idx = np.where(scores > 0, idx, -1)
         return Run([q.id for q in queries], self._doc_ids, idx, scores, name=self.name)
+
+    def _retrieve(self, tokens: list[list[str]], kk: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``kk`` positions and scores per tokenized query; ``mask`` (documents allowed) or None."""
+        n_docs = len(self._doc_ids)
+        if self.backend == "bm25s":
+            weight = None if mask is None else mask.astype(np.float32)
+            idx, scores = self._engine.retrieve(
+                tokens, k=kk, n_threads=self.threads, show_progress=False, weight_mask=weight
+            )
+            return np.asarray(idx, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+        idx = np.empty((len(tokens), kk), dtype=np.int64)
+        scores = np.empty((len(tokens), kk))
+        for i, t in enumerate(tokens):
+            s = self._engine.get_scores(t)
+            if mask is not None:
+                s = np.where(mask, s, 0.0)
+            top = np.argpartition(-s, kk - 1)[:kk] if kk < n_docs else np.arange(n_docs)
+            idx[i], scores[i] = top, s[top]
+        return idx, scores
 
     def efficiency_extra(self, k: int) -> dict[str, Any]:
         """Cost figures named as dense's: ``encode_seconds`` is tokenizing the corpus (BM25's

@@ -29,11 +29,13 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from harness import defaults
+from harness.filters import MaskCache, group_by_filter, has_filters
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext
 from harness.run import Run
 from retrievers.compressed_index import CompressedIndex, Precision
 from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
+from retrievers.exact import exact_search
 
 
 class DenseSpec(EncoderOptions):
@@ -119,6 +121,8 @@ class Dense:
         self._index: Any = None
         self._emb: np.ndarray | None = None  # kept for approximate indexes only (exact recall)
         self._last_queries: np.ndarray | None = None
+        self._last_query_objs: Sequence[Query] = ()
+        self._masks: MaskCache | None = None
         self._encode_seconds = self._build_seconds = 0.0
         self._cache_hit_rate: float | None = None
         self._query_encode_ms: float | None = None
@@ -168,6 +172,7 @@ class Dense:
             faiss.omp_set_num_threads(self.spec.threads)
         cols = Corpus.of(corpus)
         self._doc_ids = cols.ids
+        self._masks = MaskCache(cols)
         enc = self.encoder
         cache = enc.cache
         hits0, misses0, secs0 = (cache.hits, cache.misses, enc.encode_seconds) if cache else (0, 0, enc.encode_seconds)
@@ -246,12 +251,45 @@ class Dense:
                 np.zeros((len(queries), 0)),
                 name=self.name,
             )
-        scores, idx = self._index.search(q, kk)  # CompressedIndex.search re-scores
+        scores, idx = self._search(q, queries, kk)
         if len(queries) > 1:
-            self._last_queries = q
+            self._last_queries, self._last_query_objs = q, list(queries)
         return Run(
             [x.id for x in queries], self._doc_ids, idx.astype(np.int64), scores.astype(np.float64), name=self.name
         )
+
+    def _search(self, q: np.ndarray, queries: Sequence[Query], kk: int) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS search; queries with a metadata filter search only the documents it admits (an ID
+        selector inside FAISS, so a flat index stays exact: the filtered top k, never a post-filtered
+        top k that comes back short)."""
+        if self._masks is None or not has_filters(queries):
+            return self._index.search(q, kk)  # a CompressedIndex (precision) re-scores inside its search
+        if self._compressed is not None:
+            raise ValueError(
+                f"dense precision {self.spec.precision!r} does not search with metadata filters yet; "
+                "use precision: float32 for filtered queries"
+            )
+        import faiss
+
+        scores = np.full((len(queries), kk), -np.inf, dtype=np.float32)
+        idx = np.full((len(queries), kk), -1, dtype=np.int64)
+        for flt, rows in group_by_filter(queries):
+            if flt is None:
+                scores[rows], idx[rows] = self._index.search(q[rows], kk)
+                continue
+            allowed = np.flatnonzero(self._masks(flt)).astype(np.int64)
+            if not allowed.size:
+                continue
+            sel = faiss.IDSelectorBatch(allowed)
+            if self.spec.index == "hnsw" and len(self._doc_ids) >= 2:
+                params: Any = faiss.SearchParametersHNSW(sel=sel, efSearch=self.spec.ef_search)
+            elif self.spec.index == "ivf" and len(self._doc_ids) >= 2:
+                params = faiss.SearchParametersIVF(sel=sel, nprobe=self._nprobe or 1)
+            else:
+                params = faiss.SearchParameters(sel=sel)
+            s_, i_ = self._index.search(q[rows], kk, params=params)
+            scores[rows], idx[rows] = s_, np.where(i_ >= 0, i_, -1)
+        return scores, idx
 
     def efficiency_extra(self, k: int) -> dict[str, Any]:
         """What the run cost besides search: ``encode_seconds`` (documents and queries actually
@@ -278,11 +316,11 @@ class Dense:
             out["rescore_bytes"] = c.rescore_bytes
         if self._emb is None or self._last_queries is None:
             return out
-        import faiss
-
         kk = min(k, len(self._doc_ids))
-        _, approx = self._index.search(self._last_queries, kk)
-        _, exact = faiss.knn(self._last_queries, self._emb, kk, metric=faiss.METRIC_INNER_PRODUCT)
+        queries = self._last_query_objs
+        _, approx = self._search(self._last_queries, queries, kk)
+        # against exact search over the same embeddings, filtered alike
+        _, exact = exact_search(self._last_queries, self._emb, kk, queries=queries, masks=self._masks)
         out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
         return out
 

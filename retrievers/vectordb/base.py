@@ -1,0 +1,323 @@
+"""The adapter every vector database shares: encode, hand over, search, measure.
+
+A driver (:class:`Driver`) is the engine-specific part: create a store from vectors and metadata, or
+open a team's existing one read-only; translate a :class:`harness.filters.Filter`; search one query
+vector; say how many bytes its store takes. Everything else lives here once:
+
+- embeddings come from :class:`retrievers.encoder.Encoder` with ``dense``'s options and cache, so the
+  corpus is embedded once whichever engines a config compares;
+- ``mode: build`` stores under a fresh folder of the run (``work_dir``, default a temporary folder)
+  that is deleted when the retriever is freed; ``mode: connect`` only reads;
+- cost: ``build_seconds`` (writing and indexing, encoding apart), ``index_mb`` (the store on disk),
+  and ``ann_recall@k``: the overlap of the engine's top k with the exact top k over the same
+  embeddings, computed in numpy with the same similarity, filtered alike (:mod:`retrievers.exact`).
+  An engine that returns a different top k at ``index: none`` shows it here, not only in nDCG.
+
+Scores are the engine's own similarity (``1 - cosine distance``, the inner product, ``-`` an L2
+distance), higher is better, so rankings compare across engines.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import tempfile
+import time
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import Field, model_validator
+
+from harness.errors import InputError, RetrieverError
+from harness.filters import Filter, MaskCache, metadata_kinds, query_filter
+from harness.model import Corpus, Document, Query
+from harness.registry import BuildContext
+from harness.run import Run
+from retrievers.dense import ann_recall
+from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
+from retrievers.exact import exact_search
+
+
+class VectorDBSpec(EncoderOptions):
+    """Options every vector database retriever takes (engine types subclass it)."""
+
+    #: pip extra and importable module the engine needs (set by each engine's spec)
+    extra: ClassVar[str] = ""
+    modules: ClassVar[tuple[str, ...]] = ()
+    driver: ClassVar[str] = ""  # "module:Class"
+    indexes: ClassVar[tuple[str, ...]] = ("none", "hnsw", "ivf")
+
+    # the encoder, as `dense` takes it (same cache: a corpus is embedded once for all)
+    model: str = Field(DEFAULT_MODEL, description="sentence-transformers hub name or local path")
+    batch_size: int = Field(64, ge=1, le=65_536)
+    max_length: int | None = Field(None, ge=8, le=100_000)
+    normalize: bool = True
+    threads: int | None = Field(None, ge=1, le=1024)
+    device: str = "cpu"
+    doc_prefix: str = ""
+    query_prefix: str = ""
+    # the store
+    mode: Literal["build", "connect"] = "build"
+    path: str | None = Field(None, description="connect: the store's folder (lancedb, chroma, qdrant local)")
+    url: str | None = Field(None, description="connect: a server's URL (qdrant)")
+    dsn: str | None = Field(
+        None, description="pgvector: a PostgreSQL connection string", json_schema_extra={"secret": True}
+    )
+    collection: str | None = Field(None, description="table or collection (connect: required)")
+    id_field: str = Field("id", description="connect: the column holding document ids")
+    vector_field: str = Field("vector", description="connect: the column holding the embeddings")
+    work_dir: str | None = Field(None, description="build: where the store is written (default: a temporary folder)")
+    # the index
+    index: Literal["none", "hnsw", "ivf"] = "none"
+    index_params: dict[str, Any] = Field(default_factory=dict)
+    search_params: dict[str, Any] = Field(default_factory=dict)
+    distance: Literal["cosine", "ip", "l2"] = "cosine"
+
+    @model_validator(mode="after")
+    def _coherent(self) -> VectorDBSpec:
+        if self.index not in self.indexes:
+            raise ValueError(f"index: {self.type} supports {', '.join(self.indexes)}, not {self.index!r}")
+        if self.mode == "connect" and not self.collection:
+            raise ValueError("collection: connect mode needs the table or collection to read")
+        return self
+
+    def preflight(self, config_dir: Path) -> None:
+        missing = [m for m in self.modules if importlib.util.find_spec(m) is None]
+        if missing:
+            raise InputError(
+                f"retriever type {self.type!r} needs {missing[0]!r}, which is not installed: "
+                f"pip install 'retrieval-harness[{self.extra}]'",
+                field="type",
+            )
+
+    def build(self, ctx: BuildContext) -> VectorDB:
+        self.preflight(ctx.config_dir)
+        module, _, cls = self.driver.partition(":")
+        driver_cls = getattr(importlib.import_module(module), cls)
+        return VectorDB(self, driver_cls, ctx)
+
+
+class Driver:
+    """One engine. Subclasses implement the methods below; ``self.columns`` maps a metadata field to
+    ``(column name, kind)`` in the store (build mode: ``m0``, ``m1``...; connect: the field's name)."""
+
+    def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
+        self.spec, self.work_dir, self.depth = spec, work_dir, depth
+        self.columns: dict[str, tuple[str, str]] = {}
+
+    # build mode -----------------------------------------------------------------------------
+    def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        """Write ``ids`` (str), ``emb`` (float32 rows) and per-document metadata keyed by column name,
+        and build the index."""
+        raise NotImplementedError
+
+    # connect mode ---------------------------------------------------------------------------
+    def connect(self) -> int:
+        """Open the team's store read-only; return its row count."""
+        raise NotImplementedError
+
+    def read_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every ``(id, vector)`` of a connected store (the exact reference for ``ann_recall``)."""
+        raise NotImplementedError
+
+    # both -----------------------------------------------------------------------------------
+    def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
+        """The engine's top ``k`` for one query vector: ids and higher-is-better scores."""
+        raise NotImplementedError
+
+    def size_bytes(self) -> int | None:
+        return None
+
+    def params(self) -> dict[str, Any]:
+        """Index and search settings as used (defaults filled in)."""
+        return {}
+
+    def close(self) -> None:
+        return None
+
+    def column(self, field: str) -> tuple[str, str]:
+        got = self.columns.get(field)
+        if got is None:  # connect mode: the team's column of that name
+            return field, "any"
+        return got
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _cleanup(driver: Driver, folder: Path | None, owned: bool) -> None:
+    try:
+        driver.close()
+    finally:
+        if owned and folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class VectorDB:
+    """``Retriever`` over a vector database, through a :class:`Driver`."""
+
+    def __init__(self, spec: VectorDBSpec, driver_cls: type[Driver], ctx: BuildContext) -> None:
+        self.spec = spec
+        self.name = spec.type
+        self.depth = ctx.depth
+        self.encoder = Encoder(
+            spec.model,
+            max_length=spec.max_length,
+            batch_size=spec.batch_size,
+            normalize=spec.normalize,
+            device=spec.device,
+            threads=spec.threads,
+            cache_dir=ctx.cache_dir,
+            show_progress=ctx.show_progress,
+            doc_prefix=spec.doc_prefix,
+            query_prefix=spec.query_prefix,
+            **spec.encoder_options(),
+        )
+        self._folder: Path | None = None
+        owned = False
+        if spec.mode == "build":
+            base = spec.work_dir or ctx.extra.get("work_dir")
+            parent = ctx.resolve_path(base) if base else None
+            if parent is not None:
+                parent.mkdir(parents=True, exist_ok=True)
+            self._folder = Path(tempfile.mkdtemp(prefix=f"harness-{spec.type}-", dir=parent))
+            owned = True
+        self.driver = driver_cls(spec, self._folder, ctx.depth)
+        # the store (and a PostgreSQL the harness started) goes when this retriever is freed
+        self._finalizer = weakref.finalize(self, _cleanup, self.driver, self._folder, owned)
+        self._doc_ids = np.empty(0, dtype=object)
+        self._pos: dict[str, int] = {}
+        self._masks: MaskCache | None = None
+        self._emb: np.ndarray | None = None
+        self._last: tuple[np.ndarray, list[Query], np.ndarray] | None = None
+        self._encode_seconds = self._build_seconds = 0.0
+        self._cache_hit_rate: float | None = None
+        self._rows: int | None = None
+
+    # ------------------------------------------------------------------ Retriever
+    def index(self, corpus: Sequence[Document]) -> None:
+        cols = Corpus.of(corpus)
+        self._doc_ids = cols.ids
+        self._pos = {d: i for i, d in enumerate(cols.ids.tolist())}
+        self._masks = MaskCache(cols)
+        if self.spec.mode == "connect":
+            t0 = time.perf_counter()
+            self._rows = self.driver.connect()
+            self._build_seconds = time.perf_counter() - t0
+            return
+        enc = self.encoder
+        cache = enc.cache
+        hits0, misses0 = (cache.hits, cache.misses) if cache else (0, 0)
+        secs0 = enc.encode_seconds
+        emb = np.ascontiguousarray(enc.encode_documents(cols), dtype=np.float32)
+        if cache is not None:
+            looked = (cache.hits - hits0) + (cache.misses - misses0)
+            self._cache_hit_rate = (cache.hits - hits0) / looked if looked else None
+        self._encode_seconds = enc.encode_seconds - secs0
+        kinds = {f: k for f, k in metadata_kinds(cols).items() if k != "mixed"}
+        self.driver.columns = {f: (f"m{i}", k) for i, (f, k) in enumerate(sorted(kinds.items()))}
+        meta: list[dict[str, Any]] = [{} for _ in range(len(cols))]
+        for i, m in cols.metadata_items():
+            meta[i] = {self.driver.columns[f][0]: v for f, v in m.items() if f in self.driver.columns}
+        t0 = time.perf_counter()
+        self.driver.build(cols.ids, emb, meta)
+        self._build_seconds = time.perf_counter() - t0
+        self._rows = len(cols)
+        self._emb = emb
+
+    def search(self, queries: Sequence[Query], k: int) -> Run:
+        q = np.ascontiguousarray(self.encoder.encode_queries(queries, progress=len(queries) > 1), dtype=np.float32)
+        kk = min(k, len(self._doc_ids))
+        idx = np.full((len(queries), max(kk, 0)), -1, dtype=np.int64)
+        scores = np.zeros((len(queries), max(kk, 0)))
+        if kk > 0:
+            for i, query in enumerate(queries):
+                idx[i], scores[i] = self._one(q[i], kk, query_filter(query))
+        if len(queries) > 1:
+            self._last = (q, list(queries), idx)  # the engine's answers, for ann_recall: not asked twice
+        return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
+
+    def _one(self, qv: np.ndarray, k: int, flt: Filter | None) -> tuple[np.ndarray, np.ndarray]:
+        ids, sc = self.driver.search(qv, k, flt)
+        idx = np.full(k, -1, dtype=np.int64)
+        scores = np.zeros(k)
+        for j, (d, s) in enumerate(zip(ids[:k], sc[:k])):
+            pos = self._pos.get(str(d))
+            if pos is None:
+                raise RetrieverError(f"{self.name}: the store returned id {d!r}, which is not in the corpus")
+            idx[j], scores[j] = pos, s
+        return idx, scores
+
+    # ------------------------------------------------------------------ cost and settings
+    def params(self) -> dict[str, Any]:
+        return {
+            **self.spec.model_dump(mode="json", exclude={"type"}),
+            "encoder": self.encoder.identity,
+            "engine": self.driver.params(),
+        }
+
+    def efficiency_extra(self, k: int) -> dict[str, Any]:
+        """``encode_seconds``/``cache_hit_rate`` as dense's; ``build_seconds`` writing and indexing
+        the store (connect: opening it); ``index_mb`` the store on disk; ``rows`` in the store;
+        ``ann_recall@k`` of the last batch of queries against exact (filtered) search over the same
+        embeddings (connect: the store's own vectors)."""
+        size = self.driver.size_bytes()
+        out: dict[str, Any] = {
+            "encode_seconds": self._encode_seconds,
+            "build_seconds": self._build_seconds,
+            "cache_hit_rate": self._cache_hit_rate,
+            "index_mb": None if size is None else size / 2**20,
+            "rows": self._rows,
+        }
+        if self._last is None:
+            return out
+        q, queries, approx = self._last
+        kk = min(k, len(self._doc_ids))
+        emb = self._emb if self._emb is not None else self._store_vectors()
+        _, exact = exact_search(q, emb, kk, distance=self.spec.distance, queries=queries, masks=self._masks)
+        out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
+        return out
+
+    def _store_vectors(self) -> np.ndarray:
+        """A connected store's vectors in corpus order (documents it lacks: rows that never win)."""
+        ids, vecs = self.driver.read_vectors()
+        emb = np.zeros((len(self._doc_ids), vecs.shape[1] if vecs.ndim == 2 else 0), dtype=np.float32)
+        present = np.zeros(len(self._doc_ids), dtype=bool)
+        for d, v in zip(ids, vecs):
+            pos = self._pos.get(str(d))
+            if pos is not None:
+                emb[pos], present[pos] = v, True
+        if not present.all():  # absent documents: far away under every similarity
+            emb[~present] = -1e6 * np.abs(emb[present]).max(initial=1.0)
+        return emb
+
+    def cancel(self) -> None:
+        self._finalizer()
+
+    def close(self) -> None:
+        """Close the store now (build mode: delete it, and stop a PostgreSQL the harness started)."""
+        self._finalizer()
+
+
+def require(module: str, extra: str) -> Any:
+    """Import an engine's module, or say which pip extra installs it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise InputError(
+            f"needs {module!r}, which is not installed: pip install 'retrieval-harness[{extra}]'", field="type"
+        ) from None
+
+
+def sql_literal(value: Any) -> str:
+    """A SQL literal for engines whose filters are strings (LanceDB): quotes doubled, booleans and
+    numbers as SQL writes them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"

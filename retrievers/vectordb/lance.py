@@ -1,0 +1,168 @@
+"""LanceDB driver (``type: lancedb``): an embedded, file-based store.
+
+``index: none`` is LanceDB's flat search (``bypass_vector_index``: every row scored, exact);
+``hnsw`` is its ``IVF_HNSW_SQ`` index (one partition by default, so it is HNSW over scalar-quantized
+vectors) searched with ``ef`` and re-ranked on full vectors (``refine_factor``); ``ivf`` is
+``IVF_FLAT`` over 4*sqrt(n) partitions searched with ``nprobes`` (dense's default nprobe rule).
+Filters become a SQL ``WHERE`` applied before the vector search (``prefilter=True``), so a filtered
+query gets the filtered top k, not a post-filtered top k that comes back short.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.filters import Filter
+from retrievers.dense import default_nprobe
+from retrievers.vectordb.base import Driver, VectorDBSpec, folder_bytes, require, sql_literal
+
+_METRIC = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
+
+
+class LanceDBSpec(VectorDBSpec):
+    """LanceDB: an embedded store built from the corpus, or a team's table (connect); docs/vector-databases.md."""
+
+    type: Literal["lancedb"] = "lancedb"
+    extra: ClassVar[str] = "lancedb"
+    modules: ClassVar[tuple[str, ...]] = ("lancedb", "pyarrow")
+    driver: ClassVar[str] = "retrievers.vectordb.lance:LanceDriver"
+
+
+def _ident(name: str) -> str:
+    """A column name as LanceDB's SQL filter reads it (backticks around anything unusual)."""
+    return name if name.isidentifier() and name.isascii() else "`" + name.replace("`", "``") + "`"
+
+
+def where_clause(flt: Filter, column: Any) -> str:
+    """``flt`` as a LanceDB SQL predicate (``column(field) -> (name, kind)``)."""
+    parts = []
+    for c in flt.conditions:
+        col = _ident(column(c.field)[0])
+        values = c.value if c.op == "in" else (c.value,)
+        if any(isinstance(v, float) for v in values):
+            # DataFusion refuses a float literal against an integer column: compare as doubles
+            col = f"CAST({col} AS DOUBLE)"
+        if c.op == "eq":
+            parts.append(f"{col} = {sql_literal(c.value)}")
+        elif c.op == "in":
+            parts.append(f"{col} IN ({', '.join(sql_literal(v) for v in c.value)})")
+        else:
+            op = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}[c.op]
+            parts.append(f"{col} {op} {sql_literal(c.value)}")
+    return " AND ".join(f"({p})" for p in parts)
+
+
+class LanceDriver(Driver):
+    def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
+        super().__init__(spec, work_dir, depth)
+        self.table: Any = None
+        self.id_field, self.vector_field = "id", "vector"
+        self._settings: dict[str, Any] = {}
+        self._store: Path | None = None
+
+    def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        lancedb = require("lancedb", "lancedb")
+        pa = require("pyarrow", "lancedb")
+        assert self.work_dir is not None
+        self._store = self.work_dir / "lancedb"
+        db = lancedb.connect(str(self._store))
+        n, d = emb.shape
+        arrays: dict[str, Any] = {
+            "id": pa.array(ids.tolist(), pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(emb.reshape(-1), pa.float32()), d),
+        }
+        types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+        for name, kind in self.columns.values():
+            values = [m.get(name) for m in meta]
+            if kind == "float":
+                values = [None if v is None else float(v) for v in values]
+            arrays[name] = pa.array(values, types[kind])
+        self.table = db.create_table("docs", data=pa.table(arrays))
+        s = self.spec
+        p = dict(s.index_params)
+        if s.index != "none" and n >= 2:
+            if s.index == "hnsw":
+                p.setdefault("index_type", "IVF_HNSW_SQ")
+                p.setdefault("num_partitions", 1)
+                p.setdefault("m", 20)
+                p.setdefault("ef_construction", 300)
+            else:
+                p.setdefault("index_type", "IVF_FLAT")
+                p.setdefault("num_partitions", max(1, min(n, int(4 * np.sqrt(n)))))
+            with warnings.catch_warnings():  # the metric= form is the one that takes every index type
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self.table.create_index(metric=_METRIC[s.distance], vector_column_name="vector", **p)
+        self._settings = {"index_params": p, "search_params": self._search_defaults(n, p)}
+
+    def _search_defaults(self, n: int, p: dict[str, Any]) -> dict[str, Any]:
+        s = self.spec
+        sp = dict(s.search_params)
+        if s.index == "hnsw":
+            # ef below k caps what comes back; twice the depth keeps recall@depth near exact
+            sp.setdefault("ef", max(2 * self.depth, 64))
+            sp.setdefault("refine_factor", 2)
+        elif s.index == "ivf":
+            parts = int(p.get("num_partitions") or max(1, int(4 * np.sqrt(max(n, 1)))))
+            sp.setdefault("nprobes", default_nprobe(max(n, 1), parts, self.depth))
+        return sp
+
+    def connect(self) -> int:
+        lancedb = require("lancedb", "lancedb")
+        s = self.spec
+        if not s.path:
+            raise InputError("lancedb connect mode needs `path` (the database folder)", field="path")
+        db = lancedb.connect(s.path)
+        try:
+            self.table = db.open_table(s.collection)
+        except Exception as e:  # lancedb raises ValueError / FileNotFoundError by version
+            raise InputError(
+                f"lancedb: cannot open table {s.collection!r} in {s.path}: {e}", field="collection"
+            ) from None
+        names = set(self.table.schema.names)
+        for what, col in (("id_field", s.id_field), ("vector_field", s.vector_field)):
+            if col not in names:
+                raise InputError(f"lancedb table {s.collection!r} has no column {col!r} ({what})", field=what)
+        self.id_field, self.vector_field = s.id_field, s.vector_field
+        self._store = Path(s.path) / f"{s.collection}.lance"
+        self._settings = {"search_params": self._search_defaults(self.table.count_rows(), dict(s.index_params))}
+        return int(self.table.count_rows())
+
+    def read_vectors(self) -> tuple[list[str], np.ndarray]:
+        t = self.table.to_arrow().select([self.id_field, self.vector_field])
+        vecs = np.asarray(t.column(self.vector_field).to_pylist(), dtype=np.float32)
+        return [str(x) for x in t.column(self.id_field).to_pylist()], vecs
+
+    def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
+        s = self.spec
+        qb = (
+            self.table.search(q, vector_column_name=self.vector_field)
+            .distance_type(_METRIC[s.distance])
+            .select([self.id_field, "_distance"])
+            .limit(k)
+        )
+        if flt is not None:
+            qb = qb.where(where_clause(flt, self.column), prefilter=True)
+        sp = self._settings.get("search_params", {})
+        if s.index == "none":
+            qb = qb.bypass_vector_index()
+        else:
+            for key, value in sp.items():
+                qb = getattr(qb, key)(value)
+        res = qb.to_arrow()
+        dist = np.asarray(res.column("_distance").to_numpy(), dtype=np.float64)
+        score = -dist if s.distance == "l2" else 1.0 - dist
+        return [str(x) for x in res.column(self.id_field).to_pylist()], score.tolist()
+
+    def size_bytes(self) -> int | None:
+        return folder_bytes(self._store) if self._store is not None and self._store.exists() else None
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._settings)
+
+    def close(self) -> None:
+        self.table = None
