@@ -40,6 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"randomization-test sign flips (default {d.permutations})",
     )
     p.add_argument("--alpha", type=float, default=d.alpha, help=f"significance level after Holm (default {d.alpha})")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
     p.set_defaults(func=run)
 
 
@@ -88,6 +94,10 @@ def build_results(args: argparse.Namespace):
         if baseline not in by_path:
             raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
         baseline = by_path[baseline]
+    from harness.engine.integrity import check_stored_run
+
+    for path in args.runs:
+        check_stored_run(path, allow_incomplete=args.allow_incomplete)
     runs = {name: read_run(path, name=name) for name, path in zip(names, args.runs)}
     for run, path in zip(runs.values(), args.runs):
         warning = check_overlap(cq, run, run_label=path, qrels_label=args.qrels)

@@ -29,6 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--per-query", action="store_true", help="also report every query's values")
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
     p.set_defaults(func=run)
 
 
@@ -57,6 +63,10 @@ def _run_names(paths: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metrics)
     qrels = CompiledQrels(read_qrels(args.qrels))
+    from harness.engine.integrity import check_stored_run
+
+    for path in args.runs:
+        check_stored_run(path, allow_incomplete=args.allow_incomplete)
     runs = {name: read_run(path, name=name) for name, path in zip(_run_names(args.runs), args.runs)}
     for run, path in zip(runs.values(), args.runs):
         warning = check_overlap(qrels, run, run_label=path, qrels_label=args.qrels)
