@@ -24,6 +24,7 @@ from harness.datasets import load_dataset, load_from_config
 from harness.efficiency import Cost
 from harness.engine import Graph, Node, Outcome, RunStore, Settings, execute, score
 from harness.engine.execute import DEFAULT_TIMEOUT_S
+from harness.engine.fingerprint import content_fingerprint
 from harness.errors import HarnessError, InputError
 from harness.manifest import build_manifest
 from harness.metrics.evaluate import CompiledQrels
@@ -82,6 +83,7 @@ def nodes_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> list[N
             inputs=spec.inputs(),
             spec=recorded_spec(spec),
             allow_unknown_docs=bool(getattr(spec, "allow_unknown_docs", False)),
+            content=(lambda s=spec: content_fingerprint(s.model_dump(), ctx.config_dir, ctx.cache_dir)),
         )
         for name, spec in specs.items()
     ]

@@ -83,17 +83,22 @@ def run(args: argparse.Namespace) -> int:
         name = args.dataset or config.dataset.name or Path(str(config.dataset.path)).name
         out = default_out_dir(name)
     check_out_dir(out)  # fail before hours of work, not after
-    results: Results = run_config(
-        config,
-        config_dir=config_dir,
-        dataset=args.dataset,
-        split=args.split,
-        show_progress=not args.no_progress,
-        out=out,
-        resume=args.resume,
-        retrievers=_split(args.retrievers),
-        metrics=metrics,
-    )
+    try:
+        results: Results = run_config(
+            config,
+            config_dir=config_dir,
+            dataset=args.dataset,
+            split=args.split,
+            show_progress=not args.no_progress,
+            out=out,
+            resume=args.resume,
+            retrievers=_split(args.retrievers),
+            metrics=metrics,
+        )
+    except KeyboardInterrupt:
+        from harness.engine.folder import interrupted_note
+
+        raise KeyboardInterrupt(interrupted_note(out, sys.argv[1:])) from None
     from harness.report.terminal import print_results  # after the run: matplotlib & co. not resident during it
 
     print_results(results)
@@ -102,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.report.terminal import make_console
 
         print_by_tag(results, make_console())
-    log.info("results written to %s", out)
+    log.info("results written to %s", results.folder or out)
     if results.failures:
         for name, error in results.failures.items():
             print(f"error: retriever {name!r} failed: {error}", file=sys.stderr)

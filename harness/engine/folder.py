@@ -175,3 +175,25 @@ def relative(paths: Iterable[Path], folder: Path) -> list[str]:
         with contextlib.suppress(ValueError):
             out.add(Path(p).relative_to(folder).as_posix())
     return sorted(out)
+
+
+def interrupted_note(out: Path, argv: list[str]) -> str:
+    """One line for an interrupted ``harness run``: what is kept and how ``--resume`` goes on."""
+    import shlex
+
+    out = Path(out).expanduser().resolve()
+    staging = out.parent / f".{out.name}.harness-next"
+    kept = 0
+    for folder in (staging, out):
+        ok = [r for r in run_records(folder).values() if r.get("status") == "ok"]
+        kept = max(kept, len(ok))
+    complete = (out / RESULTS).is_file()
+    args = [a for a in argv if a != "--resume"]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    resume = "harness " + " ".join(shlex.quote(a) for a in [*args, "--resume"])
+    where = f"{out}" + (" (the previous results there are untouched)" if complete and staging.is_dir() else "")
+    return (
+        f"{kept} finished retriever(s) kept in {where}, with the embeddings encoded so far; "
+        f"`{resume}` continues without redoing them"
+    )
