@@ -279,11 +279,7 @@ class VectorCache:
                 out[part] = rows
                 pending.extend(part)
                 pending_rows.append(rows)
-                if (
-                    len(pending) >= self.chunk_rows
-                    or time.monotonic() - since >= CHECKPOINT_S
-                    or start >= len(todo)
-                ):
+                if len(pending) >= self.chunk_rows or time.monotonic() - since >= CHECKPOINT_S or start >= len(todo):
                     self._write_chunk([keys[i] for i in pending], np.concatenate(pending_rows))
                     pending, pending_rows, since = [], [], time.monotonic()
                 if on_chunk is not None:

@@ -144,7 +144,9 @@ def _reverse(path: Path) -> None:
     for line in path.read_text().splitlines():
         q, _, d, *_ = line.split()
         by.setdefault(q, []).append(d)
-    path.write_text("".join(f"{q} Q0 {d} {i + 1} {100 - i} rev\n" for q, ds in by.items() for i, d in enumerate(ds[::-1])))
+    path.write_text(
+        "".join(f"{q} Q0 {d} {i + 1} {100 - i} rev\n" for q, ds in by.items() for i, d in enumerate(ds[::-1]))
+    )
 
 
 def test_resume_runs_again_when_the_content_a_retriever_reads_changed(tmp_path):

@@ -32,8 +32,16 @@ RUNS = "runs"
 RESULTS = "results.json"
 #: what a report writes at the top of a results folder (folders from before ``files`` was recorded)
 REPORT_FILES = frozenset(
-    {"results.json", "qrels.tsv", "table.md", "table.csv", "table.html", "table.tex", "metric_at_k.png",
-     "quality_latency.png"}
+    {
+        "results.json",
+        "qrels.tsv",
+        "table.md",
+        "table.csv",
+        "table.html",
+        "table.tex",
+        "metric_at_k.png",
+        "quality_latency.png",
+    }
 )
 #: a temp file of :mod:`harness.io.atomic` (``.<name>.<random>.tmp``) or the probe of the out check
 _OURS_TRANSIENT = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$|^\.harness-probe-")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.errors import InputError
@@ -93,10 +93,7 @@ class Graph:
             return f"{n}[{label}]"
 
         return Graph(
-            Node(
-                rename(n.name), n.make, [rename(d) for d in n.inputs], n.spec, n.allow_unknown_docs, n.reproducible,
-                n.content,
-            )  # fmt: skip
+            replace(n, name=rename(n.name), inputs=[rename(d) for d in n.inputs])
             for n in (self.nodes[x] for x in self.order)
         )
 
