@@ -106,3 +106,27 @@ def test_invalid_utf8_and_unknown_doc_ids_keep_their_located_errors(tmp_path, mo
     path.write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 nosuch 2 0.5 t\n")
     with pytest.raises(InputError, match=r"r\.trec:2:.*'nosuch' is not in the corpus"):
         read_run(path, doc_ids=iter(["d1", "d2"]))  # an iterator: read twice, so taken as a list first
+
+
+def test_tied_rows_sorted_in_blocks_give_the_same_order(monkeypatch):
+    """Canonical order (score desc, ties by doc id desc) is the same whether tied rows are sorted at
+    once or a block at a time, and whether the whole vocabulary or each block's ids are ranked."""
+    import harness.run as run_module
+    from harness.run import Run
+
+    rng = np.random.default_rng(0)
+    nq, depth, ndocs = 300, 40, 500
+    docs = [f"d{i:04d}" for i in rng.permutation(ndocs)]
+    idx = np.stack([rng.choice(ndocs, depth, replace=False) for _ in range(nq)])
+    sc = rng.integers(0, 4, size=(nq, depth)).astype(float)  # every row ties
+    qids = [f"q{i}" for i in range(nq)]
+    whole = Run(qids, docs, idx.copy(), sc.copy())
+    for block in (depth, 7 * depth, 1 << 30):
+        monkeypatch.setattr(run_module, "_TIE_BLOCK", block)
+        again = Run(qids, docs, idx.copy(), sc.copy())
+        assert np.array_equal(again.indices, whole.indices) and np.array_equal(again.scores, whole.scores)
+    few = Run(qids[:1], docs, idx[:1].copy(), sc[:1].copy())  # few tied entries: per-block ranks
+    assert np.array_equal(few.indices, whole.indices[:1])
+    for i in range(nq):  # and it is the order trec_eval uses
+        pairs = sorted(zip(sc[i].tolist(), [docs[j] for j in idx[i]]), reverse=True)
+        assert [docs[j] for j in whole.indices[i]] == [d for _, d in pairs]

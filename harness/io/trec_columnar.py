@@ -25,8 +25,8 @@ import numpy as np
 
 from harness.run import PAD, Run
 
-#: lines per block: small enough that a block's Python strings stay small (~100 MB)
-BLOCK_LINES = 1 << 20
+#: lines per block: small enough that a block's Python strings stay small (~25 MB)
+BLOCK_LINES = 1 << 18
 #: files smaller than this go through the line reader (its exact errors cost nothing there)
 MIN_BYTES = 4 << 20
 
@@ -119,7 +119,7 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
             if fresh.any():
                 have[fresh] = np.arange(len(q_index), len(q_index) + int(fresh.sum()))
                 q_index = q_index.append(pd.Index(qu[fresh], dtype=object))
-            q_codes.append(have[qc].astype(np.int64))
+            q_codes.append(have[qc].astype(np.int32))
             dc, du = pd.factorize(d)
             have = doc_index.get_indexer(du)
             fresh = have < 0
@@ -130,7 +130,7 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
                 n_docs += int(fresh.sum())
                 new_docs.append(np.asarray(du[fresh], dtype=object))
                 doc_index = doc_index.append(pd.Index(du[fresh], dtype=object))
-            d_codes.append(have[dc].astype(np.int64))
+            d_codes.append(have[dc].astype(np.int64 if n_docs >= 2**31 else np.int32))
             scores.append(s)
             del block, q, d, s, qc, qu, dc, du
     if not q_codes:
@@ -151,15 +151,22 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
         order = np.argsort(qa, kind="stable")  # each query's lines in file order, as the line reader keeps them
         qs = qa[order]
         del qa
-    starts = np.zeros(nq + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
-    col = np.arange(len(qs), dtype=np.int64) - starts[qs]
-    idx = np.full((nq, depth), PAD, dtype=np.int64)
-    idx[qs, col] = da if order is None else da[order]
-    del da
-    sc = np.full((nq, depth), -np.inf)
-    sc[qs, col] = sa if order is None else sa[order]
-    del sa, order, qs, col
+    if order is None and bool((counts == depth).all()):
+        # every query ranks the same number of documents, lines grouped: the columns are the matrix
+        idx = da.reshape(nq, depth).astype(np.int64)
+        del da, qs
+        sc = sa.reshape(nq, depth)
+        del sa
+    else:
+        starts = np.zeros(nq + 1, dtype=np.int64)
+        np.cumsum(counts, out=starts[1:])
+        col = np.arange(len(qs), dtype=np.int64) - starts[qs]
+        idx = np.full((nq, depth), PAD, dtype=np.int64)
+        idx[qs, col] = da if order is None else da[order]
+        del da
+        sc = np.full((nq, depth), -np.inf)
+        sc[qs, col] = sa if order is None else sa[order]
+        del sa, order, qs, col
     vocab = np.asarray(doc_index, dtype=object)
     return Run([str(x) for x in q_index], vocab, idx, sc, name=name)
 
