@@ -43,7 +43,16 @@ _memo: dict[str, str] = {}
 
 
 def content_fingerprint(spec: Mapping[str, Any], config_dir: Path, cache_dir: Path | None = None) -> dict[str, Any]:
-    """``{field: digest}`` of the content ``spec`` reads (empty when it reads none)."""
+    """``{field: digest}`` of the content ``spec`` reads (empty when it reads none). Never raises:
+    content that cannot be digested gives a value that matches no stored run."""
+    try:
+        return _fingerprint(spec, Path(config_dir), cache_dir)
+    except Exception as e:  # a fingerprint must not stop a run; the node reports its own problem
+        log.debug("content fingerprint failed: %s", e)
+        return {"unreadable": type(e).__name__}
+
+
+def _fingerprint(spec: Mapping[str, Any], config_dir: Path, cache_dir: Path | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     kind = spec.get("type")
     path = spec.get("path")
