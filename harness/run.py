@@ -97,6 +97,7 @@ class Run:
         # duplicates: keep the first occurrence in input order
         srt = np.sort(idx, axis=1)
         dup_rows = np.flatnonzero(((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)).any(axis=1))
+        del srt  # as large as the run: not kept through the sorts below
         for i in dup_rows:
             _, first = np.unique(idx[i], return_index=True)
             keep = np.zeros(idx.shape[1], dtype=bool)
