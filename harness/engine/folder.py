@@ -18,6 +18,7 @@ new folder first, never deleted.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -45,6 +46,17 @@ REPORT_FILES = frozenset(
 )
 #: a temp file of :mod:`harness.io.atomic` (``.<name>.<random>.tmp``) or the probe of the out check
 _OURS_TRANSIENT = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$|^\.harness-probe-")
+
+
+#: longest part of a run file name taken from the retriever name (file systems allow 255 bytes)
+_NAME_CHARS = 80
+
+
+def run_stem(name: str) -> str:
+    """``runs/<stem>.trec``: the name made file-safe plus 8 hex of its sha256 (collision-free)."""
+    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in name)[:_NAME_CHARS]
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe.strip('.') or 'run'}-{digest}"
 
 
 def listed_files(folder: Path) -> list[str] | None:
@@ -75,8 +87,6 @@ def run_records(folder: Path) -> dict[str, dict]:
 
 
 def _read_record(f: Path) -> dict | None:
-    from harness.engine.store import run_stem  # the record's own name decides its file name
-
     try:
         if f.stat().st_size > 64 * 2**20:
             return None

@@ -40,7 +40,7 @@ from typing import Any
 
 from harness.efficiency import Cost
 from harness.engine.execute import Outcome
-from harness.engine.folder import carry_user_files, relative, rescue_then_remove, run_records
+from harness.engine.folder import carry_user_files, relative, rescue_then_remove, run_records, run_stem
 from harness.errors import InputError
 from harness.io import atomic
 from harness.io.trec import format_run, read_run, write_qrels
@@ -52,15 +52,6 @@ log = logging.getLogger("harness")
 
 RUNS = "runs"
 RESULTS = "results.json"
-#: longest part of a run file name taken from the retriever name (file systems allow 255 bytes)
-_NAME_CHARS = 80
-
-
-def run_stem(name: str) -> str:
-    """``runs/<stem>.trec``: the name made file-safe plus 8 hex of its sha256 (collision-free)."""
-    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in name)[:_NAME_CHARS]
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe.strip('.') or 'run'}-{digest}"
 
 
 def check_out_dir(out: Path) -> None:
