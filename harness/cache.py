@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -39,6 +40,12 @@ log = logging.getLogger("harness")
 #: Rows computed and committed per chunk: small enough that a killed run loses little, large
 #: enough that a million rows are a thousand files, not a million.
 CHUNK_ROWS = 1024
+#: ...and at least this often (seconds of work): a slow model on a slow machine takes a minute per
+#: 1,024 long documents, and an interrupt must not lose more than this
+CHECKPOINT_S = 10.0
+#: rows a slow compute is asked for first; later calls are sized to take about a fifth of
+#: :data:`CHECKPOINT_S` (at most ``chunk_rows``)
+_FIRST_PIECE = 64
 
 _HEX64 = re.compile(r"\A[0-9a-f]{64}\Z")
 
@@ -235,7 +242,8 @@ class VectorCache:
         on_chunk: Callable[[int], None] | None = None,
     ) -> np.ndarray:
         """Rows for ``keys``; ``compute(positions)`` is called for the missing ones, at most
-        ``chunk_rows`` positions per call, and each chunk is committed to disk as it completes.
+        ``chunk_rows`` positions per call, and committed to disk every ``chunk_rows`` rows or every
+        :data:`CHECKPOINT_S` seconds of work, whichever comes first (an interrupt loses at most that).
         Rows computed as NaN or infinite are returned but never cached. ``on_chunk(n)`` is told
         after each computed chunk, then once with the number of rows read from the cache (progress)."""
         n = len(keys)
@@ -251,9 +259,17 @@ class VectorCache:
             # duplicates among the missing keys are computed once
             first: dict[str, int] = {}
             todo = [i for i in missing.tolist() if first.setdefault(keys[i], i) == i]
-            for start in range(0, len(todo), self.chunk_rows):
-                part = todo[start : start + self.chunk_rows]
+            piece = min(self.chunk_rows, _FIRST_PIECE)
+            pending: list[int] = []
+            pending_rows: list[np.ndarray] = []
+            since = time.monotonic()
+            start = 0
+            while start < len(todo):
+                part = todo[start : start + piece]
+                start += len(part)
+                t0 = time.monotonic()
                 rows = np.asarray(compute(part))
+                took = time.monotonic() - t0
                 if rows.shape[0] != len(part):
                     raise ValueError(f"compute returned {rows.shape[0]} rows for {len(part)} inputs")
                 if out is None:
@@ -261,9 +277,16 @@ class VectorCache:
                     self.row_shape = self.row_shape if self.row_shape is not None else tuple(rows.shape[1:])
                     out = np.empty((n, *self.row_shape), dtype=self.dtype)
                 out[part] = rows
-                self._write_chunk([keys[i] for i in part], rows)
+                pending.extend(part)
+                pending_rows.append(rows)
+                if len(pending) >= self.chunk_rows or time.monotonic() - since >= CHECKPOINT_S or start >= len(todo):
+                    self._write_chunk([keys[i] for i in pending], np.concatenate(pending_rows))
+                    pending, pending_rows, since = [], [], time.monotonic()
                 if on_chunk is not None:
                     on_chunk(len(part))
+                # the next call takes about CHECKPOINT_S / 5 at the rate just measured
+                rate = len(part) / took if took > 0 else float("inf")
+                piece = int(max(min(self.chunk_rows, 16), min(self.chunk_rows, rate * CHECKPOINT_S / 5)))
             dups = [i for i in missing.tolist() if first[keys[i]] != i]
             if dups:
                 out[dups] = out[[first[keys[i]] for i in dups]]

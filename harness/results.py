@@ -82,6 +82,9 @@ class Results(BaseModel):
     intervals: dict[str, dict[str, list[float]]] = Field(default_factory=dict)
     failures: dict[str, str] = Field(default_factory=dict)
     run_files: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: every file of the results folder the harness wrote (relative paths): a re-run replaces these
+    #: and nothing else (a user's notes beside the results stay)
+    files: list[str] = Field(default_factory=list)
     query_tags: dict[str, list[str]] = Field(default_factory=dict)
     #: rows run on chunks: their metrics against chunk-level relevance (summary is document level)
     chunk_level: dict[str, dict[str, float]] = Field(default_factory=dict)

@@ -18,6 +18,8 @@ import numpy as np
 from harness.errors import InputError
 
 PAD = -1
+#: entries (rows x depth) of tied rows sorted at once in canonicalisation
+_TIE_BLOCK = 1 << 20
 
 
 class Run:
@@ -95,6 +97,7 @@ class Run:
         # duplicates: keep the first occurrence in input order
         srt = np.sort(idx, axis=1)
         dup_rows = np.flatnonzero(((srt[:, 1:] == srt[:, :-1]) & (srt[:, 1:] >= 0)).any(axis=1))
+        del srt  # as large as the run: not kept through the sorts below
         for i in dup_rows:
             _, first = np.unique(idx[i], return_index=True)
             keep = np.zeros(idx.shape[1], dtype=bool)
@@ -106,14 +109,23 @@ class Run:
         # score descending (as trec_eval sees it: rounded to float32); padding (NaN key) sorts last
         key = rank_key(sc, idx >= 0)
         sort_rows_descending(key, idx, sc)
-        tie_rows = np.flatnonzero((key[:, 1:] == key[:, :-1]).any(axis=1))
-        if tie_rows.size:
+        all_ties = np.flatnonzero((key[:, 1:] == key[:, :-1]).any(axis=1))
+        # tied rows a block at a time: the sort's temporaries (about ten arrays the size of the
+        # block) stay small however many rows tie (a 1 GB run file can tie in every row)
+        step = max(1, _TIE_BLOCK // max(1, idx.shape[1]))
+        # many tied entries: rank the whole vocabulary once rather than each block's ids
+        full_rank = _lexicographic_rank(self.doc_ids) if all_ties.size * idx.shape[1] > len(self.doc_ids) else None
+        for start in range(0, all_ties.size, step):
+            tie_rows = all_ties[start : start + step]
             # ties: doc id descending (trec_eval compares docnos with strcmp)
             sub_idx, sub_sc, sub_key = idx[tie_rows], sc[tie_rows], key[tie_rows]
-            # rank only the ids in tied rows, not the whole (possibly huge) vocabulary
-            used = np.unique(sub_idx[sub_idx >= 0])
-            rank = _lexicographic_rank(self.doc_ids[used])
-            docrank = np.where(sub_idx >= 0, rank[np.searchsorted(used, np.maximum(sub_idx, 0))], -1)
+            if full_rank is not None:
+                docrank = np.where(sub_idx >= 0, full_rank[np.maximum(sub_idx, 0)], -1)
+            else:
+                # rank only the ids in tied rows, not the whole (possibly huge) vocabulary
+                used = np.unique(sub_idx[sub_idx >= 0])
+                rank = _lexicographic_rank(self.doc_ids[used])
+                docrank = np.where(sub_idx >= 0, rank[np.searchsorted(used, np.maximum(sub_idx, 0))], -1)
             order = np.lexsort((-docrank, -sub_key), axis=1)
             idx[tie_rows] = np.take_along_axis(sub_idx, order, axis=1)
             sc[tie_rows] = np.take_along_axis(sub_sc, order, axis=1)

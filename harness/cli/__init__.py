@@ -7,6 +7,7 @@ failed, a regression was found); ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -92,9 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return _interrupted(e)
     except Exception as e:
         if debug:
             raise
@@ -102,6 +102,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"error: {describe(e)}", file=sys.stderr)
         return 2
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """Ctrl-C: one line (what was kept, how to go on), exit 130. A worker thread may still be inside
+    native code (torch encoding): the process ends with ``os._exit`` after flushing, not through
+    interpreter shutdown, whose C++ destructors would abort it (SIGABRT, exit 134)."""
+    import signal
+    import threading
+
+    with contextlib.suppress(ValueError):  # a second Ctrl-C while this line is written changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(f"error: interrupted{': ' + str(e) if str(e) else ''}", file=sys.stderr)
+    if any(t.is_alive() and t is not threading.main_thread() for t in threading.enumerate()):
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        logging.shutdown()
+        os._exit(130)
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

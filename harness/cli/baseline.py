@@ -48,6 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--force", action="store_true", help="replace FILE if it exists (updating a committed baseline)")
     s.add_argument("--retrievers", action="append", help="keep only these retrievers, comma-separated")
+    s.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
     s.set_defaults(func=save)
     p.set_defaults(func=lambda args: _usage(p))
 
@@ -91,11 +97,12 @@ def baseline_payload(results: Results, *, retrievers: list[str] | None = None, s
 def save(args: argparse.Namespace) -> int:
     from harness.cli.check import load_results
 
-    results = load_results(args.results, "results")
+    results = load_results(args.results, "results", allow_incomplete=args.allow_incomplete)
     names = [x.strip() for v in args.retrievers for x in v.split(",") if x.strip()] if args.retrievers else None
     target = Path(args.to).expanduser()
     if target.is_dir() or args.to.endswith(("/", "\\")):
         raise InputError("--to must name a file (results/baselines/<dataset>/<config>.json), not a folder", path=target)
+    _refuse_own_input(target, results, Path(args.results).expanduser())
     old = _existing(target) if target.exists() else None
     if target.exists() and not args.force:
         raise InputError(
@@ -119,6 +126,36 @@ def save(args: argparse.Namespace) -> int:
     if old is not None:
         _print_changes(old, payload)
     return 0
+
+
+def _refuse_own_input(target: Path, results: Results, source: Path) -> None:
+    """``--to`` must not be the results it reads, nor any file the harness wrote in that folder
+    (its results.json, qrels, runs): a baseline cut from them would replace what it was cut from.
+    Compared by resolved path and, where the file exists, by inode (links and ``..`` do not get around it)."""
+    import os
+
+    from harness.engine.folder import RUNS, harness_files
+
+    folder = results.folder
+    resolved = target.resolve()
+    inputs = [source / "results.json" if source.is_dir() else source]
+    hit = False
+    if folder is not None:
+        inputs += [folder / rel for rel in sorted(harness_files(folder))]
+        hit = resolved.is_relative_to((folder / RUNS).resolve())
+    for f in inputs:
+        if hit:
+            break
+        try:
+            hit = resolved == f.resolve() or (target.exists() and f.exists() and os.path.samefile(target, f))
+        except OSError:
+            continue
+    if hit:
+        raise InputError(
+            "--to names the results being saved (or a file the harness wrote in their folder); a baseline goes to "
+            "its own file, e.g. results/baselines/<dataset>/<config>.json (nothing was written)",
+            path=target,
+        )
 
 
 def _existing(target: Path) -> Results | None:

@@ -83,6 +83,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--history", metavar="FILE.jsonl", help="append this night (means, verdicts, commit) to a history file"
     )
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
     p.set_defaults(func=run)
 
 
@@ -92,10 +98,13 @@ def _split(values: list[str] | None) -> list[str] | None:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
-def load_results(path: str, what: str) -> Results:
-    """:meth:`Results.load` with unreadable files as :class:`InputError` too (one line, exit 2)."""
+def load_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
+    """:meth:`Results.load` with unreadable files as :class:`InputError` too (one line, exit 2), and
+    an incomplete or altered results folder refused (:mod:`harness.engine.integrity`)."""
+    from harness.engine.integrity import check_results
+
     try:
-        return Results.load(path)
+        return check_results(Results.load(path), allow_incomplete=allow_incomplete)
     except InputError as e:  # "error: baseline FILE:LINE: what is wrong"
         where = f"{what} {e.path}" if e.path else what
         raise InputError(e.message, path=where, line=e.line, field=e.field) from None
@@ -125,8 +134,8 @@ def _build_quality_report(args: argparse.Namespace) -> CheckReport:
         check_alpha(args.alpha, "--alpha")
     if args.permutations < 1:
         raise InputError("--permutations must be >= 1")
-    baseline = load_results(args.baseline, "baseline")
-    current = load_results(args.current, "current")
+    baseline = load_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
+    current = load_results(args.current, "current", allow_incomplete=args.allow_incomplete)
     return check(
         baseline,
         current,

@@ -51,6 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=d.correction,
         help=f"Holm's family: the whole table or each metric's column (default {d.correction})",
     )
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
     p.set_defaults(func=run)
 
 
@@ -101,6 +107,10 @@ def build_results(args: argparse.Namespace):
         if baseline not in by_path:
             raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
         baseline = by_path[baseline]
+    from harness.engine.integrity import check_stored_run
+
+    for path in args.runs:
+        check_stored_run(path, allow_incomplete=args.allow_incomplete)
     runs = {name: read_run(path, name=name) for name, path in zip(names, args.runs)}
     qrels, overlap = _paired_queries(qrels, runs, args.runs)
     if overlap:

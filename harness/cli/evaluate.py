@@ -32,6 +32,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--judged-only", action="store_true", help="drop unjudged documents from each ranking first (trec_eval -J)"
     )
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
     p.set_defaults(func=run)
 
 
@@ -60,6 +66,10 @@ def _run_names(paths: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metrics)
     qrels = CompiledQrels(read_qrels(args.qrels))
+    from harness.engine.integrity import check_stored_run
+
+    for path in args.runs:
+        check_stored_run(path, allow_incomplete=args.allow_incomplete)
     runs = {name: read_run(path, name=name) for name, path in zip(_run_names(args.runs), args.runs)}
     for run, path in zip(runs.values(), args.runs):
         warning = check_overlap(qrels, run, run_label=path, qrels_label=args.qrels)

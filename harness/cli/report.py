@@ -50,6 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["tag"],
         help="also the table per slice of queries (their tags): counts, CIs, Holm-corrected tests within each slice",
     )
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
     p.set_defaults(func=run)
 
 
@@ -71,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--docs needs a number of documents >= 0", field="--docs")
     if args.write and args.no_write:
         raise InputError("--write and --no-write contradict each other", field="--write")
-    results = Results.load(args.folder)
+    from harness.engine.integrity import check_results
+
+    results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
     if args.qrels or args.judged_only:
         from harness.engine.rescore import rescore
 

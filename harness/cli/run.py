@@ -99,17 +99,22 @@ def run(args: argparse.Namespace) -> int:
         out = default_out_dir(args.dataset or dataset_label(config.dataset))
     check_out_dir(out)  # fail before hours of work, not after
     with notices.collect(strict=args.strict) as warned:
-        results: Results = run_config(
-            config,
-            config_dir=config_dir,
-            dataset=args.dataset,
-            split=args.split,
-            show_progress=not args.no_progress,
-            out=out,
-            resume=args.resume,
-            retrievers=_split(args.retrievers),
-            metrics=metrics,
-        )
+        try:
+            results: Results = run_config(
+                config,
+                config_dir=config_dir,
+                dataset=args.dataset,
+                split=args.split,
+                show_progress=not args.no_progress,
+                out=out,
+                resume=args.resume,
+                retrievers=_split(args.retrievers),
+                metrics=metrics,
+            )
+        except KeyboardInterrupt:
+            from harness.engine.folder import interrupted_note
+
+            raise KeyboardInterrupt(interrupted_note(out, sys.argv[1:])) from None
     from harness.report.terminal import print_results  # after the run: matplotlib & co. not resident during it
 
     print_results(results)
@@ -118,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         from harness.report.terminal import make_console
 
         print_by_tag(results, make_console())
-    log.info("results written to %s", out)
+    log.info("results written to %s", results.folder or out)
     warned.summary()
     if results.failures:
         for name, error in results.failures.items():

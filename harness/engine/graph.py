@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.errors import InputError
@@ -36,6 +36,9 @@ class Node:
     spec: dict[str, Any] = field(default_factory=dict)
     allow_unknown_docs: bool = False
     reproducible: bool = True
+    #: digests of the content the node reads (run file, module source, model files), part of its
+    #: config hash: see :mod:`harness.engine.fingerprint`; computed when the hashes are
+    content: Callable[[], Any] | None = None
 
 
 class Graph:
@@ -91,7 +94,7 @@ class Graph:
             return f"{n}[{label}]"
 
         return Graph(
-            Node(rename(n.name), n.make, [rename(d) for d in n.inputs], n.spec, n.allow_unknown_docs, n.reproducible)
+            replace(n, name=rename(n.name), inputs=[rename(d) for d in n.inputs])
             for n in (self.nodes[x] for x in self.order)
         )
 
@@ -106,6 +109,8 @@ class Graph:
                 out[name] = None
                 continue
             payload = {"spec": node.spec, "inputs": list(zip(node.inputs, deps)), "context": dict(context)}
+            if node.content is not None:
+                payload["content"] = node.content()
             text = json.dumps(payload, sort_keys=True, ensure_ascii=True, default=str)
             out[name] = hashlib.sha256(text.encode("ascii")).hexdigest()
         return out

@@ -24,6 +24,7 @@ from harness import __version__, defaults, progress
 from harness.config import RunConfig
 from harness.datasets import load_dataset, load_from_config
 from harness.efficiency import Cost
+from harness.engine.fingerprint import content_fingerprint
 from harness.engine.graph import Graph, Node
 from harness.engine.schedule import Outcome, Settings, execute
 from harness.engine.score import score
@@ -158,6 +159,8 @@ def nodes_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> list[N
             inputs=spec.inputs(),
             spec=recorded_spec(spec),
             allow_unknown_docs=bool(getattr(spec, "allow_unknown_docs", False)),
+            # what the spec reads (a run file, a module's source, model files) joins its config hash
+            content=(lambda s=spec: content_fingerprint(s.model_dump(), ctx.config_dir, ctx.cache_dir)),
         )
         for name, spec in specs.items()
     ]

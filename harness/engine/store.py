@@ -9,10 +9,12 @@ Layout of ``DIR``:
   share a file;
 - ``qrels.tsv``, tables, plots: so the folder re-scores and re-renders on its own.
 
-Writing into a folder that already holds finished results (a fresh run, not ``--resume``) goes to a
-staging folder beside it (``.DIR.harness-next``), swapped in when the run completes (one atomic
-``renameat2(RENAME_EXCHANGE)`` on Linux): until then the old results stay whole, and a killed run's
-finished retrievers wait in the staging folder for ``--resume``.
+Writing into a folder that already holds results (a fresh run, or a ``--resume`` of complete
+results) goes to a staging folder beside it (``.DIR.harness-next``), swapped in when the run completes
+(one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux): until then the old results stay whole, however
+the process dies, and a killed run's finished retrievers wait in the staging folder for ``--resume``.
+The user's files in the folder are carried over (:mod:`harness.engine.folder`): a re-run replaces
+only what the harness wrote, which ``results.json`` lists under ``files``.
 
 Ownership: a folder is the harness's when it is new or empty, or when its ``results.json`` carries the
 harness's schema marker (or is a schema 1 results file). Anything else is refused and left as it is.
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.efficiency import Cost
+from harness.engine.folder import carry_user_files, relative, rescue_then_remove, run_records, run_stem
 from harness.engine.schedule import Outcome
 from harness.errors import InputError
 from harness.io import atomic
@@ -49,15 +52,6 @@ log = logging.getLogger("harness")
 
 RUNS = "runs"
 RESULTS = "results.json"
-#: longest part of a run file name taken from the retriever name (file systems allow 255 bytes)
-_NAME_CHARS = 80
-
-
-def run_stem(name: str) -> str:
-    """``runs/<stem>.trec``: the name made file-safe plus 8 hex of its sha256 (collision-free)."""
-    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in name)[:_NAME_CHARS]
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe.strip('.') or 'run'}-{digest}"
 
 
 def check_out_dir(out: Path) -> None:
@@ -105,12 +99,15 @@ class RunStore:
     """One results folder being written by one run (a context manager: lock, stage, publish)."""
 
     def __init__(self, out: str | os.PathLike[str], *, resume: bool = False) -> None:
-        self.out = Path(out).expanduser()
+        # absolute and with links resolved: ``--out .`` has a name and a parent, and the exchange
+        # swaps the real folder, not a link to it
+        self.out = Path(out).expanduser().resolve()
         self.resume = resume
         self._lock_fd: int | None = None
         self.staged = False
         self.dir = self.out
         self._qrels_written = False
+        self._extras: list[str] = []
 
     # ------------------------------------------------------------------ open / close
     def __enter__(self) -> RunStore:
@@ -119,19 +116,22 @@ class RunStore:
         try:
             check_out_dir(self.out)
             has_results = (self.out / RESULTS).is_file()
-            if has_results and not self.resume:
+            staging = self.out.parent / f".{self.out.name}.harness-next"
+            if self.resume and staging.is_dir():
+                # resuming a run that was interrupted before its swap: continue in its staging
                 self.staged = True
-                self.dir = self.out.parent / f".{self.out.name}.harness-next"
+                self.dir = staging
+            elif has_results and (not self.resume or _complete(self.out / RESULTS)):
+                # complete results are replaced only once the new ones are complete, however this
+                # process ends: a resume of them is staged too
+                self.staged = True
+                self.dir = staging
                 if self.dir.exists():
-                    n = len(list((self.dir / RUNS).glob("*.json"))) if (self.dir / RUNS).is_dir() else 0
+                    n = len(run_records(self.dir))
                     log.warning(
                         "discarding %d finished runs of an interrupted run into %s (--resume keeps them)", n, self.out
                     )
-                    shutil.rmtree(self.dir)
-            elif self.resume and (self.out.parent / f".{self.out.name}.harness-next").is_dir():
-                # resuming a fresh run that was interrupted before its swap: continue in its staging
-                self.staged = True
-                self.dir = self.out.parent / f".{self.out.name}.harness-next"
+                    rescue_then_remove(self.dir, self.out)
             self.dir.mkdir(parents=True, exist_ok=True)
             _chmod_dir(self.dir)
             (self.dir / RUNS).mkdir(exist_ok=True)
@@ -228,7 +228,21 @@ class RunStore:
             for name in results.summary
             if (self.dir / RUNS / f"{run_stem(name)}.json").is_file()
         }
+        results.files = self._files(results)
         atomic.write_json(self.dir / RESULTS, results.to_json())
+
+    def _files(self, results: Results) -> list[str]:
+        """What the harness wrote here (so a re-run replaces exactly these)."""
+        files = {RESULTS, *self._extras}
+        if (self.dir / "qrels.tsv").is_file():
+            files.add("qrels.tsv")
+        for name in [*results.summary, *results.failures]:
+            stem = run_stem(name)
+            if (self.dir / RUNS / f"{stem}.json").is_file():
+                files.add(f"{RUNS}/{stem}.json")
+            if (self.dir / RUNS / f"{stem}.trec").is_file():
+                files.add(f"{RUNS}/{stem}.trec")
+        return sorted(files)
 
     def _record_ref(self, name: str) -> dict[str, Any]:
         rec = json.loads((self.dir / RUNS / f"{run_stem(name)}.json").read_text(encoding="utf-8"))
@@ -238,19 +252,38 @@ class RunStore:
         """Final results.json (and tables, plots via ``write_extra``), drop run files no result
         names, and, for a staged run, swap the new folder in atomically."""
         if write_extra is not None:
-            write_extra(self.dir)
-        self.write_results(results)
+            written = write_extra(self.dir)
+            if isinstance(written, (list, tuple)):
+                self._extras = relative(written, self.dir)
         keep = {run_stem(n) for n in results.summary} | {run_stem(n) for n in results.failures}
-        for f in (self.dir / RUNS).iterdir():
-            if f.suffix in (".trec", ".json") and f.stem not in keep:
-                f.unlink()
+        # runs this folder stored earlier that no result names: only the harness's records and the
+        # run files they name (a user's own runs/x.trec stays)
+        for rel, rec in run_records(self.dir).items():
+            if Path(rel).stem in keep:
+                continue
+            file = rec.get("file")
+            if isinstance(file, str) and file == f"{RUNS}/{Path(rel).stem}.trec":
+                (self.dir / file).unlink(missing_ok=True)
+            (self.dir / rel).unlink(missing_ok=True)
+        self.write_results(results)
         if self.staged:
+            carry_user_files(self.out, self.dir)
             _swap(self.dir, self.out)
-            shutil.rmtree(self.dir, ignore_errors=True)  # now the previous results
+            rescue_then_remove(self.dir, self.out)  # now the previous results
             self.dir = self.out
             self.staged = False
         results._folder = self.out
         return self.out
+
+
+def _complete(path: Path) -> bool:
+    """``results.json`` says its folder is complete (an unreadable one is treated as complete:
+    it is replaced only through staging)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True
+    return not (isinstance(data, dict) and data.get("complete") is False)
 
 
 def _read_stored(folder: Path, name: str, config_hash: str, *, load: bool = True) -> Outcome | None:

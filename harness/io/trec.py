@@ -25,6 +25,7 @@ from pathlib import Path
 from harness.errors import DATA_WARNING, InputError
 from harness.io import atomic
 from harness.io.lines import iter_lines
+from harness.io.trec_columnar import read_run_columnar, worth_it
 from harness.model import Qrels
 from harness.run import Run
 
@@ -164,6 +165,12 @@ def write_qrels(path: str | os.PathLike[str], qrels: Qrels) -> Path:
 def read_run(path: str | os.PathLike[str], *, name: str | None = None, doc_ids: Iterable[str] | None = None) -> Run:
     """Read a TREC run file into a canonical ``Run`` (named after the file stem by default)."""
     p = Path(path)
+    if doc_ids is not None and not isinstance(doc_ids, (list, tuple)):
+        doc_ids = list(doc_ids)  # read twice when the columnar reader gives up
+    if worth_it(p):  # a large file in the plain shape: read in column blocks (memory ~ its columns)
+        run = read_run_columnar(p, name=name if name is not None else p.stem, doc_ids=doc_ids)
+        if run is not None:
+            return run
     fixed = doc_ids is not None
     vocab: dict[str, int] = {d: i for i, d in enumerate(doc_ids)} if fixed else {}
     rows: dict[str, tuple[list[int], list[float]]] = {}

@@ -1,0 +1,217 @@
+"""Who owns what in a results folder, and how a new one replaces an old one without losing anything.
+
+A results folder holds the harness's files and may hold the user's (``notes.txt``, a ``check.md``
+written beside the results, a ``nights.jsonl``, their own ``runs/x.trec``). The harness's files are
+the ones its ``results.json`` lists under ``files`` (plus, for a folder still being written or one
+from before that list, ``results.json``, ``qrels.tsv``, the tables and plots a report writes, and the
+run records in ``runs/`` with the run files they name). Everything else is the user's: a re-run or a
+resume never deletes or replaces it.
+
+A finished folder is replaced as one step: the new results are written to a staging folder beside
+it, the user's files are hard-linked into the staging folder (same inode: nothing is copied, a file
+appended to meanwhile keeps its appends), then the two folders are exchanged with one
+``renameat2(RENAME_EXCHANGE)``. The old folder, now at the staging path, is emptied of what the
+harness wrote; a user's file that appeared there in the instant before the exchange is moved into the
+new folder first, never deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+log = logging.getLogger("harness")
+
+RUNS = "runs"
+RESULTS = "results.json"
+#: what a report writes at the top of a results folder (folders from before ``files`` was recorded)
+REPORT_FILES = frozenset(
+    {
+        "results.json",
+        "qrels.tsv",
+        "table.md",
+        "table.csv",
+        "table.html",
+        "table.tex",
+        "metric_at_k.png",
+        "quality_latency.png",
+    }
+)
+#: a temp file of :mod:`harness.io.atomic` (``.<name>.<random>.tmp``) or the probe of the out check
+_OURS_TRANSIENT = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$|^\.harness-probe-")
+
+
+#: longest part of a run file name taken from the retriever name (file systems allow 255 bytes)
+_NAME_CHARS = 80
+
+
+def run_stem(name: str) -> str:
+    """``runs/<stem>.trec``: the name made file-safe plus 8 hex of its sha256 (collision-free)."""
+    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in name)[:_NAME_CHARS]
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe.strip('.') or 'run'}-{digest}"
+
+
+def listed_files(folder: Path) -> list[str] | None:
+    """The ``files`` list of ``folder/results.json`` (None: no list, or no readable results.json)."""
+    try:
+        data = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        return None
+    return [f for f in files if isinstance(f, str)]
+
+
+def run_records(folder: Path) -> dict[str, dict]:
+    """``runs/<stem>.json`` files that are the harness's run records: ``{relative path: record}``."""
+    out: dict[str, dict] = {}
+    runs = folder / RUNS
+    if not runs.is_dir() or runs.is_symlink():
+        return out
+    for f in runs.iterdir():
+        if f.suffix != ".json" or not f.is_file() or f.is_symlink():
+            continue
+        rec = _read_record(f)
+        if rec is not None:
+            out[f"{RUNS}/{f.name}"] = rec
+    return out
+
+
+def _read_record(f: Path) -> dict | None:
+    try:
+        if f.stat().st_size > 64 * 2**20:
+            return None
+        rec = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or not isinstance(rec.get("name"), str):
+        return None
+    if not {"config_hash", "status"} <= rec.keys() or run_stem(rec["name"]) != f.stem:
+        return None
+    return rec
+
+
+def harness_files(folder: Path) -> set[str]:
+    """Relative paths (``/``-separated) in ``folder`` that the harness wrote; see the module doc."""
+    owned: set[str] = set(listed_files(folder) or ())
+    owned.update({RESULTS, "qrels.tsv"})
+    if listed_files(folder) is None:
+        owned.update(REPORT_FILES)
+    for rel, rec in run_records(folder).items():
+        owned.add(rel)
+        file = rec.get("file")
+        if isinstance(file, str) and file.startswith(f"{RUNS}/") and "/" not in file[len(RUNS) + 1 :]:
+            owned.add(file)
+    return owned
+
+
+def user_files(folder: Path) -> list[str]:
+    """Relative paths of everything in ``folder`` the harness did not write (files, links and empty
+    folders; folders are walked, links are not followed)."""
+    ours = harness_files(folder)
+    found: list[str] = []
+
+    def walk(d: Path, prefix: str) -> None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            rel = f"{prefix}{e.name}"
+            if rel in ours or _OURS_TRANSIENT.match(e.name):
+                continue
+            if e.is_dir(follow_symlinks=False):
+                before = len(found)
+                walk(Path(e.path), rel + "/")
+                if len(found) == before and not any(o.startswith(rel + "/") for o in ours):
+                    found.append(rel + "/")  # an empty folder of the user's
+            else:
+                found.append(rel)
+
+    if folder.is_dir():
+        walk(folder, "")
+    return found
+
+
+def carry_user_files(src: Path, dst: Path) -> int:
+    """Hard-link (or, across file systems, copy) the user's files of ``src`` into ``dst`` where
+    ``dst`` has nothing at that path; returns how many."""
+    n = 0
+    for rel in user_files(src):
+        if rel.endswith("/"):
+            (dst / rel).mkdir(parents=True, exist_ok=True)
+            continue
+        target = dst / rel
+        if os.path.lexists(target):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source = src / rel
+        try:
+            os.link(source, target, follow_symlinks=False)
+        except OSError:
+            if source.is_symlink():
+                os.symlink(os.readlink(source), target)
+            else:
+                shutil.copy2(source, target)
+        n += 1
+    return n
+
+
+def rescue_then_remove(old: Path, live: Path) -> None:
+    """Remove a folder the harness is done with (a stale staging folder, or the previous results
+    after the exchange): any user file in it that ``live`` lacks is moved into ``live`` first."""
+    if not old.is_dir() or old.is_symlink():
+        return
+    moved = 0
+    if live.is_dir():
+        for rel in user_files(old):
+            target = live / rel.rstrip("/")
+            if os.path.lexists(target):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError):
+                os.rename(old / rel.rstrip("/"), target)
+                moved += 1
+    if moved:
+        log.info("moved %d of your files from %s into %s", moved, old, live)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def relative(paths: Iterable[Path], folder: Path) -> list[str]:
+    """``paths`` inside ``folder`` as sorted ``/``-separated relative paths."""
+    out = set()
+    for p in paths:
+        with contextlib.suppress(ValueError):
+            out.add(Path(p).relative_to(folder).as_posix())
+    return sorted(out)
+
+
+def interrupted_note(out: Path, argv: list[str]) -> str:
+    """One line for an interrupted ``harness run``: what is kept and how ``--resume`` goes on."""
+    import shlex
+
+    out = Path(out).expanduser().resolve()
+    staging = out.parent / f".{out.name}.harness-next"
+    kept = 0
+    for folder in (staging, out):
+        ok = [r for r in run_records(folder).values() if r.get("status") == "ok"]
+        kept = max(kept, len(ok))
+    complete = (out / RESULTS).is_file()
+    args = [a for a in argv if a != "--resume"]
+    if not any(a == "--out" or a.startswith("--out=") for a in args):
+        args += ["--out", str(out)]
+    resume = "harness " + " ".join(shlex.quote(a) for a in [*args, "--resume"])
+    where = f"{out}" + (" (the previous results there are untouched)" if complete and staging.is_dir() else "")
+    return (
+        f"{kept} finished retriever(s) kept in {where}, with the embeddings encoded so far; "
+        f"`{resume}` continues without redoing them"
+    )
