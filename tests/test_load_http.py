@@ -75,6 +75,7 @@ def _closed(config, tmp_path: Path, concurrency: int, ok) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_closed_loop_matches_queueing_theory(service: str, tmp_path: Path) -> None:
     config, _, _ = load_load_config(_config(tmp_path, service, ""))
     capacity = SLOTS / (S_MS / 1000)
@@ -93,6 +94,7 @@ def test_closed_loop_matches_queueing_theory(service: str, tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_open_loop_10_seconds_at_one_and_a_half_times_capacity(service: str, tmp_path: Path) -> None:
     config, _, _ = load_load_config(_config(tmp_path, service, ""))
     spec = LoadSpec(concurrency=[], rate=[1.5 * SLOTS / (S_MS / 1000)], duration_s=10, timeout_s=20, workers=64)
