@@ -48,6 +48,7 @@ from harness import defaults
 from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
 from harness.io import yamltext
+from harness.io.lines import read_utf8
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
 from harness.paths import DEFAULT_CACHE_DIR
 from harness.registry import (
@@ -563,12 +564,7 @@ def read_config_file(path: str | os.PathLike[str]) -> tuple[Path, str, Any]:
     """A config file's path, text and YAML data, read the hardened way (duplicate keys and alias
     bombs refused; errors with file and line): every command that reads a config goes through here."""
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise InputError("config file not found", path=p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not valid UTF-8 (byte {e.start})", path=p) from None
+    text = read_utf8(p, "config file not found")
     try:
         data = _safe_load(text)
     except InputError as e:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from harness.errors import InputError
 from harness.io import jsontext
+from harness.io.lines import read_utf8
 from harness.model import Qrels
 from harness.run import Run
 
@@ -249,12 +250,7 @@ class Results(BaseModel):
         """From ``results.json`` or a results folder; schema 1 files are converted on load."""
         p = Path(path).expanduser()
         file = p / "results.json" if p.is_dir() else p
-        if not file.is_file():
-            raise InputError("results file not found (expected results.json or a folder holding it)", path=file)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(f"not valid UTF-8 (byte {e.start})", path=file) from None
+        text = read_utf8(file, "results file not found (expected results.json or a folder holding it)")
         data = jsontext.loads(text, path=file, invalid="not valid JSON")
         res = cls.from_json(data, source=file)
         res._folder = file.parent

@@ -34,7 +34,7 @@ from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext
 from harness.run import Run
 from retrievers.compressed_index import CompressedIndex, Precision
-from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
+from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
 
 
@@ -104,19 +104,7 @@ class Dense:
         self.show_progress, self.seed, self.depth = show_progress, seed, depth
         self._nprobe: int | None = None
         s = self.spec
-        self.encoder = Encoder(
-            s.model,
-            max_length=s.max_length,
-            batch_size=s.batch_size,
-            normalize=s.normalize,
-            device=s.device,
-            threads=s.threads,
-            cache_dir=cache_dir,
-            show_progress=show_progress,
-            doc_prefix=s.doc_prefix,
-            query_prefix=s.query_prefix,
-            **s.encoder_options(),
-        )
+        self.encoder = s.make_encoder(cache_dir, show_progress)
         self._doc_ids = np.empty(0, dtype=object)
         self._index: Any = None
         self._emb: np.ndarray | None = None  # kept for approximate indexes only (exact recall)

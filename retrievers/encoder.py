@@ -100,6 +100,19 @@ class EncoderOptions(SpecBase):
         """Keyword arguments for :class:`Encoder`."""
         return {"dtype": self.dtype, "backend": self.backend, "quantize": self.quantize}
 
+    def make_encoder(self, cache_dir: Any, show_progress: bool, **fixed: Any) -> Encoder:
+        """The :class:`Encoder` this spec describes: every embedding type builds it here, so an option
+        added to the shared fields reaches dense, mmr and the vector databases alike. ``fixed``
+        overrides a field (mmr always normalises)."""
+        fields = ("max_length", "batch_size", "normalize", "device", "threads", "doc_prefix", "query_prefix")
+        kwargs = {f: getattr(self, f) for f in fields if hasattr(self, f)}
+        return Encoder(
+            self.model,  # type: ignore[attr-defined]
+            cache_dir=cache_dir,
+            show_progress=show_progress,
+            **{**kwargs, **fixed, **self.encoder_options()},
+        )
+
 
 def set_threads(threads: int | None) -> None:
     if threads:

@@ -25,7 +25,7 @@ from harness.mmr import mmr_order
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext
 from harness.run import PAD, Run
-from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
+from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 
 
 class MMRSpec(EncoderOptions):
@@ -72,16 +72,7 @@ class MMR:
         self.spec = base.model_copy(update=overrides)
         self.name = "mmr"
         s = self.spec
-        self.encoder = Encoder(
-            s.model,
-            max_length=s.max_length,
-            batch_size=s.batch_size,
-            normalize=True,
-            device=s.device,
-            cache_dir=cache_dir,
-            show_progress=show_progress,
-            **s.encoder_options(),
-        )
+        self.encoder = s.make_encoder(cache_dir, show_progress, normalize=True)
         self._indexed = False
         self._corpus = Corpus([], [])
         self._pos: dict[str, int] = {}

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from harness.cli.command import add_command
+from harness.cli.command import add_allow_incomplete, add_command
 from harness.errors import InputError
 from harness.io import atomic
 from harness.results import Results
@@ -48,12 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--force", action="store_true", help="replace FILE if it exists (updating a committed baseline)")
     s.add_argument("--retrievers", action="append", help="keep only these retrievers, comma-separated")
-    s.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
-        "(a warning each instead of exit 2)",
-    )
+    add_allow_incomplete(s)
     s.set_defaults(func=save)
     p.set_defaults(func=lambda args: _usage(p))
 

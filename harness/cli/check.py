@@ -16,14 +16,13 @@ import argparse
 import sys
 
 from harness import defaults
-from harness.cli.command import add_command
+from harness.cli.command import add_allow_incomplete, add_command, gate_tolerances
 from harness.errors import InputError
 from harness.gate import (
     DEFAULT_ALPHA,
     DEFAULT_TOLERANCE,
     TESTS,
     CheckReport,
-    Tolerances,
     check,
     history,
     junit,
@@ -31,7 +30,6 @@ from harness.gate import (
 )
 from harness.gate import load as load_gate
 from harness.gate.render import error_markdown, to_markdown, to_text
-from harness.gate.tolerances import check_alpha, check_tolerance
 from harness.results import Results
 
 #: ``harness check --help``: its line in ``harness --help``, a blank line, its description
@@ -83,12 +81,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--history", metavar="FILE.jsonl", help="append this night (means, verdicts, commit) to a history file"
     )
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
-        "(a warning each instead of exit 2)",
-    )
+    add_allow_incomplete(p)
     p.set_defaults(func=run)
 
 
@@ -127,13 +120,7 @@ def build_report(args: argparse.Namespace) -> CheckReport:
 
 
 def _build_quality_report(args: argparse.Namespace) -> CheckReport:
-    tol = Tolerances.load(args.tolerances) if args.tolerances else Tolerances()
-    if args.tolerance is not None:
-        tol = tol.model_copy(update={"default": check_tolerance(args.tolerance, "--tolerance")})
-    if args.alpha is not None:
-        check_alpha(args.alpha, "--alpha")
-    if args.permutations < 1:
-        raise InputError("--permutations must be >= 1")
+    tol = gate_tolerances(args)
     baseline = load_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
     current = load_results(args.current, "current", allow_incomplete=args.allow_incomplete)
     return check(

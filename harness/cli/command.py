@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, about: str) -> argparse.ArgumentParser:
@@ -10,3 +11,31 @@ def add_command(sub: argparse._SubParsersAction, name: str, about: str) -> argpa
     its description (line breaks in it are only for the source: argparse re-wraps the text)."""
     summary, _, details = about.partition("\n\n")
     return sub.add_parser(name, help=summary, description=" ".join(details.split()) or None)
+
+
+def add_allow_incomplete(p: argparse.ArgumentParser) -> None:
+    """``--allow-incomplete``, the same words on every command that reads a results folder."""
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+        "(a warning each instead of exit 2)",
+    )
+
+
+def gate_tolerances(args: argparse.Namespace) -> Any:
+    """The gate's :class:`~harness.gate.Tolerances` from ``harness check``'s flags (a tolerances file,
+    ``--tolerance``), with ``--alpha`` and ``--permutations`` checked: one reading for a results folder
+    and for a suite."""
+    from harness.errors import InputError
+    from harness.gate import Tolerances
+    from harness.gate.tolerances import check_alpha, check_tolerance
+
+    tol = Tolerances.load(args.tolerances) if args.tolerances else Tolerances()
+    if args.tolerance is not None:
+        tol = tol.model_copy(update={"default": check_tolerance(args.tolerance, "--tolerance")})
+    if args.alpha is not None:
+        check_alpha(args.alpha, "--alpha")
+    if args.permutations < 1:
+        raise InputError("--permutations must be >= 1")
+    return tol

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import defaults
+from harness.cli.command import add_allow_incomplete
 
 log = logging.getLogger("harness")
 
@@ -51,12 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=d.correction,
         help=f"Holm's family: the whole table or each metric's column (default {d.correction})",
     )
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
-        "(a warning each instead of exit 2)",
-    )
+    add_allow_incomplete(p)
     p.set_defaults(func=run)
 
 

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness.cli.command import add_allow_incomplete
 from harness.engine import score
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, check_overlap
@@ -32,12 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--judged-only", action="store_true", help="drop unjudged documents from each ranking first (trec_eval -J)"
     )
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
-        "(a warning each instead of exit 2)",
-    )
+    add_allow_incomplete(p)
     p.set_defaults(func=run)
 
 

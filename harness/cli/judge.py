@@ -7,16 +7,19 @@ import argparse
 import logging
 import sys
 
+from harness.cli.command import add_command
+
 log = logging.getLogger("harness")
 
 
+ABOUT = """grade a pool on a local page (serve), or merge its grades into qrels (merge)
+
+Grow the judgments: `serve` grades a pool file in the browser, one document at a time, saving each
+grade as it is made; `merge` writes the old judgments plus the new grades to a new qrels file."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "judge",
-        help="grade a pool on a local page (serve), or merge its grades into qrels (merge)",
-        description="Grow the judgments: `serve` grades a pool file in the browser, one document at a time, saving "
-        "each grade as it is made; `merge` writes the old judgments plus the new grades to a new qrels file.",
-    )
+    p = add_command(sub, "judge", ABOUT)
     jsub = p.add_subparsers(dest="judge_command", metavar="ACTION")
     s = jsub.add_parser("serve", help="a page on 127.0.0.1 to grade the pool (keys 0-3, Backspace undoes)")
     s.add_argument("pool", metavar="POOL", help="pool file from `harness pool` (.csv or .jsonl); grades go into it")

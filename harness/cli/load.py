@@ -9,18 +9,21 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli.command import add_command
+
 log = logging.getLogger("harness")
 
 
+ABOUT = """serve retrievers under load: QPS and p50/p95/p99 per concurrency or arrival rate, recall vs QPS, cost
+
+Closed loop (--concurrency: N clients, each sending when its answer arrives) and open loop (--rate:
+Poisson arrivals, latency from the scheduled send) over the golden set's queries, one query per
+request at the config's depth. Writes DIR/load.json, load.md, latency_throughput.png (and
+recall_qps.png with --search-params). See docs/load.md."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "load",
-        help="serve retrievers under load: QPS and p50/p95/p99 per concurrency or arrival rate, recall vs QPS, cost",
-        description="Closed loop (--concurrency: N clients, each sending when its answer arrives) and open loop "
-        "(--rate: Poisson arrivals, latency from the scheduled send) over the golden set's queries, one query per "
-        "request at the config's depth. Writes DIR/load.json, load.md, latency_throughput.png (and recall_qps.png "
-        "with --search-params). See docs/load.md.",
-    )
+    p = add_command(sub, "load", ABOUT)
     p.add_argument("--config", required=True, help="YAML run config (its `load:` and `cost:` sections are read)")
     p.add_argument("--retrievers", action="append", help="retrievers to load, comma-separated (default: all)")
     p.add_argument("--concurrency", help="closed-loop levels, e.g. 1,2,4,8,16")

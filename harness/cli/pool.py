@@ -6,17 +6,20 @@ from __future__ import annotations
 import argparse
 import logging
 
+from harness.cli.command import add_command
+
 log = logging.getLogger("harness")
 
 
+ABOUT = """list the unjudged documents in the retrievers' top k, to judge
+
+Depth-k pooling over the stored runs of results folders (no retriever is run): for each judged
+query, every document some retriever ranks in its top --depth that carries no judgment, with the
+query and document text, who retrieved it and its best rank. Grade them with `harness judge serve`."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "pool",
-        help="list the unjudged documents in the retrievers' top k, to judge",
-        description="Depth-k pooling over the stored runs of results folders (no retriever is run): for each judged "
-        "query, every document some retriever ranks in its top --depth that carries no judgment, with the query and "
-        "document text, who retrieved it and its best rank. Grade them with `harness judge serve`.",
-    )
+    p = add_command(sub, "pool", ABOUT)
     p.add_argument("folders", nargs="+", metavar="DIR", help="results folders (holding results.json and runs/)")
     p.add_argument("--depth", type=int, default=10, help="pool each run's top k (default 10)")
     p.add_argument("--max-per-query", type=int, metavar="N", help="at most N documents per query (best ranked first)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from harness.cli.command import add_command
+from harness.cli.command import add_allow_incomplete, add_command
 
 log = logging.getLogger("harness")
 
@@ -50,12 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["tag"],
         help="also the table per slice of queries (their tags): counts, CIs, Holm-corrected tests within each slice",
     )
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
-        "(a warning each instead of exit 2)",
-    )
+    add_allow_incomplete(p)
     p.set_defaults(func=run)
 
 

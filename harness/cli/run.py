@@ -43,11 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--retrievers", metavar="A,B", help="run only these retrievers of the config (and what they build on)"
     )
     p.add_argument("--metrics", metavar="M1,M2", help="score only these metrics (default: the config's)")
-    p.add_argument(
-        "--strict",
-        action="store_true",
-        help="data warnings (judged documents missing from the corpus, ...) are errors: exit 2 before any work",
-    )
+    p.add_argument("--strict", action="store_true", help="data warnings are errors: exit 2 before any work")
     p.add_argument(
         "--executor",
         choices=["local", "ray"],

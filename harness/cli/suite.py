@@ -100,21 +100,15 @@ def report_suite(args: argparse.Namespace) -> int:
 
 def check_suite(args: argparse.Namespace) -> int:
     """``harness check`` of two suite folders: one check per dataset, one verdict and exit code."""
-    from harness.gate import Tolerances, outputs
-    from harness.gate.tolerances import check_alpha, check_tolerance
+    from harness.cli.command import gate_tolerances
+    from harness.gate import outputs
     from harness.suite.check import check_suites, to_junit, to_markdown, to_text
 
     if args.history:
         raise InputError(
             "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
         )
-    tol = Tolerances.load(args.tolerances) if args.tolerances else Tolerances()
-    if args.tolerance is not None:
-        tol = tol.model_copy(update={"default": check_tolerance(args.tolerance, "--tolerance")})
-    if args.alpha is not None:
-        check_alpha(args.alpha, "--alpha")
-    if args.permutations < 1:
-        raise InputError("--permutations must be >= 1")
+    tol = gate_tolerances(args)
     metrics = [x.strip() for v in (args.metrics or []) for x in v.split(",") if x.strip()] or None
     retrievers = [x.strip() for v in (args.retrievers or []) for x in v.split(",") if x.strip()] or None
     sc = check_suites(

@@ -190,11 +190,11 @@ def check_load(
     baseline: Mapping[str, Any],
     current: Mapping[str, Any],
     *,
-    latency_tolerance: float = DEFAULT_LATENCY_TOLERANCE,
-    qps_tolerance: float = DEFAULT_QPS_TOLERANCE,
-    retrievers: list[str] | None = None,
     baseline_label: str = "baseline",
     current_label: str = "current",
+    retrievers: list[str] | None = None,
+    latency_tolerance: float = DEFAULT_LATENCY_TOLERANCE,
+    qps_tolerance: float = DEFAULT_QPS_TOLERANCE,
 ) -> CheckReport:
     """A check of two load.json files alone (no quality results)."""
     dataset, problems = _dataset(baseline, current)

@@ -26,6 +26,17 @@ def open_checked(path: str | os.PathLike[str], what: str) -> Path:
     return p
 
 
+def read_utf8(path: Path, missing: str) -> str:
+    """A whole small file (a config, results.json) as text; ``missing`` is the error when it is not a
+    file, and bytes that are not UTF-8 are an error naming the offset, not a crash in a parser."""
+    if not path.is_file():
+        raise InputError(missing, path=path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not valid UTF-8 (byte {e.start})", path=path) from None
+
+
 def json_object(path: Path, lineno: int, line: str) -> dict[str, Any]:
     """One JSONL line, which must hold a JSON object; errors name ``FILE:LINE``."""
     obj = jsontext.loads(line, path=path, line=lineno)  # nesting depth bounded, errors located

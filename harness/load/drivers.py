@@ -228,9 +228,9 @@ def open_loop(
     rate: float,
     duration_s: float,
     *,
-    workers: int = 64,
-    timeout_s: float | None = 10.0,
     seed: int = 0,
+    timeout_s: float | None = 10.0,
+    workers: int = 64,
 ) -> Level:
     """Poisson arrivals at ``rate`` per second for ``duration_s``; ``workers`` threads send them.
 

@@ -226,12 +226,7 @@ def plot_latency_throughput(result: Mapping[str, Any], path: Path) -> Path | Non
     qps = [lv["qps"] for rec in result.values() for lv in rec.get("levels", []) if lv.get("qps")]
     if qps and max(qps) > 20 * min(qps):  # retrievers an order of magnitude apart: log x too
         ax.set_xscale("log")
-    ax.set_xlabel("achieved throughput (queries/s)")
-    ax.set_ylabel("latency (ms, log)")
-    ax.set_title("Latency against throughput")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    return _png(fig, path)
+    return _finish(fig, ax, path, "achieved throughput (queries/s)", "latency (ms, log)", "Latency against throughput")
 
 
 def plot_pareto(result: Mapping[str, Any], path: Path) -> Path | None:
@@ -254,9 +249,15 @@ def plot_pareto(result: Mapping[str, Any], path: Path) -> Path | None:
             ax.annotate(label, (p["recall@10"], p["qps"]), fontsize=7, xytext=(4, 2), textcoords="offset points")
     ax.set_yscale("log")
     ax.margins(x=0.12, y=0.1)  # room for the labels right of the last point
-    ax.set_xlabel("recall@10 against exact search")
-    ax.set_ylabel("queries/s (log)")
-    ax.set_title("Recall against QPS per search setting")
+    x, y = "recall@10 against exact search", "queries/s (log)"
+    return _finish(fig, ax, path, x, y, "Recall against QPS per search setting")
+
+
+def _finish(fig: Any, ax: Any, path: Path, xlabel: str, ylabel: str, title: str) -> Path:
+    """Labels, grid and legend as every load plot has them, then the PNG."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     return _png(fig, path)

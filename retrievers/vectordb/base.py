@@ -37,7 +37,7 @@ from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext
 from harness.run import Run
 from retrievers.dense import ann_recall
-from retrievers.encoder import DEFAULT_MODEL, Encoder, EncoderOptions
+from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
 
 
@@ -164,19 +164,7 @@ class VectorDB:
         self.spec = spec
         self.name = spec.type
         self.depth = ctx.depth
-        self.encoder = Encoder(
-            spec.model,
-            max_length=spec.max_length,
-            batch_size=spec.batch_size,
-            normalize=spec.normalize,
-            device=spec.device,
-            threads=spec.threads,
-            cache_dir=ctx.cache_dir,
-            show_progress=ctx.show_progress,
-            doc_prefix=spec.doc_prefix,
-            query_prefix=spec.query_prefix,
-            **spec.encoder_options(),
-        )
+        self.encoder = spec.make_encoder(ctx.cache_dir, ctx.show_progress)
         self._folder: Path | None = None
         owned = False
         if spec.mode == "build":
