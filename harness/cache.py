@@ -240,9 +240,12 @@ class VectorCache:
         compute: Callable[[list[int]], np.ndarray],
         *,
         on_chunk: Callable[[int], None] | None = None,
+        whole_chunks: bool = False,
     ) -> np.ndarray:
         """Rows for ``keys``; ``compute(positions)`` is called for the missing ones, at most
-        ``chunk_rows`` positions per call, and committed to disk every ``chunk_rows`` rows or every
+        ``chunk_rows`` positions per call (``whole_chunks``: exactly that many but the last, for a
+        compute that pays a start-up per call, such as a Ray actor pool), and committed to disk every
+        ``chunk_rows`` rows or every
         :data:`CHECKPOINT_S` seconds of work, whichever comes first (an interrupt loses at most that).
         Rows computed as NaN or infinite are returned but never cached. ``on_chunk(n)`` is told
         after each computed chunk, then once with the number of rows read from the cache (progress)."""
@@ -259,7 +262,7 @@ class VectorCache:
             # duplicates among the missing keys are computed once
             first: dict[str, int] = {}
             todo = [i for i in missing.tolist() if first.setdefault(keys[i], i) == i]
-            piece = min(self.chunk_rows, _FIRST_PIECE)
+            piece = self.chunk_rows if whole_chunks else min(self.chunk_rows, _FIRST_PIECE)
             pending: list[int] = []
             pending_rows: list[np.ndarray] = []
             since = time.monotonic()
@@ -286,7 +289,8 @@ class VectorCache:
                     on_chunk(len(part))
                 # the next call takes about CHECKPOINT_S / 5 at the rate just measured
                 rate = len(part) / took if took > 0 else float("inf")
-                piece = int(max(min(self.chunk_rows, 16), min(self.chunk_rows, rate * CHECKPOINT_S / 5)))
+                if not whole_chunks:
+                    piece = int(max(min(self.chunk_rows, 16), min(self.chunk_rows, rate * CHECKPOINT_S / 5)))
             dups = [i for i in missing.tolist() if first[keys[i]] != i]
             if dups:
                 out[dups] = out[[first[keys[i]] for i in dups]]

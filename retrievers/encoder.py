@@ -381,6 +381,8 @@ class Encoder:
             keys,
             lambda todo: self._encode([texts[i] for i in todo]),
             on_chunk=report.advance if progress else None,
+            # a cluster starts its actor pool per call: whole chunks there, time-sized pieces here
+            whole_chunks=self.backend == "torch" and remote_executor() is not None,
         )
         return out
 

@@ -251,19 +251,23 @@ class Rerank:
             return out
         keys = [pair_key(q, d) for q, d in pairs]
         hits0, misses0 = self.cache.hits, self.cache.misses
+        batch_job = len(pairs) > self.spec.batch_size
         out = self.cache.get_or_compute(
             keys,
-            lambda todo: self._predict([pairs[i] for i in todo]),
+            lambda todo: self._predict([pairs[i] for i in todo], batch_job),
+            whole_chunks=batch_job and remote_executor() is not None,
             on_chunk=report.advance if progress else None,
         )
         looked = (self.cache.hits - hits0) + (self.cache.misses - misses0)
         self._last_hit_rate = (self.cache.hits - hits0) / looked if looked else None
         return np.asarray(out, dtype=np.float64).reshape(len(pairs))
 
-    def _predict(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
-        # a batch goes to the config's executor (Ray); a single query's pairs (the latency loop) stay
-        # here, so latency measures the reranker, not a round trip to a cluster
-        ex = remote_executor() if len(pairs) > self.spec.batch_size else None
+    def _predict(self, pairs: Sequence[tuple[str, str]], batch_job: bool | None = None) -> np.ndarray:
+        # a batch job goes to the config's executor (Ray), in whatever pieces the cache checkpoints it
+        # (``batch_job``: decided on the whole job, so a small last piece goes too); a single query's
+        # pairs (the latency loop) stay here, so latency measures the reranker, not a cluster round trip
+        batch_job = len(pairs) > self.spec.batch_size if batch_job is None else batch_job
+        ex = remote_executor() if batch_job else None
         if ex is not None:
             settings = CrossEncoderSettings(self.location, self.spec.max_length, self.spec.device)
             return np.asarray(ex.score_pairs(list(pairs), settings, self.spec.batch_size), dtype=np.float32)
