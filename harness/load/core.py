@@ -111,8 +111,15 @@ def run_load(
 
 
 def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_gil, meta, params) -> dict[str, Any]:
-    warm(target, queries)
-    rec: dict[str, Any] = {"kind": target.kind, **meta, "index_seconds": target.index_seconds}
+    warmed = warm(target, queries)
+    rec: dict[str, Any] = {"kind": target.kind, **meta, "index_seconds": target.index_seconds, "warmup": warmed}
+    if not warmed["ok"]:
+        # nothing answered: no level could measure anything; say why, and go on with the next retriever
+        failed = warmed["requests"] - warmed["ok"]
+        rec["failed"] = f"warm-up: {failed} of {warmed['requests']} requests failed ({warmed['first_error']})"
+        rec["levels"] = []
+        log.warning("load: %s: %s; its levels were not run", target.name, rec["failed"])
+        return rec
     if target.kind == "in-process" and probe_gil:
         probe = gil_probe(target, queries, seconds=min(1.0, spec.duration_s), seed=seed)
         rec["gil"] = probe
@@ -122,17 +129,24 @@ def _drive(target, queries, ds, ctx, config, spec: LoadSpec, cost, seed, probe_g
     levels = []
     for c in spec.concurrency:
         log.info("load: %s: closed loop, %d in flight, %g s", target.name, c, spec.duration_s)
-        lv = closed_loop(
-            target.send, queries, c, spec.duration_s, warmup_s=spec.warmup_s, timeout_s=spec.timeout_s, seed=seed
-        )
+        if target.load is not None:
+            lv = target.load.closed_loop(
+                c, spec.duration_s, warmup_s=spec.warmup_s, timeout_s=spec.timeout_s, seed=seed
+            )
+        else:
+            lv = closed_loop(
+                target.send, queries, c, spec.duration_s, warmup_s=spec.warmup_s, timeout_s=spec.timeout_s, seed=seed
+            )
         levels.append(lv)
     for r in spec.rate:
         log.info("load: %s: open loop, %g/s, %g s", target.name, r, spec.duration_s)
-        levels.append(
-            open_loop(
+        if target.load is not None:
+            lv = target.load.open_loop(r, spec.duration_s, workers=spec.workers, timeout_s=spec.timeout_s, seed=seed)
+        else:
+            lv = open_loop(
                 target.send, queries, r, spec.duration_s, workers=spec.workers, timeout_s=spec.timeout_s, seed=seed
             )
-        )
+        levels.append(lv)
     note = _c1_note(levels)
     if note:
         rec.setdefault("notes", []).append(note)

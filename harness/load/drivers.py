@@ -8,10 +8,14 @@ waited are never issued and never timed ("coordinated omission"). An open loop k
 schedule whatever the service does; each latency runs from when the request *should* have gone out,
 so a backlog shows as latency that grows for as long as the overload lasts.
 
-Both take ``send(query)``: one request, raising on failure (:class:`TimeoutError`, or an error whose
-message says the request timed out, counts as a timeout; anything else as an error). Latencies are
-``time.perf_counter`` seconds; percentiles are exact (numpy over every latency; at a few thousand
-requests per level no histogram is needed).
+Both take ``send(query)``: one request, raising on failure. Outcomes are classified by the
+exception's kind, never its message: :class:`TimeoutError` (``socket.timeout`` is one; the http
+target raises it for its client's timeouts) is a timeout, anything else an error, counted per kind.
+Failures (errors and timeouts) are counted apart and left out of the latency percentiles, with
+their share shown: a fast 500 must not make a service look fast. Latencies are
+``time.perf_counter`` seconds; percentiles are exact (numpy over every answered request's latency).
+HTTP services are driven by :mod:`harness.load.httpclient` (worker processes), whose outcomes are
+summarised here by the same :func:`summarise`.
 """
 
 from __future__ import annotations
@@ -26,28 +30,30 @@ from typing import Any
 import numpy as np
 import psutil
 
-#: what a timed-out request's error message says (the http retriever's, socket timeouts, ...)
-TIMEOUT_WORDS = ("timed out", "timeout", "no reply within")
-
 
 @dataclass
 class Level:
     """One load level: what was offered and what came back.
 
-    ``qps`` counts successful answers per second of the measurement window. Latency percentiles are
-    over answered requests and timeouts (a timeout enters at the time it was given up on, a lower
-    bound, so overload is never hidden by dropping the slowest requests); fast errors are left out
-    of them (a service that fails at once must not look fast) and counted in ``errors``.
+    ``qps`` counts successful answers per second of the measured window (``measured_s``: from the
+    window's start until its last request finished, or its nominal end if later). Latency
+    percentiles are over answered requests only; errors and timeouts are counted apart (``errors``,
+    ``timeouts``, per kind in ``error_kinds``, their share in ``failed_share``): a service that
+    fails at once must not look fast, nor a timeout pass for a latency. Requests sent during the
+    level's warm-up are not measured but their failures are counted (``warmup_requests``,
+    ``warmup_failed``), so a service that hangs in warm-up does not show as a level with nothing wrong.
     """
 
     mode: str  # "closed" or "open"
     concurrency: int | None = None
     rate: float | None = None
     duration_s: float = 0.0
+    measured_s: float = 0.0
     requests: int = 0
     ok: int = 0
     errors: int = 0
     timeouts: int = 0
+    failed_share: float = 0.0
     qps: float = 0.0
     p50_ms: float | None = None
     p95_ms: float | None = None
@@ -57,6 +63,11 @@ class Level:
     #: process CPU seconds per wall second while the level ran (in-process retrievers: cores used)
     cpu_cores: float | None = None
     first_error: str | None = None
+    error_kinds: dict[str, int] = field(default_factory=dict)
+    warmup_requests: int = 0
+    warmup_failed: int = 0
+    #: HTTP targets: the load client's own CPU and whether it, not the service, was the limit
+    client: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -65,8 +76,9 @@ class Level:
             out.pop("rate")
         else:
             out.pop("concurrency")
-        if not self.extra:
-            out.pop("extra")
+        for key in ("extra", "client"):
+            if not out[key]:
+                out.pop(key)
         return out
 
     @property
@@ -90,10 +102,56 @@ def percentiles_ms(latencies_s: Sequence[float] | np.ndarray) -> dict[str, float
 
 
 def is_timeout(error: BaseException) -> bool:
-    if isinstance(error, TimeoutError):
-        return True
-    text = str(error).lower()
-    return any(w in text for w in TIMEOUT_WORDS)
+    """A timeout is an exception of that kind (whatever its message, or the URL in it, says)."""
+    return isinstance(error, TimeoutError)
+
+
+def kind_of(error: BaseException) -> str:
+    """The name an error is counted under: ``timeout``, or the exception's type."""
+    return "timeout" if is_timeout(error) else type(error).__name__
+
+
+def summarise(
+    mode: str,
+    *,
+    duration_s: float,
+    measured_s: float,
+    lat: np.ndarray,
+    status: np.ndarray,
+    kinds: dict[str, int],
+    first_error: str | None,
+    warmup_requests: int = 0,
+    warmup_failed: int = 0,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    cpu_cores: float | None = None,
+    extra: dict[str, Any] | None = None,
+) -> Level:
+    """A :class:`Level` from every measured request's latency and status (0 ok, 1 error, 2
+    timeout): percentiles over the answered ones, failures counted apart."""
+    n = int(status.size)
+    ok = status == 0
+    n_ok = int(ok.sum())
+    return Level(
+        mode=mode,
+        concurrency=concurrency,
+        rate=rate,
+        duration_s=duration_s,
+        measured_s=measured_s,
+        requests=n,
+        ok=n_ok,
+        errors=int((status == 1).sum()),
+        timeouts=int((status == 2).sum()),
+        failed_share=(n - n_ok) / n if n else 0.0,
+        qps=n_ok / measured_s if measured_s > 0 else 0.0,
+        cpu_cores=cpu_cores,
+        first_error=first_error,
+        error_kinds=dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+        warmup_requests=warmup_requests,
+        warmup_failed=warmup_failed,
+        extra=extra or {},
+        **percentiles_ms(lat[ok]),
+    )
 
 
 class _Cpu:
@@ -127,12 +185,12 @@ def closed_loop(
     seed: int = 0,
 ) -> Level:
     """``concurrency`` client threads, each sending its next query as soon as the previous answer
-    arrives, for ``warmup_s`` (not recorded) then ``duration_s``.
+    arrives, for ``warmup_s`` (not measured) then ``duration_s``.
 
-    Counted: requests *sent* inside the window; ``qps`` is the answers that arrived inside the
-    window per second. A request answered later than ``timeout_s`` counts as a timeout (its latency
-    still enters the percentiles); one still in flight ``timeout_s`` after the window is abandoned
-    (its thread is a daemon) and counted as a timeout.
+    Measured: requests *sent* inside the window; ``qps`` is their answers per second of the measured
+    window (until the last of them finished). A request answered later than ``timeout_s`` counts as
+    a timeout; one still in flight ``timeout_s`` after the window is abandoned (its thread is a
+    daemon) and counted as a timeout (of the warm-up, if it was sent then).
     """
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
@@ -142,8 +200,8 @@ def closed_loop(
     start = time.perf_counter() + 0.01
     t0 = start + warmup_s
     t_end = t0 + duration_s
-    # per client: (sent, done, ok, error) rows; lists owned by one thread each, merged at the end
-    records: list[list[tuple[float, float, int, str | None]]] = [[] for _ in range(concurrency)]
+    # per client: (sent, done, status, kind, message) rows; lists owned by one thread each, merged at the end
+    records: list[list[tuple[float, float, int, str | None, str | None]]] = [[] for _ in range(concurrency)]
     inflight: list[float | None] = [None] * concurrency
 
     def client(c: int) -> None:
@@ -157,24 +215,22 @@ def closed_loop(
                 return
             inflight[c] = sent
             q = queries[int(order[i % len(order)])]
-            status, err = 0, None
+            status, kind, err = 0, None, None
             try:
                 send(q)
             except Exception as e:
-                status, err = (2 if is_timeout(e) else 1), f"{type(e).__name__}: {e}"
+                status, kind, err = (2 if is_timeout(e) else 1), kind_of(e), f"{type(e).__name__}: {e}"
             done = time.perf_counter()
             inflight[c] = None
             if status == 0 and timeout_s is not None and done - sent > timeout_s:
-                status = 2  # answered, but later than a caller would have waited
-            if sent >= t0:
-                mine.append((sent, done, status, err))
+                status, kind = 2, "timeout"  # answered, but later than a caller would have waited
+            mine.append((sent, done, status, kind, err))
 
     threads = [
         threading.Thread(target=client, args=(c,), daemon=True, name=f"harness-load-{c}") for c in range(concurrency)
     ]
     while time.perf_counter() < start:
         time.sleep(0.001)
-    cpu: _Cpu | None = None
     for t in threads:
         t.start()
     time.sleep(max(0.0, t0 - time.perf_counter()))
@@ -184,29 +240,36 @@ def closed_loop(
         t.join(max(0.0, grace - time.perf_counter()))
     cores = cpu.cores()
     now = time.perf_counter()
-    rows = [r for rs in records for r in rs]
-    stuck = [s for s in inflight if s is not None and s >= t0]
-    sent = np.array([r[0] for r in rows]) if rows else np.zeros(0)
-    done = np.array([r[1] for r in rows]) if rows else np.zeros(0)
-    status = np.array([r[2] for r in rows], dtype=np.int64) if rows else np.zeros(0, dtype=np.int64)
-    lat = np.concatenate([done - sent, [now - s for s in stuck]]) if stuck else done - sent
-    counted = np.concatenate([status != 1, np.ones(len(stuck), dtype=bool)]) if stuck else status != 1
-    ok_in_window = int(((status == 0) & (done <= t_end)).sum())
-    errors = [r[3] for r in rows if r[2] == 1]
-    level = Level(
-        mode="closed",
+    all_rows = [r for rs in records for r in rs]
+    stuck = [s for s in inflight if s is not None]
+    warm = [r for r in all_rows if r[0] < t0]
+    rows = [r for r in all_rows if r[0] >= t0] + [(s, now, 2, "timeout", None) for s in stuck if s >= t0]
+    warm_failed = sum(r[2] != 0 for r in warm) + sum(s < t0 for s in stuck)
+    kinds: dict[str, int] = {}
+    for r in rows:
+        if r[2]:
+            kinds[r[3] or "error"] = kinds.get(r[3] or "error", 0) + 1
+    for r in warm:
+        if r[2]:
+            kinds[f"warm-up: {r[3]}"] = kinds.get(f"warm-up: {r[3]}", 0) + 1
+    if any(s < t0 for s in stuck):
+        kinds["warm-up: timeout"] = kinds.get("warm-up: timeout", 0) + sum(s < t0 for s in stuck)
+    sent = np.array([r[0] for r in rows], dtype=np.float64)
+    done = np.array([r[1] for r in rows], dtype=np.float64)
+    status = np.array([r[2] for r in rows], dtype=np.int64)
+    return summarise(
+        "closed",
         concurrency=concurrency,
         duration_s=duration_s,
-        requests=len(rows) + len(stuck),
-        ok=int((status == 0).sum()),
-        errors=int((status == 1).sum()),
-        timeouts=int((status == 2).sum()) + len(stuck),
-        qps=ok_in_window / duration_s if duration_s > 0 else 0.0,
+        measured_s=max(t_end, float(done.max()) if done.size else t_end) - t0,
+        lat=done - sent,
+        status=status,
+        kinds=kinds,
+        first_error=next((r[4] for r in rows if r[2] == 1), None) or next((r[4] or r[3] for r in rows if r[2]), None),
+        warmup_requests=len(warm) + sum(s < t0 for s in stuck),
+        warmup_failed=warm_failed,
         cpu_cores=cores,
-        first_error=errors[0] if errors else next((r[3] for r in rows if r[3]), None),
-        **percentiles_ms(lat[counted]),
     )
-    return level
 
 
 def poisson_schedule(rate: float, duration_s: float, seed: int) -> np.ndarray:
@@ -247,6 +310,7 @@ def open_loop(
     n = len(sched)
     done = np.full(n, np.nan)
     status = np.zeros(n, dtype=np.int64)
+    kind = np.full(n, "", dtype=object)
     first_error: list[str] = []
     lock = threading.Lock()
     counter = [0]
@@ -269,12 +333,12 @@ def open_loop(
             try:
                 send(queries[int(order[i])])
             except Exception as e:
-                status[i] = 2 if is_timeout(e) else 1
+                status[i], kind[i] = (2 if is_timeout(e) else 1), kind_of(e)
                 if status[i] == 1 and not first_error:
                     first_error.append(f"{type(e).__name__}: {e}")
             done[i] = time.perf_counter()
             if status[i] == 0 and timeout_s is not None and done[i] - abs_sched[i] > timeout_s:
-                status[i] = 2  # answered, but later than a caller would have waited
+                status[i], kind[i] = 2, "timeout"  # answered, but later than a caller would have waited
 
     threads = [threading.Thread(target=worker, daemon=True, name=f"harness-open-{w}") for w in range(workers)]
     for t in threads:
@@ -286,22 +350,22 @@ def open_loop(
     now = time.perf_counter()
     unfinished = np.isnan(done)
     status[unfinished] = 2
-    lat = np.where(unfinished, now - abs_sched, done - abs_sched)
-    counted = status != 1
-    answered = (status == 0) & ~unfinished
-    last = float(np.nanmax(done[answered])) if answered.any() else now
-    window = max(last - start, duration_s) if answered.any() else duration_s
-    return Level(
-        mode="open",
+    kind[unfinished] = "timeout"
+    return summarise(
+        "open",
         rate=float(rate),
         duration_s=duration_s,
-        requests=n,
-        ok=int(answered.sum()),
-        errors=int((status == 1).sum()),
-        timeouts=int((status == 2).sum()),
-        qps=float(answered.sum()) / window if window > 0 else 0.0,
-        cpu_cores=cores,
+        measured_s=open_window(done[~unfinished] - start, duration_s),
+        lat=np.where(unfinished, now - abs_sched, done - abs_sched),
+        status=status,
+        kinds={k: int(v) for k, v in zip(*np.unique(kind[status != 0], return_counts=True))},
         first_error=first_error[0] if first_error else None,
+        cpu_cores=cores,
         extra={"workers": workers},
-        **percentiles_ms(lat[counted]),
     )
+
+
+def open_window(done_from_start: np.ndarray, duration_s: float) -> float:
+    """An open loop's measured window: from the first arrival until the last request finished, or
+    the arrivals' span if that is later."""
+    return max(float(done_from_start.max()), duration_s) if done_from_start.size else duration_s

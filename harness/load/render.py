@@ -32,6 +32,9 @@ LEVEL_HEADER = [
     "max ms",
     "errors",
     "timeouts",
+    "failed",
+    "warm-up failed",
+    "client",
 ]
 
 
@@ -48,6 +51,25 @@ def _f(x: Any, digits: int = 3) -> str:
 
 def _usd(x: Any) -> str:
     return "–" if x is None else f"${float(x):,.4g}"
+
+
+def _share(lv: Mapping[str, Any]) -> str:
+    """Errors and timeouts as a share of the level's requests (they are not in the percentiles)."""
+    share = lv.get("failed_share")
+    return "–" if share is None else ("0" if not share else f"{share:.1%}")
+
+
+def _warm(lv: Mapping[str, Any]) -> str:
+    n = lv.get("warmup_requests")
+    return "–" if n is None else f"{lv.get('warmup_failed', 0)} of {n}"
+
+
+def _client(lv: Mapping[str, Any]) -> str:
+    """``ok``, or ``SATURATED`` where the load client was the limit (the figures are its own)."""
+    c = lv.get("client")
+    if not c:
+        return "–"
+    return "SATURATED" if c.get("saturated") else "ok"
 
 
 def _level_label(row: Mapping[str, Any]) -> str:
@@ -72,6 +94,9 @@ def tables(result: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[st
                 _f(lv["max_ms"]),
                 str(lv["errors"]),
                 str(lv.get("timeouts", 0)),
+                _share(lv),
+                _warm(lv),
+                _client(lv),
             ]
             if has_cost:
                 row.append(_usd(lv.get("usd_per_1m_queries")))
@@ -136,12 +161,34 @@ def tables(result: Mapping[str, Any]) -> list[tuple[str, list[str], list[list[st
 def notes(result: Mapping[str, Any]) -> list[str]:
     lines = []
     for name, rec in result.items():
+        if rec.get("failed"):
+            lines.append(f"{name}: FAILED at {rec['failed']}; its levels were not run")
         lines += [f"{name}: {n}" for n in rec.get("notes", [])]
-        if rec.get("kind") == "http":
+        levels = rec.get("levels", [])
+        clients = [lv["client"] for lv in levels if lv.get("client")]
+        if clients:
+            lines.append(
+                f"{name}: an HTTP service, driven by {max(c['processes'] for c in clients)} client processes "
+                "(raw keep-alive connections); `client` is SATURATED where the client, not the service, was the "
+                "limit (a client process at >= 90% of its core, or its CPU per request > 10% of the mean latency)"
+            )
+        elif rec.get("kind") == "http":
             lines.append(f"{name}: an HTTP service, driven through one pooled httpx client")
+        for lv in levels:
+            c = lv.get("client") or {}
+            if c.get("saturated"):
+                lines.append(f"{name} {_level_label(lv)}: the load client was the limit ({c['why']})")
+            if lv.get("warmup_failed"):
+                n, failed = lv["warmup_requests"], lv["warmup_failed"]
+                lines.append(f"{name} {_level_label(lv)}: {failed} of {n} warm-up requests failed")
+            kinds = lv.get("error_kinds") or {}
+            if kinds:
+                what = ", ".join(f"{k} x{v}" for k, v in kinds.items())
+                lines.append(f"{name} {_level_label(lv)}: failures by kind: {what}")
     lines.append(
-        "qps: answers per second of the measured window; p50/p95/p99/max: latency of each request, "
-        "the same end-to-end path (query encoding included) for both columns."
+        "qps: answers per second of the measured window; p50/p95/p99/max: latency of each answered request, "
+        "the same end-to-end path (query encoding included) for both columns; errors and timeouts are counted "
+        "apart (failed: their share of the requests) and are not in the percentiles."
     )
     return lines
 

@@ -49,12 +49,18 @@ class Target:
     obj: Any = None
     spec: SpecBase | None = None
     notes: list[str] = field(default_factory=list)
+    #: HTTP services: the multi-process load client the levels run on (``send`` serves warm-up)
+    load: Any = None
 
 
-def http_target(name: str, spec: SpecBase, k: int, pool: int) -> Target:
-    """POST ``{"queries": [one], "k": k}`` to the spec's URL through one pooled client of ``pool``
-    connections; a non-200 reply or one without the query's results is an error."""
+def http_target(name: str, spec: SpecBase, k: int, pool: int, queries: Sequence[Query] = ()) -> Target:
+    """POST ``{"queries": [one], "k": k}`` to the spec's URL; a non-200 reply or one without the
+    query's results is an error. ``send`` (warm-up, and ``https`` levels) goes through one pooled
+    ``httpx`` client of ``pool`` connections; the levels of a plain ``http`` URL run on
+    :class:`~harness.load.httpclient.HttpLoad`'s worker processes, so the client is not the limit."""
     import httpx
+
+    from harness.load.httpclient import Endpoint, HttpLoad, supports
 
     raw = spec.reveal()
     url, headers = raw["url"], dict(raw.get("headers") or {})
@@ -65,10 +71,12 @@ def http_target(name: str, spec: SpecBase, k: int, pool: int) -> Target:
         limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
     )
 
+    def body(q: Query) -> bytes:
+        return json.dumps({"queries": [{"id": q.id, "text": q.text}], "k": k}).encode()
+
     def send(q: Query) -> Any:
-        body = json.dumps({"queries": [{"id": q.id, "text": q.text}], "k": k}).encode()
         try:
-            r = client.post(url, content=body, headers={"Content-Type": "application/json"})
+            r = client.post(url, content=body(q), headers={"Content-Type": "application/json"})
         except httpx.TimeoutException as e:
             raise TimeoutError(f"{url}: timed out ({type(e).__name__})") from None
         if r.status_code != 200:
@@ -78,7 +86,16 @@ def http_target(name: str, spec: SpecBase, k: int, pool: int) -> Target:
             raise RuntimeError(f"{url}: reply has no results for {q.id!r}")
         return results
 
-    return Target(name, "http", send, close=client.close, spec=spec)
+    load = None
+    if queries and supports(url):
+        load = HttpLoad(Endpoint.build(url, headers, [body(q) for q in queries], [q.id for q in queries]))
+
+    def close() -> None:
+        client.close()
+        if load is not None:
+            load.close()
+
+    return Target(name, "http", send, close=close, spec=spec, load=load)
 
 
 def in_process_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: GoldenDataset, k: int) -> Target:
@@ -115,7 +132,7 @@ def build_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: GoldenDa
             field="retrievers",
         )
     if spec.type == "http":
-        return http_target(name, spec, k, pool)
+        return http_target(name, spec, k, pool, dataset.queries)
     return in_process_target(name, spec, ctx, dataset, k)
 
 
@@ -179,10 +196,25 @@ def gil_note(probe: dict[str, Any] | None) -> str | None:
     )
 
 
-def warm(target: Target, queries: Sequence[Query], n: int = 5) -> None:
-    """A few requests before anything is timed (connections opened, lazy models loaded)."""
+def warm(target: Target, queries: Sequence[Query], n: int = 5, budget_s: float = 30.0) -> dict[str, Any]:
+    """A few requests before anything is timed (connections opened, lazy models loaded). A failure
+    is counted, not raised: the caller reports it for this retriever and goes on with the others.
+    Warming stops at the first timeout (a hung service would otherwise cost ``n`` timeouts) and
+    after ``budget_s``."""
+    from harness.load.drivers import is_timeout, kind_of
+
+    out: dict[str, Any] = {"requests": 0, "ok": 0, "errors": 0, "timeouts": 0, "first_error": None}
     t0 = time.perf_counter()
     for q in list(queries)[:n]:
-        target.send(q)
-        if time.perf_counter() - t0 > 30:
+        out["requests"] += 1
+        try:
+            target.send(q)
+            out["ok"] += 1
+        except Exception as e:
+            out["timeouts" if is_timeout(e) else "errors"] += 1
+            out["first_error"] = out["first_error"] or f"{kind_of(e)}: {e}"
+            if is_timeout(e):
+                break
+        if time.perf_counter() - t0 > budget_s:
             break
+    return out
