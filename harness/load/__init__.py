@@ -12,9 +12,31 @@
   and the plots. docs/load.md has the model and how to read the figures.
 """
 
-from harness.load.core import load_load_config, run_load
-from harness.load.render import check_load_folder, to_markdown, to_text, write_load
-from harness.load.spec import CostSpec, LoadSpec, parse_search_params
+from typing import Any
+
+# imported on first use: a load client worker process (``python -m harness.load.httpclient``)
+# imports this package, and must start in a fraction of a second, without the config and dataset
+# layers behind ``run_load``
+_EXPORTS = {
+    "load_load_config": "harness.load.core",
+    "run_load": "harness.load.core",
+    "check_load_folder": "harness.load.render",
+    "to_markdown": "harness.load.render",
+    "to_text": "harness.load.render",
+    "write_load": "harness.load.render",
+    "CostSpec": "harness.load.spec",
+    "LoadSpec": "harness.load.spec",
+    "parse_search_params": "harness.load.spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'harness.load' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
 
 __all__ = [
     "CostSpec",
