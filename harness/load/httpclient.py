@@ -34,6 +34,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -415,6 +416,9 @@ class ClientPool:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.inboxes: list[Connection] = []
         self.outboxes: list[Connection] = []
+        # the child imports harness from where this process did (a script may have put it on sys.path)
+        root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(x for x in (root, os.environ.get("PYTHONPATH")) if x)}
         for _ in range(self.n):
             down_r, down_w = os.pipe()
             up_r, up_w = os.pipe()
@@ -422,6 +426,7 @@ class ClientPool:
                 [sys.executable, "-m", "harness.load.httpclient", str(down_r), str(up_w)],
                 pass_fds=(down_r, up_w),
                 stdin=subprocess.DEVNULL,
+                env=env,
             )
             os.close(down_r)
             os.close(up_w)
