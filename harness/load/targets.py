@@ -35,6 +35,8 @@ CLEARLY_PARALLEL = 1.7
 ONE_CORE = 1.15
 #: the whole machine's CPU at or above this while 2 threads ran: no free core, nothing to conclude
 BUSY_PERCENT = 90.0
+#: load client processes for an HTTP service at most (each holds the query set and ~30 MB)
+MAX_CLIENT_PROCESSES = 16
 
 
 @dataclass
@@ -88,7 +90,10 @@ def http_target(name: str, spec: SpecBase, k: int, pool: int, queries: Sequence[
 
     load = None
     if queries and supports(url):
-        load = HttpLoad(Endpoint.build(url, headers, [body(q) for q in queries], [q.id for q in queries]))
+        # one process per core, no more than the most requests ever in flight, nor more than MAX_CLIENT_PROCESSES
+        procs = min(os.cpu_count() or 1, pool, MAX_CLIENT_PROCESSES)
+        ep = Endpoint.build(url, headers, [body(q) for q in queries], [q.id for q in queries])
+        load = HttpLoad(ep, procs)
 
     def close() -> None:
         client.close()
