@@ -146,29 +146,68 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
     depth = int(counts.max(initial=0))
     if len(qa) < 2 or bool((qa[1:] >= qa[:-1]).all()):
         order = None  # grouped by query, as run files are: lines are already in place
-        qs = qa
     else:
         order = np.argsort(qa, kind="stable")  # each query's lines in file order, as the line reader keeps them
-        qs = qa[order]
+    idx = np.empty((nq, depth), dtype=np.int64)
+    sc = np.empty((nq, depth), dtype=np.float64)
+    if bool((counts == depth).all()):
+        # every query ranks the same number of documents: query q's lines are positions
+        # q*depth .. (q+1)*depth of the grouped order, so the columns (gathered, if the file was not
+        # grouped) are the matrix; nothing the size of the run is built beside it
         del qa
-    if order is None and bool((counts == depth).all()):
-        # every query ranks the same number of documents, lines grouped: the columns are the matrix
-        idx = da.reshape(nq, depth).astype(np.int64)
-        del da, qs
-        sc = sa.reshape(nq, depth)
-        del sa
+        if order is None:
+            idx.ravel()[:] = da
+            del da
+            sc.ravel()[:] = sa
+        else:
+            _gather(idx.ravel(), da, order)
+            del da
+            _gather(sc.ravel(), sa, order)
+        del sa, order
     else:
+        qs = qa if order is None else qa[order]
+        del qa
         starts = np.zeros(nq + 1, dtype=np.int64)
         np.cumsum(counts, out=starts[1:])
-        col = np.arange(len(qs), dtype=np.int64) - starts[qs]
-        idx = np.full((nq, depth), PAD, dtype=np.int64)
+        col = np.arange(len(qs), dtype=np.int64)
+        col -= starts[qs]
+        idx.fill(PAD)
         idx[qs, col] = da if order is None else da[order]
         del da
-        sc = np.full((nq, depth), -np.inf)
+        sc.fill(-np.inf)
         sc[qs, col] = sa if order is None else sa[order]
         del sa, order, qs, col
     vocab = np.asarray(doc_index, dtype=object)
-    return Run([str(x) for x in q_index], vocab, idx, sc, name=name)
+    del doc_index, new_docs
+    qids = [str(x) for x in q_index]
+    dropped = canonicalise_in_blocks(qids, vocab, idx, sc, name=name)
+    return Run(qids, vocab, idx, sc, name=name, canonical=True, duplicates_dropped=dropped)
+
+
+def _gather(out: np.ndarray, src: np.ndarray, order: np.ndarray) -> None:
+    """``out[:] = src[order]``, a block at a time (``src`` may be narrower than ``out``)."""
+    for lo in range(0, len(order), CANON_BLOCK):
+        out[lo : lo + CANON_BLOCK] = src[order[lo : lo + CANON_BLOCK]]
+
+
+#: elements (rows x depth) canonicalised at a time: the sort's temporaries stay this small
+CANON_BLOCK = 1 << 20
+
+
+def canonicalise_in_blocks(qids: list[str], vocab: np.ndarray, idx: np.ndarray, sc: np.ndarray, *, name: str) -> int:
+    """Put ``idx``/``sc`` in :class:`Run`'s canonical order, in place, a block of rows at a time
+    (each block is a :class:`Run` of its own: the same de-duplication, sort and tie order, row by
+    row), so the temporaries of de-duplicating and sorting are a block's, not the run's: a run with
+    many queries, or lines in no order, would otherwise need several copies of itself at once.
+    Returns the number of duplicate entries dropped."""
+    dropped = 0
+    step = max(1, CANON_BLOCK // max(1, idx.shape[1]))
+    for lo in range(0, idx.shape[0], step):
+        part = Run(qids[lo : lo + step], vocab, idx[lo : lo + step], sc[lo : lo + step], name=name)
+        idx[lo : lo + step] = part.indices
+        sc[lo : lo + step] = part.scores
+        dropped += part.duplicates_dropped
+    return dropped
 
 
 def worth_it(path: Path) -> bool:
