@@ -11,6 +11,7 @@ from pathlib import Path
 
 from harness.cli.command import add_allow_incomplete
 from harness.engine import score
+from harness.io.qrels_columnar import read_qrels_columnar
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, check_overlap
 from harness.metrics.names import DEFAULT_METRICS, parse_metrics
@@ -59,9 +60,16 @@ def _run_names(paths: list[str]) -> list[str]:
     ]
 
 
+def _compiled_qrels(path: str) -> CompiledQrels:
+    """A large qrels file in the plain shape as arrays (a million judged queries would otherwise be a
+    million dicts); anything else through the line reader, with its located errors."""
+    arrays = read_qrels_columnar(path)
+    return CompiledQrels(read_qrels(path)) if arrays is None else CompiledQrels.from_arrays(*arrays)
+
+
 def run(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metrics)
-    qrels = CompiledQrels(read_qrels(args.qrels))
+    qrels = _compiled_qrels(args.qrels)
     from harness.engine.integrity import check_stored_run
 
     for path in args.runs:

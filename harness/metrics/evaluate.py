@@ -11,7 +11,7 @@ every such case is counted in :attr:`Evaluation.counts`.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 
@@ -74,19 +74,45 @@ class CompiledQrels:
             )
         except (TypeError, ValueError, OverflowError):
             raise InputError("every grade in qrels must be an integer") from None
+        self._compile(rows, grades)
+        self._judged: list[Mapping[str, int]] | None = judged
+        self._docs_flat: np.ndarray | None = None
+
+    @classmethod
+    def from_arrays(
+        cls, query_ids: Sequence[str], rows: np.ndarray, docs: np.ndarray, grades: np.ndarray
+    ) -> CompiledQrels:
+        """From flat judgments grouped by query (``rows[i]``: position in ``query_ids``, ascending;
+        ``docs[i]``, ``grades[i]``), as a columnar reader yields them: no dict per query, so a
+        qrels file of a million queries costs its arrays, not a million Python mappings.
+        :meth:`judged` builds one query's mapping when the dict path asks for it."""
+        self = cls.__new__(cls)
+        self.query_ids = [str(q) for q in query_ids]
+        if not self.query_ids:
+            raise InputError("qrels hold no judged queries")
+        self._compile(np.asarray(rows, dtype=np.int64), np.asarray(grades, dtype=np.int64))
+        self._judged = None
+        self._docs_flat = np.asarray(docs, dtype=object)
+        return self
+
+    def _compile(self, rows: np.ndarray, grades: np.ndarray) -> None:
+        """Counts, ideal gains and the lookup arrays from flat (row, grade) judgments."""
+        n = len(self.query_ids)
         positive = grades > 0
-        self.num_rel = np.bincount(rows[grades >= 1], minlength=len(judged)).astype(np.int64)
+        self.num_rel = np.bincount(rows[grades >= 1], minlength=n).astype(np.int64)
         #: judged non-relevant (grade 0) per query: bpref's N
-        self.num_nonrel = np.bincount(rows[grades == 0], minlength=len(judged)).astype(np.int64)
+        self.num_nonrel = np.bincount(rows[grades == 0], minlength=n).astype(np.int64)
         # positive grades per query, sorted descending: the ideal ranking for nDCG
         p_rows, p_grades = rows[positive], grades[positive].astype(np.float64)
         order = np.lexsort((-p_grades, p_rows))
         p_rows, p_grades = p_rows[order], p_grades[order]
-        n_pos = np.bincount(p_rows, minlength=len(judged))
+        n_pos = np.bincount(p_rows, minlength=n)
         starts = np.concatenate(([0], np.cumsum(n_pos)[:-1]))
         self._ideal_rows, self._ideal_cols, self._ideal_vals = p_rows, np.arange(p_rows.size) - starts[p_rows], p_grades
         self.max_positive = int(n_pos.max(initial=0))
-        self._judged, self._rows, self._grades_flat = judged, rows, grades
+        self._rows, self._grades_flat = rows, grades
+        self._starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=n), out=self._starts[1:])
         self._by_vocab: dict[tuple[int, bool], tuple[object, _VocabJudgments]] = {}
         self._pos_cache: tuple[object, np.ndarray] | None = None
         self._rows_cache: tuple[object, np.ndarray] | None = None
@@ -110,7 +136,16 @@ class CompiledQrels:
 
     def judged(self, row: int) -> Mapping[str, int]:
         """The judgments of one query, as given."""
-        return self._judged[row]
+        if self._judged is not None:
+            return self._judged[row]
+        lo, hi = int(self._starts[row]), int(self._starts[row + 1])
+        return dict(zip(self._docs_flat[lo:hi].tolist(), self._grades_flat[lo:hi].tolist()))  # type: ignore[index]
+
+    def _judged_docs(self) -> Iterable[str]:
+        """Every judged doc id, flattened in qrels order (row by row)."""
+        if self._judged is not None:
+            return chain.from_iterable(self._judged)
+        return self._docs_flat  # type: ignore[return-value]
 
     def ideal(self, width: int) -> np.ndarray:
         """``(n_queries, width)`` positive grades sorted descending, zero padded."""
@@ -154,11 +189,9 @@ class CompiledQrels:
             if len(doc_pos) != len(doc_ids):
                 raise InputError("a run's doc_ids vocabulary holds the same id twice", field="doc_ids")
             get = doc_pos.get
-            pos = np.fromiter(
-                (get(d, -1) for d in chain.from_iterable(self._judged)), dtype=np.int64, count=self._rows.size
-            )
+            pos = np.fromiter((get(d, -1) for d in self._judged_docs()), dtype=np.int64, count=self._rows.size)
         else:
-            pos = _positions(doc_ids, list(chain.from_iterable(self._judged)))
+            pos = _positions(doc_ids, list(self._judged_docs()))
         self._pos_cache = (doc_ids, pos)
         return pos
 

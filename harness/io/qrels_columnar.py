@@ -1,0 +1,113 @@
+"""A large TREC qrels file read in column blocks: memory about the size of its columns.
+
+:func:`harness.io.trec.read_qrels` builds a dict per query, which for a file judging a million
+queries (4 judgments each) costs about 800 MB once compiled: every query a Python mapping, every
+line a new doc-id string. This reader lets pandas' C tokenizer read blocks of lines, turns ids into
+integer codes per block, and returns flat arrays grouped by query (the doc ids shared, one string
+per distinct id), which :meth:`harness.metrics.evaluate.CompiledQrels.from_arrays` takes as they are.
+
+It reads only the plain shape, where the line reader would return exactly the same judgments:
+every line ``qid iter docno grade`` (four columns), grades plain decimal integers of at most 18
+digits, no comment, no byte-order mark, no (query, doc) pair twice. Anything else (a BEIR tsv, a
+header, a repeated pair, a grade the strict parser must look at) makes it give up (``None``), and
+the line reader reads the file, with its located errors and warnings, exactly as before.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.io.trec_columnar import BLOCK_LINES, worth_it
+
+#: a grade both readers agree on without looking closer (int64 holds every 18-digit integer)
+_PLAIN_GRADE = r"-?[0-9]{1,18}"
+
+
+class _GiveUp(Exception):
+    """Not the plain shape: the line reader takes over."""
+
+
+def read_qrels_columnar(path: str | Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(query_ids, rows, docs, grades)``: judgments grouped by query in first-appearance order,
+    each query's in file order (as :func:`~harness.io.trec.read_qrels`'s dicts keep them); ``rows``
+    index ``query_ids``. None for a small file or one not in the plain shape."""
+    p = Path(path)
+    if not worth_it(p):
+        return None
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        return None
+    try:
+        return _read(pd, p)
+    except (_GiveUp, ValueError, UnicodeDecodeError, OverflowError, OSError):
+        return None
+    except Exception as e:  # pandas' own parser errors (ParserError, EmptyDataError) and the like
+        if type(e).__module__.startswith("pandas"):
+            return None
+        raise
+
+
+def _codes(values: np.ndarray, index: Any, pd: Any) -> tuple[np.ndarray, Any]:
+    """Integer codes of ``values`` in ``index`` (first-appearance order), new values appended."""
+    codes, uniques = pd.factorize(values)
+    have = index.get_indexer(uniques)
+    fresh = have < 0
+    if fresh.any():
+        have[fresh] = np.arange(len(index), len(index) + int(fresh.sum()))
+        index = index.append(pd.Index(uniques[fresh], dtype=object))
+    return have[codes].astype(np.int64), index
+
+
+def _read(pd: Any, path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    q_index = pd.Index([], dtype=object)
+    d_index = pd.Index([], dtype=object)
+    q_parts: list[np.ndarray] = []
+    d_parts: list[np.ndarray] = []
+    g_parts: list[np.ndarray] = []
+    reader = pd.read_csv(
+        path,
+        sep=r"\s+",
+        header=None,
+        names=["q", "it", "d", "g", "extra"],  # "extra": only to see that no line has a fifth column
+        dtype=object,
+        engine="c",
+        na_filter=False,
+        quoting=csv.QUOTE_NONE,
+        comment=None,
+        skip_blank_lines=True,
+        encoding="utf-8",
+        encoding_errors="strict",
+        chunksize=BLOCK_LINES,
+        on_bad_lines="error",
+        index_col=False,
+    )
+    with reader:
+        for block in reader:
+            # a missing field reads as "" (na_filter off): a line with fewer, or more, than four columns
+            if block.isna().to_numpy().any() or (block["it"] == "").any() or (block["extra"] != "").any():
+                raise _GiveUp
+            q, d, g = block["q"], block["d"], block["g"]
+            if (q == "").any() or (d == "").any() or q.str.startswith(("#", "\ufeff")).any():
+                raise _GiveUp
+            if not g.str.fullmatch(_PLAIN_GRADE).all():
+                raise _GiveUp
+            qc, q_index = _codes(q.to_numpy(dtype=object), q_index, pd)
+            dc, d_index = _codes(d.to_numpy(dtype=object), d_index, pd)
+            q_parts.append(qc)
+            d_parts.append(dc)
+            g_parts.append(g.to_numpy(dtype=object).astype(np.int64))
+            del block, q, d, g
+    if not q_parts:
+        raise _GiveUp  # empty: the line reader says so
+    qa, da, ga = np.concatenate(q_parts), np.concatenate(d_parts), np.concatenate(g_parts)
+    del q_parts, d_parts, g_parts
+    if np.unique(qa * len(d_index) + da).size != qa.size:
+        raise _GiveUp  # a pair judged twice: the line reader keeps it once or names the conflict
+    order = np.argsort(qa, kind="stable")
+    docs = np.asarray(d_index, dtype=object)[da[order]]
+    return [str(x) for x in q_index], qa[order], docs, ga[order]
