@@ -112,7 +112,10 @@ def score(
     return res.attach(runs, _plain_qrels(qrels))
 
 
-def _plain_qrels(qrels: Mapping[str, Mapping[str, int]] | CompiledQrels) -> dict[str, dict[str, int]]:
+def _plain_qrels(qrels: Mapping[str, Mapping[str, int]] | CompiledQrels) -> Mapping[str, Mapping[str, int]]:
+    if isinstance(qrels, CompiledQrels) and qrels._judged is None:
+        # read from a large file as arrays: a view, not a dict per query (a million of them is ~200 MB)
+        return qrels.as_mapping()
     if isinstance(qrels, CompiledQrels):
         return {q: dict(qrels.judged(i)) for i, q in enumerate(qrels.query_ids)}
     return {q: dict(j) for q, j in qrels.items()}

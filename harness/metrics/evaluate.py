@@ -129,8 +129,8 @@ class CompiledQrels:
         if query_ids == self.query_ids:  # the usual case: run and qrels from one dataset, same order
             rows = np.arange(len(query_ids), dtype=np.int64)
         else:
-            qpos = {q: i for i, q in enumerate(query_ids)}
-            rows = np.fromiter((qpos.get(q, -1) for q in self.query_ids), dtype=np.int64, count=len(self))
+            # one C hash table over both lists (no dict of a million entries beside them)
+            rows = _positions(np.asarray(query_ids, dtype=object), self.query_ids)
         self._rows_cache = (query_ids, rows)
         return rows
 
@@ -140,6 +140,13 @@ class CompiledQrels:
             return self._judged[row]
         lo, hi = int(self._starts[row]), int(self._starts[row + 1])
         return dict(zip(self._docs_flat[lo:hi].tolist(), self._grades_flat[lo:hi].tolist()))  # type: ignore[index]
+
+    def as_mapping(self) -> Mapping[str, Mapping[str, int]]:
+        """``{query: {doc: grade}}`` as a read-only view: built from arrays, a query's mapping is
+        made when it is read, not a million of them at once."""
+        if self._judged is not None:
+            return dict(zip(self.query_ids, self._judged))
+        return _QrelsView(self)
 
     def _judged_docs(self) -> Iterable[str]:
         """Every judged doc id, flattened in qrels order (row by row)."""
@@ -194,6 +201,25 @@ class CompiledQrels:
             pos = _positions(doc_ids, list(self._judged_docs()))
         self._pos_cache = (doc_ids, pos)
         return pos
+
+
+class _QrelsView(Mapping[str, Mapping[str, int]]):
+    """:meth:`CompiledQrels.as_mapping` of qrels built from arrays."""
+
+    def __init__(self, cq: CompiledQrels) -> None:
+        self._cq = cq
+        self._row: dict[str, int] | None = None
+
+    def __getitem__(self, qid: str) -> Mapping[str, int]:
+        if self._row is None:
+            self._row = {q: i for i, q in enumerate(self._cq.query_ids)}
+        return self._cq.judged(self._row[qid])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._cq.query_ids)
+
+    def __len__(self) -> int:
+        return len(self._cq.query_ids)
 
 
 def _positions(vocab: np.ndarray, names: list[str]) -> np.ndarray:
