@@ -35,6 +35,7 @@ def test_columnar_qrels_equal_the_line_readers(tmp_path, monkeypatch, rows, sep)
     assert [dict(fast.judged(i)) for i in range(len(fast))] == [dict(slow.judged(i)) for i in range(len(slow))]
     assert np.array_equal(fast.num_rel, slow.num_rel) and np.array_equal(fast.num_nonrel, slow.num_nonrel)
     assert np.array_equal(fast.ideal(5), slow.ideal(5))
+    assert {q: dict(j) for q, j in fast.as_mapping().items()} == read_qrels(path)  # what results keep
     docs = sorted({d for _, d, _ in rows})
     run = Run.from_lists({q: [(d, float(len(docs) - i)) for i, d in enumerate(docs)] for q in slow.query_ids})
     ms = parse_metrics(["ndcg@10", "map@100", "bpref", "recall@5"])
