@@ -148,6 +148,8 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
         order = None  # grouped by query, as run files are: lines are already in place
     else:
         order = np.argsort(qa, kind="stable")  # each query's lines in file order, as the line reader keeps them
+        if len(order) < 2**31:
+            order = order.astype(np.int32)  # half the size while the columns are gathered
     idx = np.empty((nq, depth), dtype=np.int64)
     sc = np.empty((nq, depth), dtype=np.float64)
     if bool((counts == depth).all()):
@@ -159,11 +161,13 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
             idx.ravel()[:] = da
             del da
             sc.ravel()[:] = sa
-        else:
+            del sa
+        else:  # the widest column first, so it is freed first
+            _gather(sc.ravel(), sa, order)
+            del sa
             _gather(idx.ravel(), da, order)
             del da
-            _gather(sc.ravel(), sa, order)
-        del sa, order
+        del order
     else:
         qs = qa if order is None else qa[order]
         del qa
@@ -178,8 +182,8 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
         sc[qs, col] = sa if order is None else sa[order]
         del sa, order, qs, col
     vocab = np.asarray(doc_index, dtype=object)
-    del doc_index, new_docs
     qids = [str(x) for x in q_index]
+    del doc_index, new_docs, q_index  # their hash tables: not needed beside the run
     dropped = canonicalise_in_blocks(qids, vocab, idx, sc, name=name)
     return Run(qids, vocab, idx, sc, name=name, canonical=True, duplicates_dropped=dropped)
 
