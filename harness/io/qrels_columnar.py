@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.io.trec_columnar import BLOCK_LINES, worth_it
+from harness.io.trec_columnar import BLOCK_LINES, release_freed_memory, worth_it
 
 #: a grade both readers agree on without looking closer (int64 holds every 18-digit integer)
 _PLAIN_GRADE = r"-?[0-9]{1,18}"
@@ -110,4 +110,7 @@ def _read(pd: Any, path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.nd
         raise _GiveUp  # a pair judged twice: the line reader keeps it once or names the conflict
     order = np.argsort(qa, kind="stable")
     docs = np.asarray(d_index, dtype=object)[da[order]]
-    return [str(x) for x in q_index], qa[order], docs, ga[order]
+    out = [str(x) for x in q_index], qa[order], docs, ga[order]
+    del q_index, d_index, qa, da, ga, order
+    release_freed_memory()
+    return out
