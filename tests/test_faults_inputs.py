@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.config import MAX_YAML_NODES, load_config, parse_config, redacted
+from harness.config import load_config, parse_config, redacted
 from harness.errors import InputError, RetrieverError, scrub
 from harness.io.beir import load_beir
 from harness.io.trec import read_qrels
+from harness.io.yamltext import MAX_YAML_VALUES
 from harness.model import Document, GoldenDataset, Query
 from harness.validate import check_corpus_encodable, validate_output
 
@@ -98,7 +99,7 @@ def test_yaml_alias_bomb_is_refused(tmp_path) -> None:
     for i in range(1, 9):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
     text = "retrievers:\n  bm25:\n    type: bm25\n    params: {}\n" + "\n".join(lines) + "\n"
-    msg = located(tmp_path, text, None, f"more than {MAX_YAML_NODES} values through aliases")
+    msg = located(tmp_path, text, None, f"more than {MAX_YAML_VALUES:,} values through aliases")
     assert "Traceback" not in msg
 
 

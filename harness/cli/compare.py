@@ -18,7 +18,6 @@ log = logging.getLogger("harness")
 
 def register(sub: argparse._SubParsersAction) -> None:
     from harness.config import StatsConfig
-    from harness.metrics.names import DEFAULT_METRICS
 
     d = StatsConfig()
     p = sub.add_parser(
@@ -30,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_FILE", help="TREC run files (named after the file stem)")
     p.add_argument("--qrels", required=True, help="TREC qrels (4 columns) or BEIR tsv (query-id corpus-id score)")
     p.add_argument("--baseline", metavar="NAME", help="the run the others are tested against (default: the first)")
-    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
+    p.add_argument("--metrics", default=",".join(defaults.METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--out", metavar="DIR", help="also write a results folder (tables, plots, runs, results.json)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' the runs came from (recorded, for query text in reports)")
     p.add_argument("--split", default=defaults.SPLIT, help="the dataset's split (with --dataset; default test)")

@@ -9,11 +9,12 @@ import json
 import sys
 from pathlib import Path
 
+from harness import defaults
 from harness.cli.command import add_allow_incomplete
 from harness.engine import score
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, check_overlap
-from harness.metrics.names import DEFAULT_METRICS, parse_metrics
+from harness.metrics.names import parse_metrics
 from harness.results import Results
 
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--run", required=True, action="append", dest="runs", metavar="FILE", help="TREC run file (repeat for several)"
     )
-    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
+    p.add_argument("--metrics", default=",".join(defaults.METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--per-query", action="store_true", help="also report every query's values")
     p.add_argument(
         "--judged-only", action="store_true", help="drop unjudged documents from each ranking first (trec_eval -J)"

@@ -77,12 +77,6 @@ def dataset_texts(results: Results) -> tuple[dict[str, str], dict[str, str], str
     return {q.id: q.text for q in dataset.queries}, docs, note
 
 
-def query_texts(results: Results) -> tuple[dict[str, str], str | None]:
-    """Query id -> text from the dataset in the manifest, and a note when that is not possible."""
-    queries, _, note = dataset_texts(results)
-    return queries, note
-
-
 def snippet(text: str | None, n: int = SNIPPET) -> str | None:
     """``text`` on one line, cut to ``n`` characters (``…`` marks the cut)."""
     if text is None:
