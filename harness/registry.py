@@ -41,7 +41,7 @@ from pydantic import (
 
 from harness import defaults
 from harness.errors import InputError, register_secret, scrub
-from harness.loader import NoAttribute, load
+from harness.imports import NoAttribute, import_target
 
 ENTRY_POINT_GROUP = "retrieval_harness.retrievers"
 
@@ -325,7 +325,7 @@ def spec_class(type_name: str) -> type[SpecBase]:
         raise InputError(f"unknown retriever type {type_name!r}; known types: {', '.join(sorted(types))}", field="type")
     module_name = target.partition(":")[0]
     try:
-        cls = load(target)
+        cls = import_target(target)
     except ImportError as e:
         raise InputError(
             f"retriever type {type_name!r} needs {e.name or module_name!r}, which is not installed "

@@ -1,4 +1,4 @@
-"""The sweep's plan, checked before any retriever runs.
+"""The sweep's plan, validated before any retriever runs (``check`` is the gate's word).
 
 A point may override any option, including the ones that name inputs (``of``), and two points of
 different retrievers may make them the same run (``bm25`` at ``k1: 1.2`` *is* a ``bm25b`` written
@@ -32,7 +32,9 @@ from harness.sweep.spec import Point, SweepSpec, point_label
 MAX_CHOICES = 20_000
 
 
-def check_plan(config: RunConfig, spec: SweepSpec, *, source: str | None = None, yaml_text: str | None = None) -> None:
+def validate_plan(
+    config: RunConfig, spec: SweepSpec, *, source: str | None = None, yaml_text: str | None = None
+) -> None:
     """Raise :class:`InputError` (file, line, key) for a point that rewires inputs to a missing
     retriever or a cycle, or a choice of points under which a retriever takes one run twice. A spec
     checked once is not checked again (``run_sweep`` calls this for specs built in code)."""

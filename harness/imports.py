@@ -1,4 +1,4 @@
-"""The one loader of ``"module:attr"`` targets (``attr`` may be dotted: ``module:Outer.Inner``).
+"""The one importer of ``"module:attr"`` targets (``attr`` may be dotted: ``module:Outer.Inner``).
 
 Retriever types (:mod:`harness.registry`), the ``retrievers`` listing, ``python`` retrievers
 (:mod:`retrievers.custom`, which adds the config's folder to the path and its own messages) and the
@@ -24,7 +24,7 @@ def split_target(target: str) -> tuple[str, str]:
     return module.strip(), attr.strip()
 
 
-def load(target: str) -> Any:
+def import_target(target: str) -> Any:
     """Import ``module`` of ``module:attr`` and return ``attr``. Raises what the import raises
     (``ImportError``...) and :class:`NoAttribute` when the attribute is missing."""
     module_name, attr = split_target(target)
