@@ -91,7 +91,7 @@ def _split(values: list[str] | None) -> list[str] | None:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
-def load_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
+def read_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
     """:meth:`Results.load` with unreadable files as :class:`InputError` too (one line, exit 2), and
     an incomplete or altered results folder refused (:mod:`harness.results.integrity`)."""
     from harness.results.integrity import check_results
@@ -121,8 +121,8 @@ def build_report(args: argparse.Namespace) -> CheckReport:
 
 def _build_quality_report(args: argparse.Namespace) -> CheckReport:
     tol = gate_tolerances(args)
-    baseline = load_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
-    current = load_results(args.current, "current", allow_incomplete=args.allow_incomplete)
+    baseline = read_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
+    current = read_results(args.current, "current", allow_incomplete=args.allow_incomplete)
     return check(
         baseline,
         current,
