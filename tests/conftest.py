@@ -4,6 +4,12 @@ are built by the tests; real data is read from ../shared/data (present in CI).""
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +59,94 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def cache_dir(_isolated_cache: Path) -> Path:
     return _isolated_cache
+
+
+def run_harness(
+    *args: str | bytes | os.PathLike[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    umask: int | None = None,
+    cwd_on_path: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` in a child process, as a user runs it: this checkout first on the
+    path (and ``cwd`` after it with ``cwd_on_path``, where a test's own retriever module lives),
+    offline, ``env`` on top of this process's environment, output decoded leniently (a test asserts
+    on hostile bytes, it must not crash on them)."""
+    path = [str(REPO), *([str(cwd)] if cwd_on_path and cwd is not None else [])]
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "HF_HUB_OFFLINE": "1", **(env or {})}
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True,
+        text=True,
+        errors="backslashreplace",
+        cwd=cwd,
+        env=full,
+        timeout=timeout,
+        preexec_fn=pre,
+    )
+
+
+@pytest.fixture
+def harness_cli():
+    """The ``harness`` command in a child process (:func:`run_harness`)."""
+    return run_harness
+
+
+#: A ``python`` retriever (``slow.py``; ``{type: python, class: "slow:Slow", allow_unknown_docs:
+#: true}``) whose ``index`` leaves a flag file (``$SLOW_FLAG``, default ``slow-started.flag``) and
+#: whose ``search`` sleeps ``$SLOW_SECONDS``: a run to kill while a retriever is running.
+SLOW_RETRIEVER = textwrap.dedent("""
+    import os, pathlib, time
+
+    class Slow:
+        def index(self, corpus):
+            pathlib.Path(os.environ.get("SLOW_FLAG", "slow-started.flag")).write_text("1")
+
+        def search(self, queries, k):
+            time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+            return {q.id: [(q.id + "-none", 1.0)] for q in queries}
+""")
+
+
+@pytest.fixture
+def slow_retriever(tmp_path: Path) -> Path:
+    """:data:`SLOW_RETRIEVER` written to ``tmp_path/slow.py``."""
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW_RETRIEVER)
+    return path
+
+
+def kill_when_started(cwd: Path, *args: str, flag: str = "slow-started.flag", seconds: str = "300") -> None:
+    """Start ``harness ARGS`` in ``cwd`` (its modules on the path), wait until the slow retriever
+    has started (its flag file), then SIGKILL the run: what a crash or an OOM kill leaves."""
+    (cwd / flag).unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{cwd}", "SLOW_SECONDS": seconds}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (cwd / flag).exists():
+            assert proc.poll() is None, "the run ended before the slow retriever started"
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def copy_demo(folder: Path) -> Path:
+    """The packaged demo dataset (BEIR layout) copied to ``folder``, for a test to change."""
+    shutil.copytree(REPO / "datasets" / "demo", folder)
+    return folder
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    """A copy of the packaged demo dataset (:func:`copy_demo`) in ``tmp_path/demo``."""
+    return copy_demo(tmp_path / "demo")
 
 
 def shared(name: str) -> Path:

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_run
+from tests.conftest import run_harness as harness
 
 pytestmark = pytest.mark.slow
-
-
-def harness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd, timeout=600
-    )
 
 
 def write_config(tmp_path: Path, body: str) -> Path:

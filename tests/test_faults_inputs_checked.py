@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.errors import InputError
+from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "datasets" / "demo"
@@ -33,21 +34,6 @@ BARE = re.compile(
     r"\b(KeyError|RecursionError|AttributeError|TypeError|IndexError|ValidationError|UnicodeEncodeError|"
     r"UnicodeDecodeError|ValueError|internal error)\b"
 )
-
-
-def harness(
-    *args: str | bytes, cwd: Path, timeout: float = 300, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        capture_output=True,
-        text=True,
-        errors="backslashreplace",
-        cwd=cwd,
-        timeout=timeout,
-        env=env,
-    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -14,16 +14,10 @@ from pathlib import Path
 import pytest
 
 from harness.results.store import run_stem
+from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "datasets" / "demo"
-
-
-def harness(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, env=env
-    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from harness.judging.pool import read_pool
+from tests.conftest import run_harness as harness
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parent.parent
@@ -158,12 +159,6 @@ def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         time.sleep(0.1)
     raise AssertionError("Chromium did not open its DevTools port")
-
-
-def harness(*args: str, **kw) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=300,
-                          env=env, **kw)  # fmt: skip
 
 
 def _sha(folder: Path) -> dict[str, str]:

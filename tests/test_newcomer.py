@@ -15,20 +15,11 @@ import pytest
 
 from harness.cli.run import dataset_label
 from harness.config import DatasetConfig
+from tests.conftest import copy_demo
+from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "datasets" / "demo"
-
-
-def harness(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", **(env or {})},
-    )
 
 
 def bm25_config(tmp_path: Path, dataset: str = "demo", name: str = "bench.yaml") -> Path:
@@ -102,8 +93,7 @@ def test_piped_progress_closes_every_counted_stage_and_no_library_bar_leaks(tmp_
 
 # ---------------------------------------------------------------------- 5. warnings at the end; --strict
 def demo_with_a_missing_judged_doc(tmp_path: Path) -> Path:
-    folder = tmp_path / "demo-plus"
-    shutil.copytree(DEMO, folder)
+    folder = copy_demo(tmp_path / "demo-plus")
     with (folder / "qrels" / "test.tsv").open("a", encoding="utf-8") as f:
         f.write("q01\tnot-in-corpus\t1\n")
     return folder

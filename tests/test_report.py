@@ -6,8 +6,6 @@ import csv
 import io
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +24,7 @@ from harness.results.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
 from harness.results.render import TABLE_FILES, build_table, render_table, to_markdown, write_renderings
 from harness.results.terminal import make_console, print_results
 from harness.run import Run
+from tests.conftest import run_harness as harness
 
 N_Q = 30
 QIDS = [f"q{i:02d}" for i in range(N_Q)]
@@ -353,10 +352,6 @@ def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
             scored = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(run_dict)
             out[name][metric] = math.fsum(scored.get(q, {}).get(key, 0.0) for q in qrels) / len(qrels)
     return out
-
-
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=600)
 
 
 @pytest.mark.slow

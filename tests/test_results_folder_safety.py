@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import SLOW_RETRIEVER, kill_when_started, run_harness
+
 REPO = Path(__file__).resolve().parent.parent
 RUN_FILE = REPO / "examples" / "runs" / "tfidf.trec"
 
@@ -26,23 +28,8 @@ pytestmark = pytest.mark.slow  # real processes, each a few seconds
 
 
 def harness(*args: str, cwd: Path, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{cwd}", **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd, env=full, timeout=timeout
-    )
+    return run_harness(*args, cwd=cwd, env=env, timeout=timeout, cwd_on_path=True)
 
-
-SLOW = textwrap.dedent("""
-    import os, pathlib, time
-
-    class Slow:
-        def index(self, corpus):
-            pathlib.Path(os.environ.get("SLOW_FLAG", "slow-started.flag")).write_text("1")
-
-        def search(self, queries, k):
-            time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
-            return {q.id: [(q.id + "-none", 1.0)] for q in queries}
-""")
 
 CONFIG = textwrap.dedent("""
     dataset: demo
@@ -62,7 +49,7 @@ WITH_SLOW = CONFIG + '  slow: {type: python, class: "slow:Slow", allow_unknown_d
 
 def _setup(tmp: Path, config: str = CONFIG) -> None:
     (tmp / "rf.trec").write_bytes(RUN_FILE.read_bytes())
-    (tmp / "slow.py").write_text(SLOW)
+    (tmp / "slow.py").write_text(SLOW_RETRIEVER)
     (tmp / "run.yaml").write_text(config)
 
 
@@ -78,22 +65,7 @@ def _run(tmp: Path, *extra: str, out: str = "out", env: dict | None = None) -> s
 
 def _kill_when_started(tmp: Path, *extra: str, out: str = "out") -> None:
     """Start a run whose slow retriever blocks, SIGKILL it once that retriever is running."""
-    flag = tmp / "slow-started.flag"
-    flag.unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp}", "SLOW_SECONDS": "300"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--config", "run.yaml", "--out", out, "--no-progress", *extra],
-        cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 240
-        while not flag.exists():
-            assert proc.poll() is None, "the run ended before the slow retriever started"
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_when_started(tmp, "run", "--config", "run.yaml", "--out", out, "--no-progress", *extra)
 
 
 USER_FILES = {
@@ -162,7 +134,7 @@ def test_resume_runs_again_when_the_content_a_retriever_reads_changed(tmp_path):
     assert after == json.loads((tmp_path / "fresh" / "results.json").read_text())["summary"]["rf"]["ndcg@10"]
     assert after < before - 0.3, fresh.stderr
     # the python retriever's source changed: it runs again
-    (tmp_path / "slow.py").write_text(SLOW.replace('q.id + "-none"', 'q.id + "-other"'))
+    (tmp_path / "slow.py").write_text(SLOW_RETRIEVER.replace('q.id + "-none"', 'q.id + "-other"'))
     again = _run(tmp_path, "--resume")
     assert "slow: reusing" not in again.stderr and "rf: reusing the stored run" in again.stderr
 

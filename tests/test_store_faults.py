@@ -14,17 +14,9 @@ import pytest
 
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, evaluate_run
+from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def harness(*args: str, cwd: Path, umask: int | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    pre = (lambda: os.umask(umask)) if umask is not None else None
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=600, preexec_fn=pre,
-    )  # fmt: skip
 
 
 CONFIG = """dataset: demo
