@@ -4,7 +4,7 @@ are built by the tests; real data is read from ../shared/data (present in CI).""
 from __future__ import annotations
 
 import os
-import shutil
+import re
 import signal
 import subprocess
 import sys
@@ -88,6 +88,25 @@ def run_harness(
     )
 
 
+#: Exception class names that must never be the message of an input error.
+BARE = re.compile(
+    r"\b(KeyError|RecursionError|AttributeError|TypeError|IndexError|ValidationError|UnicodeEncodeError|"
+    r"UnicodeDecodeError|ValueError|internal error)\b"
+)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Exit 2, no traceback, one ``error:`` line holding the needles and no bare exception name."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("harness: ")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-2000:]
+    assert not BARE.search(lines[0]), lines[0]
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
 @pytest.fixture
 def harness_cli():
     """The ``harness`` command in a child process (:func:`run_harness`)."""
@@ -137,16 +156,29 @@ def kill_when_started(cwd: Path, *args: str, flag: str = "slow-started.flag", se
         proc.wait(timeout=30)
 
 
-def copy_demo(folder: Path) -> Path:
-    """The packaged demo dataset (BEIR layout) copied to ``folder``, for a test to change."""
-    shutil.copytree(REPO / "datasets" / "demo", folder)
-    return folder
+def copy_demo(dst: Path) -> Path:
+    """The packaged demo dataset's files (BEIR layout: corpus, queries, test qrels) copied to
+    ``dst``, for a test to change."""
+    (dst / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        (dst / name).write_bytes((REPO / "datasets" / "demo" / name).read_bytes())
+    return dst
 
 
 @pytest.fixture
 def demo_copy(tmp_path: Path) -> Path:
     """A copy of the packaged demo dataset (:func:`copy_demo`) in ``tmp_path/demo``."""
     return copy_demo(tmp_path / "demo")
+
+
+def bm25_config(tmp_path: Path, dataset: str = "demo", name: str = "bench.yaml") -> Path:
+    cfg = tmp_path / name
+    cfg.write_text(
+        f"dataset: {dataset}\nmetrics: [ndcg@10, mrr@10]\nlatency_queries: 2\nwarmup_queries: 0\n"
+        "retrievers:\n  bm25: {type: bm25}\n",
+        encoding="utf-8",
+    )
+    return cfg
 
 
 def shared(name: str) -> Path:

@@ -31,21 +31,15 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
+def per_query_of_both(files: dict[str, Path], metrics: str, fmt: str) -> subprocess.CompletedProcess[str]:
+    """``harness evaluate`` of both runs, per query, in ``fmt``."""
+    q, a, b = files["qrels"], files["a"], files["b"]
+    return cli("--qrels", q, "--run", a, "--run", b, "--metrics", metrics, "--format", fmt, "--per-query")
+
+
 def test_json_shape_and_values(files):
     metrics = "ndcg@10,mrr,precision@1,recall@2,hit_rate@1,map,r_precision"
-    r = cli(
-        "--qrels",
-        files["qrels"],
-        "--run",
-        files["a"],
-        "--run",
-        files["b"],
-        "--metrics",
-        metrics,
-        "--format",
-        "json",
-        "--per-query",
-    )
+    r = per_query_of_both(files, metrics, "json")
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     out = json.loads(r.stdout)
@@ -85,19 +79,7 @@ def test_json_without_per_query(files):
 
 
 def test_csv_is_full_precision(files):
-    r = cli(
-        "--qrels",
-        files["qrels"],
-        "--run",
-        files["a"],
-        "--run",
-        files["b"],
-        "--metrics",
-        "ndcg@10,mrr",
-        "--format",
-        "csv",
-        "--per-query",
-    )
+    r = per_query_of_both(files, "ndcg@10,mrr", "csv")
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert rows[0] == ["run", "query", "ndcg@10", "mrr"]

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -78,11 +76,8 @@ def test_sigkill_keeps_finished_runs_and_resume_matches_an_uninterrupted_run(tmp
 
 def test_a_fresh_run_into_a_finished_folder_keeps_it_whole_until_it_completes(tmp_path):
     _write(tmp_path)
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "SLOW_SECONDS": "0"}
-    first = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--config", "run.yaml", "--out", "out", "--no-progress"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    first = harness("run", "--config", "run.yaml", "--out", "out", "--no-progress", cwd=tmp_path,
+                    env={"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "SLOW_SECONDS": "0"})  # fmt: skip
     assert first.returncode == 0, first.stderr
     before = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
     kill_when_started(tmp_path, "run", "--config", "run.yaml", "--out", "out", "--no-progress", seconds="120")

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -391,3 +392,41 @@ def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     assert "worst queries on ndcg@10" in proc.stdout and "1st rel. bm25" in proc.stdout
     assert "text unavailable" not in proc.stdout and "what bm25_k12 ranked first" in proc.stdout
     assert np.isfinite(res["summary"]["bm25"]["ndcg@10"])
+
+
+# ---------------------------------------------------------------------- plot axes
+def _draw(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return fig.axes
+
+
+def test_latency_axis_is_labelled_in_plain_numbers():
+    from matplotlib.figure import Figure
+
+    from harness.results.plots import fmt_plain, plain_log_x
+
+    assert [fmt_plain(x) for x in (0.05, 0.1, 0.2, 1.0, 20.0, 5000.0)] == ["0.05", "0.1", "0.2", "1", "20", "5,000"]
+    for values in ([0.061, 0.065, 0.09], [0.0612], [0.3, 4.0, 850.0], [12.0, 13.0]):
+        fig = Figure()
+        ax = fig.subplots()
+        ax.plot(values, [0.5] * len(values), "o")
+        plain_log_x(ax, values)
+        (ax,) = _draw(fig)
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        lo, hi = ax.get_xlim()
+        assert len(labels) >= 2 and lo < min(values) and max(values) < hi, (values, labels)
+        assert all(re.fullmatch(r"[0-9.,]+", t) for t in labels), labels  # no 6x10^-2, no mathtext
+
+
+def test_metric_at_k_axis_frames_the_curves():
+    from harness.results.plots import metric_at_k_figure, value_limits
+
+    lo, hi = value_limits(np.array([0.75, 0.8, 0.9]))
+    assert 0.72 <= lo < 0.75 and 0.9 < hi <= 0.93
+    assert value_limits(np.array([0.0, 1.0])) == (0.0, pytest.approx(1.02))
+    curves = {"a": {"ndcg": np.linspace(0.75, 0.88, 20)}, "b": {"ndcg": np.linspace(0.77, 0.9, 20)}}
+    (ax,) = _draw(metric_at_k_figure(curves))
+    lo, hi = ax.get_ylim()
+    assert (0.9 - 0.75) / (hi - lo) > 0.75  # the curves fill most of the axis, not its top fifth

@@ -14,35 +14,18 @@ from pathlib import Path
 import pytest
 
 from harness.results.store import run_stem
+from tests.conftest import copy_demo, one_line_error
 from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "datasets" / "demo"
 
 
-def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
-    """Exit 2, no traceback, exactly one line on stderr starting with 'error:', containing the needles."""
-    assert proc.returncode == 2, (proc.returncode, proc.stderr)
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("harness: ")]
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
-
-
-def copy_demo(dst: Path) -> Path:
-    (dst / "qrels").mkdir(parents=True)
-    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
-        (dst / name).write_bytes((DEMO / name).read_bytes())
-    return dst
-
-
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d3 2\n"
 RUN = "q1 Q0 d1 1 2.5 sys\nq1 Q0 d2 2 1.5 sys\nq2 Q0 d3 1 0.7 sys\n"
 
 
-# --------------------------------------------------------------------------- the issue's list
+# --------------------------------------------------------------------------- bad input files
 def test_non_integer_grade(tmp_path):
     (tmp_path / "q.txt").write_text("q1 0 d1 1\nq1 0 d2 1.5\n")
     (tmp_path / "r.txt").write_text(RUN)
@@ -260,7 +243,7 @@ def test_killed_run_leaves_previous_results_intact(tmp_path):
     assert not [n for n in leftovers if n == "results.json"]
 
 
-# --------------------------------------------------------------------------- issue 13: checked before work
+# --------------------------------------------------------------------------- checked before work
 @pytest.mark.parametrize(
     ("head", "needles"),
     [

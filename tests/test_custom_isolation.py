@@ -1,7 +1,7 @@
-"""Issue 13 row 5: a team retriever that exits, aborts, segfaults, hangs or raises a BaseException
-fails only its own row. Real child processes (``isolation: process``) and real ``harness run``
-processes beside bm25; asserted only on the exit code, bm25's row in ``summary`` and the message in
-``failures`` (what survives any runner rewrite)."""
+""":mod:`retrievers.custom` with ``isolation: process``: a team retriever that exits, aborts,
+segfaults, hangs or raises a BaseException fails only its own row. Real child processes and real
+``harness run`` processes beside bm25; asserted only on the exit code, bm25's row in ``summary``
+and the message in ``failures`` (what survives any runner rewrite)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from harness.errors import InputError, RetrieverError
 from harness.model import Document, Query
 from harness.registry import BuildContext
 from retrievers.custom import Guarded, IsolatedRetriever, PythonSpec, exit_description
+from tests.conftest import run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -221,14 +222,7 @@ def test_isolated_import_is_resolved_without_running_it(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- whole runs, beside bm25
 def harness_run(folder: Path, config: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     (folder / "c.yaml").write_text(textwrap.dedent(config))
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--config", "c.yaml", "--out", "out", "--no-progress"],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    return run_harness("run", "--config", "c.yaml", "--out", "out", "--no-progress", cwd=folder, timeout=timeout)
 
 
 RUN_MODES = [

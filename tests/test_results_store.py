@@ -1,5 +1,6 @@
-"""Issue 13's results-folder rows on real processes: colliding names both kept, files honour the
-umask, an unwritable or foreign --out is refused before any work and left byte-identical."""
+"""The results folder's store (:mod:`harness.results.store`) on real processes: colliding names
+both kept, files honour the umask, an unwritable or foreign --out is refused before any work and
+left byte-identical."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Issue 21's results-folder rows on real processes and real files: a re-run or resume replaces only
-what the harness wrote (row 1), reuses a stored run only when the content it read is unchanged
-(row 2), never replaces complete results before the new ones are complete, even under SIGKILL, and
-every reader refuses an incomplete or altered folder (rows 3, 13); ``--out .`` works (row 7); a
-baseline is never saved over its own input (row 19); Ctrl-C exits 130 with one line (row 20)."""
+"""The results folder (:mod:`harness.results.folder`, :mod:`harness.results.integrity`) on real
+processes and real files: a re-run or resume replaces only what the harness wrote, reuses a stored
+run only when the content it read is unchanged, never replaces complete results before the new
+ones are complete, even under SIGKILL, and every reader refuses an incomplete or altered folder;
+``--out .`` works; a baseline is never saved over its own input; Ctrl-C exits 130 with one line."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""Issue 21's input rows (4, 5, 6, 8, 9, 12, 14, 15, 16, 17, 18): every input checked before work,
-on real files and real ``harness`` processes.
-
-Each test is a row's reproduction: what main did is in the issue's table; what the harness does now is
-asserted here (exit 2, one line naming file, line and field, nothing run), plus a sweep of malformed
-inputs through the CLI that asserts no error is ever a bare exception class name.
+"""Every input checked before work, through the CLI on real files and real ``harness`` processes:
+sweep sizes and plans, chunk-span caches, symlinks, golden sets, chunking specs, depth and history,
+compare's run files. Each case asserts exit 2 and one line naming file, line and field, with nothing
+run; a sweep of malformed inputs through the CLI asserts no error is ever a bare exception class name.
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import subprocess
 import sys
 import textwrap
@@ -23,36 +20,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.errors import InputError
+from tests.conftest import BARE, copy_demo, one_line_error
 from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "datasets" / "demo"
 DEEP = "[" * 200_000 + "]" * 200_000
-
-#: Exception class names that must never be the message of an input error.
-BARE = re.compile(
-    r"\b(KeyError|RecursionError|AttributeError|TypeError|IndexError|ValidationError|UnicodeEncodeError|"
-    r"UnicodeDecodeError|ValueError|internal error)\b"
-)
-
-
-def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
-    """Exit 2, no traceback, one ``error:`` line holding the needles and no bare exception name."""
-    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
-    assert "Traceback" not in proc.stderr
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("harness: ")]
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-2000:]
-    assert not BARE.search(lines[0]), lines[0]
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
-
-
-def copy_demo(dst: Path) -> Path:
-    (dst / "qrels").mkdir(parents=True)
-    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
-        (dst / name).write_bytes((DEMO / name).read_bytes())
-    return dst
 
 
 def edit_query(folder: Path, index: int, edit) -> None:
@@ -73,7 +46,7 @@ def write(path: Path, text: str) -> Path:
 TWO_BM25 = "retrievers:\n  bm25: {type: bm25}\n  bm25b: {type: bm25, k1: 1.0}\n"
 
 
-# ----------------------------------------------------------------------------- row 4: sweep size
+# ----------------------------------------------------------------------------- sweep size
 def _grid_config(tmp_path: Path, n: int, m: int) -> Path:
     k1 = ", ".join(f"{0.1 + i * 0.001:.3f}" for i in range(n))
     b = ", ".join(f"{i / max(m, 1):.4f}" for i in range(m))
@@ -244,9 +217,9 @@ sweep:
 @pytest.mark.parametrize(
     ("grid", "line", "needles"),
     [
-        # row 6: bm25 at k1=1.2 *is* bm25b, so the hybrid would fuse one run twice
+        # bm25 at k1=1.2 *is* bm25b, so the hybrid would fuse one run twice
         ("    bm25: {k1: [0.9, 1.2]}\n    hyb: {rrf_k: [10, 60]}\n", 11, ["'bm25' and 'bm25b' become the same run"]),
-        # row 16: `of` swept to a missing retriever, or to a cycle
+        # `of` swept to a missing retriever, or to a cycle
         ("    hyb: {of: [[bm25, nosuch]]}\n", 11, ["'nosuch' is not a retriever in this config"]),
         ("    hyb: {of: [[bm25, hyb]]}\n", 11, ["the inputs form a cycle (hyb -> hyb)"]),
         ("    bm25: {k1: ['0.9']}\n", 11, ["sweep.grid.bm25.k1", "not the string '0.9'"]),
@@ -292,7 +265,7 @@ def test_a_selection_split_judging_no_known_query_says_so(tmp_path) -> None:
     assert "are in both" not in line
 
 
-# ----------------------------------------------------------------------------- row 8: chunk-span cache
+# ----------------------------------------------------------------------------- chunk-span cache
 @pytest.fixture
 def span_cache(tmp_path):
     from harness.chunking import chunk_corpus, make_chunker
@@ -352,7 +325,7 @@ def test_an_edited_span_cache_does_not_change_the_score(tmp_path) -> None:
     assert score[0] == score[1]
 
 
-# ----------------------------------------------------------------------------- row 9: symlinks
+# ----------------------------------------------------------------------------- symlinks
 def test_a_file_symlink_out_of_the_corpus_folder_is_never_followed(tmp_path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("TOP SECRET outside the corpus\n")
@@ -375,7 +348,7 @@ def test_a_file_symlink_out_of_the_corpus_folder_is_never_followed(tmp_path) -> 
     assert sorted(json.loads(line)["_id"] for line in corpus.splitlines()) == ["a.txt", "alias.txt"]
 
 
-# ----------------------------------------------------------------------------- row 14: golden sets
+# ----------------------------------------------------------------------------- golden sets
 CORPUS = '{"_id": "d1", "text": "alpha"}\n{"_id": "d2", "text": "beta"}\n'
 
 
@@ -467,7 +440,7 @@ def test_a_split_is_a_plain_name_never_a_path(tmp_path) -> None:
     assert not (tmp_path / "evil.tsv").exists() and not (tmp_path / "beir").exists()
 
 
-# ----------------------------------------------------------------------------- row 15: chunking specs
+# ----------------------------------------------------------------------------- chunking specs
 @pytest.mark.parametrize(
     ("entry", "needles"),
     [
@@ -494,7 +467,7 @@ def test_chunking_specs_are_strict_and_names_bounded(tmp_path, entry, needles) -
         assert n in msg, (n, msg)
 
 
-# ----------------------------------------------------------------------------- row 16: depth, history
+# ----------------------------------------------------------------------------- depth, history
 @pytest.mark.slow  # several real `harness` processes
 def test_json_nested_200k_deep_is_one_located_line_in_every_reader(tmp_path) -> None:
     for which in ("corpus", "queries"):
@@ -561,7 +534,7 @@ def test_odd_types_in_a_history_file_are_located(tmp_path, over, needle) -> None
     one_line_error(harness("history", "h.jsonl", "--out", "h", cwd=tmp_path), "h.jsonl:2:", needle)
 
 
-# ----------------------------------------------------------------------------- row 18: compare
+# ----------------------------------------------------------------------------- compare
 def _runs(tmp_path: Path) -> Path:
     """Run files over the demo's judged queries: a ranks q01..q43, b q44.., c q01..q59 (each query's
     judged documents first, then the same 20 others, so a and c agree where both rank)."""

@@ -1,4 +1,4 @@
-"""Issue 13 rows 1, 3 and 13 for ``type: http``, against a real server on 127.0.0.1: a service that
+"""``type: http`` (:mod:`retrievers.http`) against a real server on 127.0.0.1: a service that
 trickles its reply, one that never answers, a gzip bomb, secrets in headers; and the process always
 exits (scenarios run in a child interpreter under a hard timeout)."""
 
@@ -28,6 +28,7 @@ from harness.errors import RetrieverError
 from harness.model import Query
 from harness.registry import BuildContext
 from retrievers.http import HttpRetriever, HttpSpec
+from tests.conftest import run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -354,13 +355,8 @@ def test_harness_run_writes_no_secret_anywhere(serve, tmp_path) -> None:
         f"  svc:\n    type: http\n    url: {s.url}\n    headers: {{Authorization: 'Bearer ${{E2E_TOKEN}}'}}\n"
         "    allow_unknown_docs: true\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--config", "c.yaml", "--out", "out", "--no-progress"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO), "E2E_TOKEN": token},
+    proc = run_harness(
+        "run", "--config", "c.yaml", "--out", "out", "--no-progress", cwd=tmp_path, env={"E2E_TOKEN": token}
     )
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert s.headers_seen and s.headers_seen[-1]["Authorization"] == f"Bearer {token}"

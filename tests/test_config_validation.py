@@ -1,13 +1,10 @@
-"""Issue 13 rows 4, 11, 13, 16 and issue 16's config items: every config value and every scalar is
+""":mod:`harness.config`: every config value and every scalar is
 checked before any work, with file, line and key; hostile text (lone surrogates, non-ASCII digits)
 in hypothesis strategies."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -23,6 +20,7 @@ from harness.io.trec import read_qrels
 from harness.io.yamltext import MAX_YAML_VALUES
 from harness.model import Document, GoldenDataset, Query
 from harness.validate import check_corpus_encodable, validate_output
+from tests.conftest import run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 BM25 = "retrievers:\n  bm25: {type: bm25}\n"
@@ -134,14 +132,7 @@ def test_imports_run_files_and_urls_are_resolved_at_config_check(tmp_path) -> No
 def test_class_missing_exits_2_before_any_retriever_runs(tmp_path) -> None:
     """Issue 16: `class: mod:Missing` beside bm25 is exit 2 with file:line:key, and bm25 never ran."""
     (tmp_path / "c.yaml").write_text("dataset: demo\n" + BM25 + "  m: {type: python, class: 'os:Missing'}\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--config", "c.yaml", "--out", "o", "--no-progress"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    proc = run_harness("run", "--config", "c.yaml", "--out", "o", "--no-progress", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "c.yaml:4: retrievers.m.class" in proc.stderr and "Missing" in proc.stderr
     assert "running bm25" not in proc.stderr and not (tmp_path / "o" / "results.json").exists()
