@@ -225,6 +225,9 @@ def harness_run(folder: Path, config: str, timeout: float = 240) -> subprocess.C
     return run_harness("run", "--config", "c.yaml", "--out", "out", "--no-progress", cwd=folder, timeout=timeout)
 
 
+#: a run config whose team retriever (the line a test adds) runs beside bm25
+BESIDE_BM25 = "dataset: demo\nlatency_queries: 2\nretrievers:\n  bm25: {type: bm25}\n"
+
 RUN_MODES = [
     ("exit", "none", "SystemExit(3)"),
     ("kbd", "none", "KeyboardInterrupt"),
@@ -240,17 +243,8 @@ def test_harness_run_keeps_bm25_when_the_team_retriever_dies(team, mode: str, is
     name, folder = team
     proc = harness_run(
         folder,
-        f"""
-        dataset: demo
-        latency_queries: 2
-        retrievers:
-          bm25: {{type: bm25}}
-          team:
-            type: python
-            class: "{name}:Team"
-            isolation: {isolation}
-            params: {{mode: {mode}}}
-        """,
+        BESIDE_BM25
+        + f'  team: {{type: python, class: "{name}:Team", isolation: {isolation}, params: {{mode: {mode}}}}}\n',
     )
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])
     res = json.loads((folder / "out" / "results.json").read_text())
@@ -263,13 +257,8 @@ def test_harness_run_kills_a_hung_isolated_retriever_at_its_timeout(team) -> Non
     name, folder = team
     proc = harness_run(
         folder,
-        f"""
-        dataset: demo
-        latency_queries: 2
-        retrievers:
-          bm25: {{type: bm25}}
-          team: {{type: python, class: "{name}:Team", isolation: process, timeout_s: 2, params: {{mode: hang}}}}
-        """,
+        BESIDE_BM25
+        + f'  team: {{type: python, class: "{name}:Team", isolation: process, timeout_s: 2, params: {{mode: hang}}}}\n',
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
     res = json.loads((folder / "out" / "results.json").read_text())
