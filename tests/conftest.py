@@ -181,6 +181,13 @@ def bm25_config(tmp_path: Path, dataset: str = "demo", name: str = "bench.yaml")
     return cfg
 
 
+#: the run settings of a quick run with statistics (a config's lines between its dataset and retrievers)
+QUICK_RUN = (
+    "depth: 20\nlatency_queries: 3\nwarmup_queries: 0\nmetrics: [ndcg@10, mrr@10]\nbaseline: bm25\n"
+    "stats: {bootstrap: 200, permutations: 500}\n"
+)
+
+
 def shared(name: str) -> Path:
     """A folder of ../shared/data, or skip when this checkout has none (CI has it)."""
     path = SHARED_DATA / name

@@ -17,26 +17,23 @@ from harness.errors import InputError
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, evaluate_run
 from harness.results import Results
-from tests.conftest import SLOW_RETRIEVER, kill_when_started
+from tests.conftest import QUICK_RUN, SLOW_RETRIEVER, kill_when_started
 from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parent.parent
 V1 = REPO / "tests" / "data" / "v1_results"
 
 
-CONFIG = textwrap.dedent("""
-    dataset: demo
-    depth: 20
-    latency_queries: 3
-    warmup_queries: 0
-    metrics: [ndcg@10, mrr@10]
-    baseline: bm25
-    stats: {bootstrap: 200, permutations: 500}
+CONFIG = (
+    "\ndataset: demo\n"
+    + QUICK_RUN
+    + textwrap.dedent("""
     retrievers:
       bm25: {type: bm25}
       slow: {type: python, class: "slow:Slow", allow_unknown_docs: true}
       bm25_k12: {type: bm25, k1: 1.2}
-""")
+""").lstrip("\n")
+)
 
 
 def _write(tmp: Path) -> None:

@@ -29,7 +29,7 @@ from harness.results.render import render_table as render
 from harness.results.suite_table import print_suite
 from harness.stats.exact import min_p, min_pairs, sign_flip_p
 from harness.suite import SuiteResults, aggregate, plan_suite
-from tests.conftest import kill_when_started, run_harness
+from tests.conftest import QUICK_RUN, kill_when_started, run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,20 +69,11 @@ def make_tiny(folder: Path, prefix: str = "tiny-") -> Path:
     return folder
 
 
-SUITE = textwrap.dedent("""
-    datasets:
-      support: demo
-      tiny: {path: tiny, split: test}
-    depth: 20
-    latency_queries: 3
-    warmup_queries: 0
-    metrics: [ndcg@10, mrr@10]
-    baseline: bm25
-    stats: {bootstrap: 200, permutations: 500}
-    retrievers:
-      bm25: {type: bm25}
-      bm25_k12: {type: bm25, k1: 1.2, b: 0.9}
-""")
+SUITE = (
+    "\ndatasets:\n  support: demo\n  tiny: {path: tiny, split: test}\n"
+    + QUICK_RUN
+    + "retrievers:\n  bm25: {type: bm25}\n  bm25_k12: {type: bm25, k1: 1.2, b: 0.9}\n"
+)
 
 
 def write_suite_config(tmp_path: Path, text: str = SUITE) -> Path:
