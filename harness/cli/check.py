@@ -17,7 +17,7 @@ import json
 import sys
 
 from harness import defaults
-from harness.cli.command import add_allow_incomplete, add_command, gate_tolerances
+from harness.cli.command import add_allow_incomplete, add_command, gate_power_options, gate_tolerances
 from harness.errors import InputError
 from harness.gate import (
     DEFAULT_ALPHA,
@@ -143,23 +143,9 @@ def build_report(args: argparse.Namespace) -> CheckReport:
     return load_gate.add_load(_build_quality_report(args), args.baseline, args.current, **load_tol)
 
 
-def _power_options(args: argparse.Namespace) -> dict[str, float | None]:
-    """``--non-inferiority``, ``--ni-alpha``, ``--require-power`` checked before anything is read."""
-    from harness.gate.tolerances import check_alpha, check_tolerance
-
-    margin = getattr(args, "non_inferiority", None)
-    if margin is not None:
-        margin = check_tolerance(margin, "--non-inferiority")
-    ni_alpha = check_alpha(getattr(args, "ni_alpha", DEFAULT_ALPHA), "--ni-alpha")
-    power = getattr(args, "require_power", None)
-    if power is not None:
-        check_alpha(power, "--require-power")
-    return {"non_inferiority": margin, "ni_alpha": ni_alpha, "power": power if power is not None else 0.8}
-
-
 def _build_quality_report(args: argparse.Namespace) -> CheckReport:
     tol = gate_tolerances(args)
-    power = _power_options(args)
+    power = gate_power_options(args)
     baseline = load_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
     current = load_results(args.current, "current", allow_incomplete=args.allow_incomplete)
     return check(
@@ -195,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             _write_error(args, str(e))
             raise
     try:
-        _power_options(args)
+        gate_power_options(args)
         report = build_report(args)
         if args.require_power is not None and report.blind:
             more = f" (and {len(report.blind) - 1} more blind check(s))" if len(report.blind) > 1 else ""

@@ -36,7 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("folder", nargs="?", metavar="DIR", help="results folder or suite folder")
     p.add_argument("--delta", type=float, help="the difference to detect (default: each comparison's observed one)")
     p.add_argument("--power", type=float, default=pw.POWER, help="power to reach (default %(default)s)")
-    p.add_argument("--alpha", type=float, help=f"two-sided level (default: the results' stats.alpha, else {defaults.ALPHA})")
+    p.add_argument(
+        "--alpha", type=float, help=f"two-sided level (default: the results' stats.alpha, else {defaults.ALPHA})"
+    )
     p.add_argument("--queries", type=int, metavar="N", help="the mde at N queries instead of the set's size")
     p.add_argument("--metrics", metavar="M1,M2", help="only these metrics (default: all)")
     p.add_argument(
@@ -47,7 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also the resampling estimate of the power at the mde: N sets drawn from the real differences",
     )
     p.add_argument("--sd", type=float, help="planning: sd of the per-query differences between two systems")
-    p.add_argument("--sd-scores", type=float, metavar="S", help="planning: one system's per-query sd (uses sqrt(2) x S)")
+    p.add_argument(
+        "--sd-scores", type=float, metavar="S", help="planning: one system's per-query sd (uses sqrt(2) x S)"
+    )
     p.add_argument("--format", choices=["text", "json"], default="text", help="stdout: a table or JSON")
     add_allow_incomplete(p)
     p.set_defaults(func=run)

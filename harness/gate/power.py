@@ -28,7 +28,6 @@ import numpy as np
 from harness.gate._scores import Scores
 from harness.gate.tolerances import metric_key
 from harness.stats.power import mde as min_effect
-from harness.stats.power import power as t_power
 from harness.stats.power import queries_needed
 from harness.stats.tests import t_lower_bound
 
@@ -128,9 +127,7 @@ def add_power(
             continue
         used[row.sd_source] += 1
         row.mde = min_effect(row.sd_used, row.queries, report.alpha, target)
-        if margin is not None:
-            _ni_power_note(report, row, ni_alpha, target)
-        elif row.mde > row.tolerance:
+        if margin is None and row.mde > row.tolerance:
             report.blind.append(blind_line(row, report.alpha, target))
     if any(used.values()):
         by_why: dict[str, list[str]] = {}
@@ -163,24 +160,6 @@ def blind_line(row: Any, alpha: float, target: float) -> str:
         return head + "; no practical set size detects it"
     row.queries_needed = need
     return head + f"; {need:,} queries would detect it"
-
-
-def _ni_power_note(report: Any, row: Any, ni_alpha: float, target: float) -> None:
-    """Under non-inferiority a small set fails good changes, not bad ones: say how likely a change that
-    equals the baseline is to pass, and the queries that would make it ``target``."""
-    assert row.margin is not None and row.sd_used is not None
-    if row.margin <= 0:
-        return
-    effect = row.margin / row.sd_used
-    chance = t_power(effect, row.queries, ni_alpha, "larger")
-    if chance >= target:
-        return
-    need = queries_needed(row.margin, row.sd_used, ni_alpha, target, "larger")
-    report.power_notes.append(
-        f"{row.retriever} {row.metric}: non-inferiority (margin {row.margin:g}, one-sided alpha {ni_alpha:g}) passes "
-        f"a change equal to the baseline with probability {chance:.2f} on {row.queries} queries; "
-        f"{need:,} queries would make it {target:.0%}"
-    )
 
 
 def _inferior(row: Any, note: str) -> None:

@@ -99,8 +99,12 @@ def to_markdown(report: CheckReport) -> str:
     out += [f"- note: {_md(n)}" for n in report.notes]
     out += [f"- {_md(n)}" for n in power_lines(report)]
     extra = _power_header(report)
-    out += ["", "| verdict | retriever | metric | baseline | current | delta | p-value | tolerance | queries | "
-            + " | ".join(extra) + " |"]
+    out += [
+        "",
+        "| verdict | retriever | metric | baseline | current | delta | p-value | tolerance | queries | "
+        + " | ".join(extra)
+        + " |",
+    ]
     out.append("|---|---|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(extra))
     for r in report.sorted_rows():
         verdict = r.verdict.replace("_", " ")

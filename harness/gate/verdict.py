@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field
 
 from harness import defaults
 from harness.errors import InputError
-from harness.gate._scores import Scores
 from harness.gate import power as power_gate
+from harness.gate._scores import Scores
 from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, check_tolerance, metric_key
 from harness.results import Results
 from harness.stats.tests import randomization_tests, t_test

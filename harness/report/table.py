@@ -175,7 +175,6 @@ class ComparisonTable:
             lines.append(f"Efficiency of a composed retriever adds up the components it runs ({parts}).")
         return lines + self.notes
 
-
     def power_lines(self) -> list[str]:
         """Per retriever, what this set can detect on the first metric against the baseline, in words
         (:func:`harness.stats.power.sentence`); nothing for results written before the figures existed."""

@@ -102,12 +102,10 @@ def n_exact(delta: float, sd: float, alpha: float, target: float = POWER, altern
     return float(brentq(lambda n: power(effect, n, alpha, alternative) - target, 2.0, hi, xtol=1e-10, rtol=1e-15))
 
 
-def queries_needed(
-    delta: float, sd: float, alpha: float, target: float = POWER, alternative: str = "two-sided"
-) -> int:
+def queries_needed(delta: float, sd: float, alpha: float, target: float = POWER, alternative: str = "two-sided") -> int:
     """Whole queries needed to detect ``delta`` at power ``target`` (:func:`n_exact` rounded up)."""
     n = n_exact(delta, sd, alpha, target, alternative)
-    return int(math.ceil(n - 1e-9))
+    return math.ceil(n)
 
 
 def figures(diffs: np.ndarray, alpha: float = defaults.ALPHA, target: float = POWER) -> dict[str, Any]:
@@ -188,11 +186,10 @@ def sentence(
     m = get("mde")
     if m is None:
         return None
-    n = queries if queries is not None else int(get("wins", 0) or 0) + int(get("ties", 0) or 0) + int(get("losses", 0) or 0)
-    text = (
-        f"with {n} queries this set detects {metric} differences of {m:.3f} or more "
-        f"({target:.0%} power, {LABEL})"
-    )
+    if queries is None:
+        queries = sum(int(get(k, 0) or 0) for k in ("wins", "ties", "losses"))
+    n = queries
+    text = f"with {n} queries this set detects {metric} differences of {m:.3f} or more ({target:.0%} power, {LABEL})"
     delta, need = get("delta"), get("n_for_observed")
     if delta is not None and need is not None:
         enough = "; the set is large enough" if need <= n else ""
