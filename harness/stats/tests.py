@@ -6,6 +6,7 @@ carry the evidence. One implementation, used by the comparison tables and by ``h
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,7 +80,8 @@ def t_tests(diffs: np.ndarray) -> np.ndarray:
     q, m = d.shape
     if q < 2:
         return np.ones(m)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # near-equal columns: scipy's precision notice
         p = np.asarray(stats.ttest_1samp(d, 0.0, axis=0).pvalue, dtype=np.float64)
     flat = np.all(np.isclose(d, d[:1]), axis=0)  # every difference equal: as t_test, no spread to weigh
     p[flat] = np.where(d[0, flat] == 0, 1.0, 0.0)
