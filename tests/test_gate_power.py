@@ -15,8 +15,8 @@ from statsmodels.stats.power import TTestPower
 
 from harness.cli import main
 from harness.gate import Tolerances, check
-from harness.gate.power import reference_sd
 from harness.gate._scores import Scores
+from harness.gate.power import reference_sd
 from harness.io import atomic
 from harness.stats import power as pw
 from tests.test_check import base_scores, make_results, row
@@ -150,7 +150,7 @@ def test_check_bad_power_options_one_line(folders, capsys, extra, expect):
 
 
 def test_power_command_on_a_folder(folders, capsys):
-    tmp, base, cur, a, c = folders
+    tmp, _, _, a, _ = folders
     res = make_results({"bm25": a, "dense": base_scores(seed=2)})
     res.manifest["config"] = {"baseline": "bm25"}
     write(tmp / "res.json", res)
