@@ -200,3 +200,26 @@ def test_power_metric_the_folder_lacks(folders, capsys):
     _, base, _, _, _ = folders
     assert main(["power", str(base), "--metrics", "map@100"]) == 2
     assert "no per-query scores for metric(s) map@100" in capsys.readouterr().err
+
+
+def test_suite_folders(tmp_path, capsys):
+    """``harness power`` and ``harness check --require-power`` on a suite: one section per dataset."""
+    from harness.api import benchmark
+
+    retrievers = {"bm25": {"type": "bm25"}, "bm25_k2": {"type": "bm25", "k1": 2.0}}
+    benchmark(
+        {"d1": "demo"},
+        retrievers,
+        metrics=["ndcg@10"],
+        baseline="bm25",
+        latency_queries=0,
+        warmup_queries=0,
+        out=tmp_path / "suite",
+    )
+    suite = str(tmp_path / "suite")
+    assert main(["power", suite, "--format", "json"]) == 0
+    sections = json.loads(capsys.readouterr().out)["datasets"]
+    assert set(sections) == {"d1"}
+    assert sections["d1"]["rows"][0]["n"] == 83 and sections["d1"]["rows"][0]["mde"] > 0
+    assert main(["check", "--baseline", suite, "--current", suite, "--tolerance", "0.001", "--require-power"]) == 2
+    assert "blind: " in capsys.readouterr().err
