@@ -79,7 +79,8 @@ def test_non_inferiority_bound_and_verdict():
             bound = lower_bound(cur[m] - a[m], alpha)
             assert r.rule == "non_inferiority" and r.bound == pytest.approx(bound, abs=1e-9)
             assert r.verdict == ("ok" if bound > -margin else "inferior")
-    assert check(base, now, non_inferiority=0.001).exit_code == 1
+    failing = check(base, now, non_inferiority=0.001)
+    assert failing.exit_code == 1 and failing.headline().startswith("FAIL: 0 regressions, 2 inferior")
 
 
 def test_non_inferiority_from_tolerances_file_only_for_its_metrics(tmp_path):

@@ -166,7 +166,7 @@ class CheckReport(BaseModel):
     def headline(self) -> str:
         c = self.counts()
         parts = [f"{c['regression']} regression{'s' * (c['regression'] != 1)}"]
-        parts += [f"{c[v]} {v}" for v in ("failed", "missing") if c[v]]
+        parts += [f"{c[v]} {v}" for v in ("inferior", "failed", "missing") if c[v]]
         if self.problems:
             parts.append("dataset changed")
         checked = sum(c[v] for v in ORDER if v != "new")
