@@ -6,23 +6,15 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-_MOVED = {
-    "TABLE_FILES": "harness.results.render",
-    "ComparisonTable": "harness.results.render",
-    "build_table": "harness.results.render",
-    "comparison_frame": "harness.results.render",
-    "render_table": "harness.results.render",
-    "to_markdown": "harness.results.render",
-}
-
-__all__ = sorted(_MOVED)
+# given by __getattr__ below, each with a warning
+__all__ = ["TABLE_FILES", "ComparisonTable", "build_table", "comparison_frame", "render_table", "to_markdown"]  # noqa: F822
 
 
 def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
+    """Each name of :data:`__all__` from :mod:`harness.results.render`, with a warning."""
+    if name not in __all__:
         raise AttributeError(f"module 'harness.report' has no attribute {name!r}")
-    warnings.warn(f"harness.report.{name} moved to {module}.{name}", DeprecationWarning, stacklevel=2)
+    warnings.warn(f"harness.report.{name} moved to harness.results.render.{name}", DeprecationWarning, stacklevel=2)
     from harness.results import render
 
     return getattr(render, name)
