@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--qrels", required=True, help="the judgments the pool was made against (never modified)")
     m.add_argument("--out", required=True, help="new qrels file to write (TREC format), plus OUT.provenance.json")
     m.set_defaults(func=merge)
+    from harness.cli.judge_tools import register_tools
+
+    register_tools(jsub)  # agree, sample, auto (automatic judges checked against people)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 

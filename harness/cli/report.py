@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="also the table per slice of queries (their tags): counts, CIs, Holm-corrected tests within each slice",
     )
     add_allow_incomplete(p)
+    from harness.cli.judge_tools import add_ppi_arguments
+
+    add_ppi_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -75,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.engine.integrity import check_results
 
     results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
+    if args.auto_qrels:  # prediction-powered intervals over the stored runs (docs/judging.md)
+        from harness.cli.judge_tools import report_ppi
+
+        return report_ppi(args, results)
     if args.qrels or args.judged_only:
         from harness.engine.rescore import rescore
 
