@@ -38,7 +38,7 @@ class Split:
 
     labelled: list[str]
     unlabelled: list[str]
-    incomplete: list[str]  # sampled (or human-judged) queries with pairs people did not grade
+    incomplete: list[str]  # sampled (or human-judged) queries with pairs people did not grade (unlabelled)
 
 
 def split(human: Qrels, judge: Qrels, labelled: Collection[str] | None = None) -> Split:
@@ -54,7 +54,7 @@ def split(human: Qrels, judge: Qrels, labelled: Collection[str] | None = None) -
                 inc.append(q)
             continue
         (lab if all(d in h for d in judge[q]) else inc).append(q)
-    taken = set(lab) | set(inc)
+    taken = set(lab)  # a half-graded query is still the judge's: unlabelled
     return Split(lab, [q for q in sorted(judge) if q not in taken], inc)
 
 
