@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = jsub.add_parser("serve", help="a page on 127.0.0.1 to grade the pool (keys 0-3, Backspace undoes)")
     s.add_argument("pool", metavar="POOL", help="pool file from `harness pool` (.csv or .jsonl); grades go into it")
     s.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
+    from harness.cli.judge_tools import add_order_arguments
+
+    add_order_arguments(s)
     s.set_defaults(func=serve)
     m = jsub.add_parser("merge", help="the old judgments plus the pool's grades, written to a new file")
     m.add_argument("pool", metavar="POOL", help="graded pool file")
@@ -43,6 +46,9 @@ def serve(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         raise InputError("must be 0..65535", field="--port")
     judging = Judging(args.pool)
+    from harness.cli.judge_tools import apply_order
+
+    apply_order(args, judging)  # --order: disagreement-first or random (docs/judging.md)
     try:
         server = make_server(judging, args.port)
     except OSError as e:

@@ -217,3 +217,45 @@ def auto(args: argparse.Namespace) -> int:
     if summary.stopped:
         raise InputError(f"stopped: {summary.stopped}; the {summary.graded} grades received are in {out}")
     return 130 if summary.interrupted else 0
+
+
+def add_order_arguments(s: argparse.ArgumentParser) -> None:
+    """``judge serve --order``: which pairs the page presents first."""
+    s.add_argument(
+        "--order",
+        choices=["pool", "disagreement", "random"],
+        default="pool",
+        help="pool: the file's order; disagreement: where --against grades differ most first (people's "
+        "grades the judge disputes come back); random: a seeded shuffle, for a calibration sample",
+    )
+    s.add_argument(
+        "--against", action="append", metavar="GRADES", default=[],
+        help="with --order disagreement: a judge's grade file or qrels (twice: two judges, on ungraded pairs)",
+    )  # fmt: skip
+    s.add_argument("--seed", type=int, default=0, help="with --order random: the seed (default 0)")
+
+
+def apply_order(args: argparse.Namespace, judging) -> None:
+    """Set the page's order on ``judging`` (:mod:`harness.judging.order`), refusing what would bias a sample."""
+    from harness.errors import InputError
+
+    if args.order != "disagreement" and args.against:
+        raise InputError("--against goes with --order disagreement", field="--against")
+    if args.order == "random":
+        from harness.judging.order import shuffled
+
+        judging.order = shuffled(len(judging.rows), args.seed)
+    elif args.order == "disagreement":
+        from harness.judging.agree import read_grades
+        from harness.judging.order import disagreement
+        from harness.judging.sample import is_sample
+
+        if is_sample(args.pool):
+            raise InputError(
+                "a `judge sample` file is graded in full and in its own order: grades chosen by a judge's "
+                "answers would bias the prediction-powered intervals (use --order pool or random)",
+                field="--order",
+            )
+        if not 1 <= len(args.against) <= 2:
+            raise InputError("--order disagreement needs --against GRADES (once or twice)", field="--against")
+        judging.order, judging.review = disagreement(judging.rows, [read_grades(p) for p in args.against])

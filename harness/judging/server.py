@@ -54,12 +54,20 @@ class Judging:
     def graded(self) -> int:
         return sum(r.grade is not None for r in self.rows)
 
+    #: the order rows are presented in (None: the file's) and the graded rows to present again until
+    #: graded in this session (:mod:`harness.judging.order`: disagreement-first, random)
+    order: list[int] | None = None
+    review: frozenset[int] = frozenset()
+
     def next_ungraded(self, after: int = -1) -> int | None:
         """The first ungraded row after ``after`` (wrapping round), None when all are graded."""
-        n = len(self.rows)
+        seq = self.order if self.order is not None else list(range(len(self.rows)))
+        again = self.review - {i for i, _ in self._undo} if self.review else frozenset()
+        n = len(seq)
+        start = seq.index(after) if 0 <= after < len(self.rows) and after in seq else -1
         for step in range(1, n + 1):
-            i = (after + step) % n
-            if self.rows[i].grade is None:
+            i = seq[(start + step) % n]
+            if self.rows[i].grade is None or i in again:
                 return i
         return None
 
