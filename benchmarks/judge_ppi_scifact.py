@@ -83,7 +83,8 @@ def main_() -> None:
     print(f"{len(pool)} pooled pairs over {len({r.query_id for r in pool})} queries; "
           f"{len(sample)} pairs of {args.queries} sampled queries graded by 'people'")  # fmt: skip
     print(
-        f"{'noise':>6} {'qkappa':>7}  {'bm25 PPI':>26} {'people only':>26}  {'plain - bm25 PPI':>28} {'people only':>28}"
+        f"{'noise':>6} {'qkappa':>7}  {'bm25 PPI':>26} {'people only':>26}  "
+        f"{'plain - bm25 PPI':>28} {'people only':>28}"
     )
     for noise in (float(x) for x in args.noise.split(",")):
         judge = {q: dict(j) for q, j in base.items()}
