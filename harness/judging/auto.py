@@ -29,7 +29,7 @@ from typing import Any
 from harness.errors import InputError
 from harness.io import atomic
 from harness.judging import umbrela
-from harness.judging.pool import COLUMNS, PoolRow, file_format, read_pool
+from harness.judging.pool import COLUMNS, PoolRow, encode_row, file_format, read_pool
 
 log = logging.getLogger("harness")
 
@@ -113,22 +113,24 @@ def _judge_column(p: Path) -> list[str]:
 
 
 def write_auto(path: Path, rows: Sequence[PoolRow], judges: Sequence[str | None]) -> Path:
-    """The pool rows with their grades and the ``judge`` column, written atomically."""
+    """The pool rows with their grades and the ``judge`` column, written atomically. Each row is
+    encoded as the pool file encodes it (:func:`~harness.judging.pool.encode_row`), the judge after it."""
     fmt = file_format(path)
+    parts: list[bytes] = []
     if fmt == "jsonl":
-        text = "".join(
-            json.dumps({**asdict(r), "judge": j if r.grade is not None else None}, ensure_ascii=False) + "\n"
-            for r, j in zip(rows, judges)
-        )
-    else:
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(AUTO_COLUMNS)
         for r, j in zip(rows, judges):
-            w.writerow([r.query_id, r.query, r.doc_id, r.title, r.text, r.retrieved_by, r.best_rank,
-                        "" if r.grade is None else r.grade, (j or "") if r.grade is not None else ""])  # fmt: skip
-        text = buf.getvalue()
-    return atomic.write_bytes(path, text.encode("utf-8", "surrogatepass"))
+            rec = {**asdict(r), "judge": j if r.grade is not None else None}
+            parts.append((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
+    else:
+        parts.append((",".join(AUTO_COLUMNS) + "\n").encode())
+        for r, j in zip(rows, judges):
+            cell = b""
+            if j and r.grade is not None:
+                buf = io.StringIO()
+                csv.writer(buf, lineterminator="").writerow([j])
+                cell = buf.getvalue().encode("utf-8", "surrogatepass")
+            parts.append(encode_row(r, "csv")[:-1] + b"," + cell + b"\n")
+    return atomic.write_bytes(path, b"".join(parts))
 
 
 # ----------------------------------------------------------------------------- reply cache
