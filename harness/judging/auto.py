@@ -216,8 +216,9 @@ def fill_http(
             s.from_cache += 1
         else:
             todo.append(i)
+    log.info("%s: %d of %d pairs to grade (%d graded by earlier runs)", name, len(todo), len(rows), s.from_cache)
     if progress is not None:
-        progress.phase(f"grading {len(todo)} pairs ({s.from_cache} done earlier) with {name}", len(todo))
+        progress.phase(f"grading {len(todo)} pairs", len(todo))
     stop = threading.Event()
     last_save = clock()
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
