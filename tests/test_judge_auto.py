@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 import time
@@ -117,6 +118,7 @@ def _server(policy: Policy) -> ThreadingHTTPServer:
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
     srv.daemon_threads = True
+    srv.handle_error = lambda *a: None  # a client that hung up (cut replies, Ctrl-C) is expected
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
@@ -265,3 +267,52 @@ def test_the_prompt_is_umbrelas():
     assert p.startswith("Given a query and a passage, you must provide a score on an integer scale of 0 to 3")
     assert "\nQuery: what is x\nPassage: T\nbody\n\n" in p
     assert p.endswith("##final score: score without providing any reasoning.")
+
+
+def test_ctrl_c_keeps_every_grade_received(tmp_path, monkeypatch):
+    """A real process, interrupted (SIGINT) mid-run: exit 130, and every grade the server gave
+    before the interrupt is in the file (or in the cache, which the next run reads)."""
+    import signal
+    import subprocess
+    import sys
+
+    policy = Policy()
+    policy.kind = lambda q, p: 0  # every pair answered at once ...
+    srv = _server(policy)
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    real_grade = policy.grade
+
+    def grade(q, p):  # ... but slowly, so the run is still going when it is interrupted
+        time.sleep(0.2)
+        return real_grade(q, p)
+
+    policy.grade = grade
+    pool, out = _pool(tmp_path), tmp_path / "g.csv"
+    env = {**os.environ, "R35_TEST_KEY": KEY, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "judge", "auto", str(pool), "--judge", "http", "--url", url, "--model", "m",
+         "--api-key-env", "R35_TEST_KEY", "--concurrency", "2", "--out", str(out), "--no-progress"],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while len(policy.given) < 8 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        given_before = dict(policy.given)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        srv.shutdown()
+        srv.server_close()
+    assert proc.returncode == 130, err
+    rows = read_pool(out)
+    text = {(r.query_id, r.doc_id): umbrela.prompt(r.query, r.title, r.text) for r in read_pool(pool)}
+    graded = {(r.query_id, r.doc_id): r.grade for r in rows if r.grade is not None}
+    assert len(given_before) - 2 <= len(graded) < 48, err  # at most the 2 in flight were lost
+    for k, g in graded.items():
+        assert g == policy.given[_PAIR.search(text[k]).groups()]
+    # the cache holds the same grades: the next run asks only for the rest
+    assert sum(1 for _ in (tmp_path / "cache" / "judge" / "replies.jsonl").open()) == len(graded)
+    assert "grades are in" in err and KEY not in err

@@ -216,7 +216,9 @@ def auto(args: argparse.Namespace) -> int:
         log.info("  failed %d: %s", n, why)
     if summary.stopped:
         raise InputError(f"stopped: {summary.stopped}; the {summary.graded} grades received are in {out}")
-    return 130 if summary.interrupted else 0
+    if summary.interrupted:  # the usual Ctrl-C exit (130), saying where the grades are
+        raise KeyboardInterrupt(f"{summary.graded} grades are in {out}; the same command grades the rest")
+    return 0
 
 
 def add_order_arguments(s: argparse.ArgumentParser) -> None:
