@@ -153,7 +153,8 @@ def test_nfcorpus_agreement_equals_the_libraries(tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     keys = sorted(people)
     ga = [people[k] for k in keys]
-    gb = [read_grades(b).grades[k] for k in keys]
+    judged = read_grades(b).grades
+    gb = [judged[k] for k in keys]
     k, kq, al = _reference(ga, gb)
     assert rep["n"] == len(keys)
     assert rep["confusion"] == sk_metrics.confusion_matrix(ga, gb, labels=[0, 1, 2, 3]).tolist()
