@@ -15,7 +15,9 @@ log = logging.getLogger("harness")
 ABOUT = """grade a pool on a local page (serve), or merge its grades into qrels (merge)
 
 Grow the judgments: `serve` grades a pool file in the browser, one document at a time, saving each
-grade as it is made; `merge` writes the old judgments plus the new grades to a new qrels file."""
+grade as it is made; `merge` writes the old judgments plus the new grades to a new qrels file.
+`auto` fills a pool with an automatic judge's grades, `agree` measures a judge against people, and
+`sample` draws the queries people grade in full for prediction-powered intervals."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
