@@ -167,3 +167,15 @@ def test_nfcorpus_agreement_equals_the_libraries(tmp_path, capsys):
     assert abs(rep["tau"]["ndcg@10"] - scipy_stats.kendalltau(xa, xb).statistic) <= 1e-12
     assert rep["tau_ap"]["ndcg@10"] == tau_ap(xa, xb)
     assert {"bm25", "dense", "hybrid", "bm25_plain"} <= set(rep["by_retriever"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=2, max_size=12, unique=True), st.randoms())
+def test_tau_ap_bounds_and_extremes(xs, rnd):
+    ys = list(xs)
+    rnd.shuffle(ys)
+    assert tau_ap(xs, xs) == 1.0
+    assert tau_ap(xs, [-x for x in xs]) == -1.0
+    assert -1.0 <= tau_ap(xs, ys) <= 1.0
+    if len(xs) == 2:  # two systems: tau_AP is Kendall's tau
+        assert tau_ap(xs, ys) == pytest.approx(scipy_stats.kendalltau(xs, ys).statistic)
