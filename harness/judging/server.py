@@ -139,6 +139,15 @@ class Judging:
             log.info("%s: %d grade(s) changed on disk were read back (kept)", self.path, len(changed))
         return len(changed)
 
+    def reread(self) -> None:
+        """:meth:`refresh` for a reader: the page sees grades changed on disk; a file that cannot be
+        read now is left to the next save to report."""
+        with self._lock:
+            try:
+                self.refresh()
+            except Conflict:
+                pass
+
     def _set(self, i: int, grade: int | None, expect: int | None) -> None:
         """Row ``i``'s grade, saved (the whole file, atomically) if the file still gives the row
         ``expect``; unchanged in memory if saving fails before the file is replaced."""
@@ -277,6 +286,7 @@ def make_server(judging: Judging, port: int = 0) -> ThreadingHTTPServer:
                 else:
                     self._send(HTTPStatus.OK, PAGE.encode("utf-8"), "text/html; charset=utf-8")
             elif url.path == "/api/item":
+                judging.reread()
                 raw = (parse_qs(url.query).get("i") or [""])[0]
                 i = judging.next_ungraded() if raw in ("", "next") else _index(raw, len(judging.rows))
                 if i is None and raw in ("", "next"):
