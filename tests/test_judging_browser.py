@@ -129,7 +129,7 @@ class DevTools:
         self.sock.close()
 
 
-def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
+def start_chromium(url: str, profile: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     cmd = [
         str(CHROMIUM),
         "--headless",
@@ -143,6 +143,7 @@ def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
         f"--user-data-dir={profile}",
         "--remote-debugging-address=127.0.0.1",
         "--remote-debugging-port=0",
+        *extra,
         url,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -48,7 +48,7 @@ def harness(capsys):
 
 def _rows(n: int, grades: dict[int, int] | None = None) -> list[PoolRow]:
     grades = grades or {}
-    return [PoolRow("q1", "a query", f"d{i}", f"title {i}", f"text {i}", "bm25", i + 1, grades.get(i)) for i in range(n)]
+    return [PoolRow("q1", "query", f"d{i}", f"title {i}", f"text {i}", "bm25", i + 1, grades.get(i)) for i in range(n)]
 
 
 class Server:
@@ -149,7 +149,7 @@ def test_server_checks_host_origin_and_the_token(served):
     pool, s = served
     assert s.token, "the printed URL carries a per-start token"
     assert s.call("GET", "/api/item?i=0")[0] == 200
-    assert s.call("GET", "/api/item?i=0", host="localhost:%d" % s.port)[0] == 200
+    assert s.call("GET", "/api/item?i=0", host=f"localhost:{s.port}")[0] == 200
     # DNS rebinding: a foreign name in Host, whatever else the request carries
     for host in (f"evil.example:{s.port}", "127.0.0.1", f"127.0.0.1:{s.port + 1}", f"localhost.evil:{s.port}"):
         status, body = s.call("GET", "/api/item?i=0", host=host)
@@ -447,9 +447,10 @@ def test_merge_reads_grades_as_the_qrels_reader_does(tmp_path, cell, why, harnes
     r = harness("evaluate", "--qrels", str(tmp_path / "bad.txt"), "--run", str(tmp_path / "run.trec"))
     assert r.returncode == 2 and why in r.stderr, r.stderr
     # in JSON Lines: as a string, and as a number where JSON's grammar allows one
-    literals = [json.dumps(cell)] + ([cell] if re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", cell) else [])
-    for literal in literals:
-        (tmp_path / "pool.jsonl").write_text('{"query_id": "q1", "doc_id": "d1", "grade": %s}\n' % literal)
+    number = re.fullmatch(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?", cell)
+    for literal in [json.dumps(cell)] + ([cell] if number else []):
+        (tmp_path / "pool.jsonl").write_text(json.dumps({"query_id": "q1", "doc_id": "d1", "grade": 0})
+                                             .replace("0}", literal + "}") + "\n")  # fmt: skip
         r = harness("judge", "merge", str(tmp_path / "pool.jsonl"), "--qrels", str(qrels),
                     "--out", str(tmp_path / "q3.txt"))  # fmt: skip
         assert r.returncode == 2 and "pool.jsonl:1: grade:" in r.stderr and why in r.stderr, (literal, r.stderr)

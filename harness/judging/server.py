@@ -22,6 +22,7 @@ Standard library only (``http.server``); the page has no external assets, so it 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -142,11 +143,8 @@ class Judging:
     def reread(self) -> None:
         """:meth:`refresh` for a reader: the page sees grades changed on disk; a file that cannot be
         read now is left to the next save to report."""
-        with self._lock:
-            try:
-                self.refresh()
-            except Conflict:
-                pass
+        with self._lock, contextlib.suppress(Conflict):
+            self.refresh()
 
     def _set(self, i: int, grade: int | None, expect: int | None) -> None:
         """Row ``i``'s grade, saved (the whole file, atomically) if the file still gives the row
