@@ -108,11 +108,11 @@ def build_pool(
     the folders record.
 
     A folder is read only when it is whole, as ``harness report`` reads it
-    (:func:`harness.engine.integrity.check_results`): an interrupted run would pool only the
+    (:func:`harness.results.integrity.check_results`): an interrupted run would pool only the
     retrievers that finished, and an edited run file would pool documents its scores never saw.
     ``allow_incomplete`` turns each refusal into a warning."""
-    from harness.engine.integrity import check_results
-    from harness.engine.store import read_runs
+    from harness.results.integrity import check_results
+    from harness.results.store import read_runs
 
     loaded = [check_results(Results.load(f), allow_incomplete=allow_incomplete) for f in folders]
     runs = _named_runs(loaded, read_runs)
