@@ -95,3 +95,15 @@ def test_qrels_csv_pool_and_jsonl_pool_agree(tmp_path_factory, token):
         except InputError:
             outcomes.append("refused")
     assert len(set(outcomes)) == 1, (token, outcomes)
+
+
+@pytest.mark.parametrize("text", ["1_0", "1e1", "\u0663", " 2x"])
+def test_golden_set_text_grades_use_the_same_parser(tmp_path, text):
+    from harness.io.golden import read_golden
+
+    path = tmp_path / "g.jsonl"
+    path.write_text(json.dumps({"question": "a?", "relevant_ids": {"d1": text}}) + "\n")
+    with pytest.raises(InputError, match=r"g.jsonl:1: relevant_ids: grade of 'd1' must be an integer"):
+        read_golden(path)
+    path.write_text(json.dumps({"question": "a?", "relevant_ids": {"d1": " 2 "}}) + "\n")
+    assert read_golden(path)
