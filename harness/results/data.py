@@ -52,6 +52,11 @@ class Comparison(BaseModel):
     wins: int = 0
     ties: int = 0
     losses: int = 0
+    #: power (harness.stats.power): sd of the differences, minimum detectable effect, queries needed
+    sd_diff: float | None = None
+    mde: float | None = None
+    n_for_observed: int | None = None
+    power_reason: str | None = None
 
     # mapping-style access, so code written against schema 1's plain dicts keeps working
     def __getitem__(self, key: str) -> Any:
