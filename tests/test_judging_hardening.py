@@ -230,6 +230,14 @@ def test_one_server_per_pool_and_a_killed_one_leaves_no_stale_lock(tmp_path, ser
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pool.csv", "pool.csv.stderr", "sub"]
 
 
+def test_a_file_named_like_the_lock_is_left_alone(tmp_path, harness):
+    pool = write_pool(tmp_path / "pool.csv", _rows(2))
+    (tmp_path / "pool.csv.lock").write_text("my notes\n")
+    r = _refused(harness, "judge", "serve", str(pool), "--port", "0")
+    assert r.returncode == 2 and "pool.csv.lock: this file is in the way" in r.stderr, r.stderr
+    assert (tmp_path / "pool.csv.lock").read_text() == "my notes\n"
+
+
 def test_grades_typed_into_the_file_while_serving_are_kept(tmp_path, serve):
     pool = write_pool(tmp_path / "pool.csv", _rows(5))
     s = serve(pool)

@@ -19,6 +19,9 @@ from pathlib import Path
 
 from harness.errors import InputError
 
+#: what a lock file written by a server starts with; any other content is a user's file, left alone
+MARK = "harness judge serve:"
+
 
 def lock_path(pool: str | os.PathLike[str]) -> Path:
     """``POOL.lock`` beside the pool, by the pool's real path (a symlink or a relative path to the
@@ -36,11 +39,14 @@ class PoolLock:
         self.path = lock_path(pool)
         self._fd: int | None = None
         while self._fd is None:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            except OSError as e:  # a link, a folder, no permission: never followed or replaced
+                raise InputError(f"cannot open the judging lock file ({e.strerror or e})", path=self.path) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                owner = _read(fd)
+                owner = _read(fd).removeprefix(MARK).strip()
                 os.close(fd)
                 raise InputError(
                     f"another `harness judge serve` is grading this pool ({owner or 'pid unknown'}); use its page, "
@@ -56,16 +62,24 @@ class PoolLock:
                 same = os.path.samestat(os.fstat(fd), os.stat(self.path))
             except FileNotFoundError:
                 same = False
-            if same:
-                self._fd = fd
-            else:
+            if not same:
                 os.close(fd)
+                continue
+            content = _read(fd)
+            if content and not content.startswith(MARK):  # a file of the user's, by chance of its name
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                raise InputError(
+                    "this file is in the way of the judging server's lock and is not one: move it away",
+                    path=self.path,
+                )
+            self._fd = fd
 
     def describe(self, what: str) -> None:
         """Record ``what`` (the owner's pid and URL) in the lock file, for a second server's message."""
         if self._fd is None:
             return
-        data = what.encode("utf-8", "replace")
+        data = f"{MARK} {what}".encode("utf-8", "replace")
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, data, 0)
 
