@@ -34,6 +34,7 @@ COMMANDS = [
     "pool",
     "judge",
     "load",
+    "inspect",
 ]
 
 
