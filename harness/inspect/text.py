@@ -38,6 +38,8 @@ def normalize(text: str) -> str:
     # casefold can produce text NFKC would change again (and the reverse): repeat until stable, so
     # normalize(normalize(x)) == normalize(x) holds for every string (hypothesis finds the cases)
     out = " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    if out.isascii():  # ASCII is its own NFKC and casefold: stable after one round
+        return out
     for _ in range(8):  # one more round settles every string seen; the bound only guards a cycle
         again = " ".join(unicodedata.normalize("NFKC", out).casefold().split())
         if again == out:
@@ -81,17 +83,14 @@ class ShingleHasher:
         self.k = k
         self._ids: dict[str, int] = {}
 
-    def _word_hash(self, word: str) -> int:
-        h = self._ids.get(word)
-        if h is None:
-            h = self._ids[word] = zlib.crc32(word.encode("utf-8", "surrogatepass"))
-        return h
-
     def __call__(self, tokens: list[str]) -> np.ndarray:
         """The distinct shingle hashes (uint32) of ``tokens``; empty for no words."""
         if not tokens:
             return np.zeros(0, dtype=np.uint32)
-        w = np.fromiter((self._word_hash(t) for t in tokens), dtype=np.uint64, count=len(tokens))
+        table = self._ids
+        for word in set(tokens).difference(table):  # new words only; the lookups below run in C
+            table[word] = zlib.crc32(word.encode("utf-8", "surrogatepass"))
+        w = np.fromiter(map(table.__getitem__, tokens), dtype=np.uint64, count=len(tokens))
         k = min(self.k, len(w))
         n = len(w) - k + 1
         h = np.full(n, np.uint64(k), dtype=np.uint64)  # the length tells a short text from a shingle
