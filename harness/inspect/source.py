@@ -13,6 +13,7 @@ another dataset (its recorded fingerprint differs, or it scores queries the data
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from harness.io.trec import read_qrels
 from harness.model import GoldenDataset
 from harness.paths import cache_dir_of
 from harness.results import Results
+
+log = logging.getLogger("harness")
 
 _CONFIG_SUFFIXES = (".yaml", ".yml")
 
@@ -114,6 +117,8 @@ def _check_results(target: Target, folder: Path) -> Results:
         )
     if not res.per_query:
         raise InputError("holds no per-query scores (no retriever finished)", path=where, field="per_query")
+    if not res.complete:
+        log.warning("%s: an incomplete run: difficulty covers the retrievers that finished", where)
     return res
 
 
