@@ -11,14 +11,18 @@ same, near-leaking queries, and, with results, the queries that cannot tell retr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.inspect import duplicates, judgments
+from harness.inspect.difficulty import difficulty
 from harness.inspect.leakage import leakage
 from harness.inspect.near import THRESHOLD, near_duplicate_documents
 from harness.model import GoldenDataset
+
+if TYPE_CHECKING:
+    from harness.results import Results
 
 
 class JudgedDifferently(BaseModel):
@@ -124,7 +128,7 @@ def inspect_dataset(
     dataset: GoldenDataset,
     *,
     never_judged: list[str] | tuple[str, ...] = (),
-    results: Any = None,
+    results: Results | None = None,
     near_threshold: float = THRESHOLD,
 ) -> Inspection:
     """Every finding for ``dataset``. ``never_judged``: queries the dataset's files hold that no
@@ -159,8 +163,6 @@ def inspect_dataset(
         leaks=dict(sorted({**leaking, **near_leaking}.items())),
     )
     if results is not None:
-        from harness.inspect.difficulty import difficulty
-
         for key, value in difficulty(results).items():
             setattr(found, key, value)
     found.verdict, found.changes_comparisons = verdict(found)
