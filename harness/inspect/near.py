@@ -5,8 +5,8 @@ locality-sensitive hashing (datasketch: a well-kept library, not ours) propose c
 every candidate is then verified on the exact shingle sets, so the sketch's noise can add work but
 never a false finding. The banding is set for recall, not precision: 25 bands of 5 rows propose a
 pair sharing one band, which a pair at Jaccard 0.9 misses with probability (1 - 0.9**5)**25 =
-2e-10 (the candidate threshold, where a pair is proposed half the time, is about 0.53). The seed is
-fixed, so a run is reproducible.
+2e-10 with ideal min-wise hashing (the candidate threshold, where a pair is proposed half the
+time, is about 0.53). The seed is fixed, so a run is reproducible.
 
 Memory is what bounds it: an LSH index holds a Python set per bucket per band (about 9 KB per
 document at 25 bands), so the bands are indexed a few at a time, over the signatures kept as one
