@@ -44,6 +44,8 @@ class Target:
     never_judged: list[str] = field(default_factory=list)
     results: Results | None = None
     chunking: tuple[str, dict[str, Any], Path] | None = None
+    #: one dataset of a suite (``datasets:``): its results are the suite folder's ``<label>/``
+    in_suite: bool = False
 
 
 def never_judged(dataset: GoldenDataset) -> list[str]:
@@ -82,7 +84,7 @@ def _config_targets(path: Path, split: str | None) -> list[Target]:
                 where = f"datasets.{name}" if name else "dataset"
                 raise InputError(e.message, path=p, field=(e.field or "").replace("dataset", where, 1)) from None
             raise
-        targets.append(Target(name or ds.name, ds, never_judged(ds)))
+        targets.append(Target(name or ds.name, ds, never_judged(ds), in_suite=config.datasets is not None))
     cache = cache_dir_of(data.get("cache_dir") if isinstance(data.get("cache_dir"), str) else None)
     for cname, spec in (config.chunking or {}).items():
         if spec.get("method") == "none":
@@ -146,12 +148,9 @@ def resolve(
         targets = [Target(ds.name, ds, never_judged(ds))]
     if results is not None:
         folder = Path(results).expanduser()
-        top = [t for t in targets if t.chunking is None]
-        if len(top) > 1:  # a suite: one results folder per dataset under the suite folder
-            for t in top:
-                t.results = _check_results(t, folder / t.label)
-        else:
-            top[0].results = _check_results(top[0], folder)
+        for t in targets:
+            if t.chunking is None:  # a suite: one results folder per dataset under the suite folder
+                t.results = _check_results(t, folder / t.label if t.in_suite else folder)
     return targets
 
 
