@@ -327,3 +327,20 @@ def test_case_and_whitespace_variants_are_exact_duplicates(texts: list[str], dat
         assert any(i in g and n + i in g for g in groups)
     for g in groups:  # and a group holds only texts that normalise alike
         assert len({normalize((texts + variants)[i]) for i in g}) == 1
+
+
+def test_a_suite_reads_one_results_folder_per_dataset(planted: Path, tmp_path: Path, capsys) -> None:
+    from harness.datasets import load_dataset
+
+    ds = load_dataset(planted)
+    qids = [q.id for q in ds.queries]
+    suite = tmp_path / "suite-results"
+    suite.mkdir()
+    for name, value in (("one", 1.0), ("two", 0.0)):
+        _results(suite / name, qids, {"a": {"ndcg@10": [value] * len(qids)}}, {"dataset": ds.summary()})
+    config = tmp_path / "suite.yaml"
+    config.write_text(f"datasets:\n  one: {planted}\n  two: {planted}\n", encoding="utf-8")
+    code, found = inspect_json(capsys, "--dataset", str(config), "--results", str(suite))
+    assert code == 0
+    assert found["datasets"]["one"]["all_ceiling"]["ndcg@10"] == sorted(qids)
+    assert found["datasets"]["two"]["all_floor"]["ndcg@10"] == sorted(qids)
