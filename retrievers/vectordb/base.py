@@ -7,7 +7,8 @@ vector; say how many bytes its store takes. Everything else lives here once:
 - embeddings come from :class:`retrievers.encoder.Encoder` with ``dense``'s options and cache, so the
   corpus is embedded once whichever engines a config compares;
 - ``mode: build`` stores under a fresh folder of the run (``work_dir``, default a temporary folder)
-  that is deleted when the retriever is freed; ``mode: connect`` only reads;
+  that is deleted when the retriever is freed; ``mode: connect`` only reads (engines whose client
+  writes to what it opens, Chroma and Qdrant local, open a copy in such a folder);
 - cost: ``build_seconds`` (writing and indexing, encoding apart), ``index_mb`` (the store on disk),
   and ``ann_recall@k``: the overlap of the engine's top k with the exact top k over the same
   embeddings, computed in numpy with the same similarity, filtered alike (:mod:`retrievers.exact`).
@@ -39,6 +40,9 @@ from harness.run import Run
 from retrievers.dense import ann_recall
 from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
+from retrievers.vectordb.store_copy import copy_store, folder_bytes
+
+__all__ = ["Driver", "VectorDB", "VectorDBSpec", "folder_bytes", "require", "sql_literal"]
 
 
 class VectorDBSpec(EncoderOptions):
@@ -49,6 +53,10 @@ class VectorDBSpec(EncoderOptions):
     modules: ClassVar[tuple[str, ...]] = ()
     driver: ClassVar[str] = ""  # "module:Class"
     indexes: ClassVar[tuple[str, ...]] = ("none", "hnsw", "ivf")
+    #: connect with ``path``: the engine's client writes to a store it opens, so it opens a copy
+    #: (:mod:`retrievers.vectordb.store_copy`); ``store_marker`` is a file every store of it holds
+    copy_on_connect: ClassVar[bool] = False
+    store_marker: ClassVar[str | None] = None
 
     # the encoder, as `dense` takes it (same cache: a corpus is embedded once for all)
     model: str = Field(DEFAULT_MODEL, description="sentence-transformers hub name or local path")
@@ -92,6 +100,20 @@ class VectorDBSpec(EncoderOptions):
                 f"pip install 'retrieval-harness[{self.extra}]'",
                 field="type",
             )
+        if self.mode == "connect" and self.path:
+            # checked here, before any client opens it: a client given a missing path creates a store
+            store = self.store_path(config_dir)
+            if not store.is_dir():
+                raise InputError(f"{self.type} connect: no store at {store} (no such folder)", field="path")
+            if self.store_marker and not (store / self.store_marker).is_file():
+                raise InputError(
+                    f"{self.type} connect: {store} is not a {self.type} store (no {self.store_marker})", field="path"
+                )
+
+    def store_path(self, config_dir: Path) -> Path:
+        """``path`` as a folder (relative: to the config's folder, like every path in a config)."""
+        p = Path(self.path or "").expanduser()
+        return p if p.is_absolute() else config_dir / p
 
     def build(self, ctx: BuildContext) -> VectorDB:
         self.preflight(ctx.config_dir)
@@ -107,6 +129,8 @@ class Driver:
     def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
         self.spec, self.work_dir, self.depth = spec, work_dir, depth
         self.columns: dict[str, tuple[str, str]] = {}
+        #: connect with ``path``: the folder to open (the team's, or a copy of it in the work folder)
+        self.path: Path | None = None
 
     # build mode -----------------------------------------------------------------------------
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
@@ -145,10 +169,6 @@ class Driver:
         return got
 
 
-def folder_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def _cleanup(driver: Driver, folder: Path | None, owned: bool) -> None:
     try:
         driver.close()
@@ -166,8 +186,11 @@ class VectorDB:
         self.depth = ctx.depth
         self.encoder = spec.make_encoder(ctx.cache_dir, ctx.show_progress)
         self._folder: Path | None = None
+        self._copy_from: Path | None = None
         owned = False
-        if spec.mode == "build":
+        if spec.mode == "connect" and spec.path:
+            self._copy_from = spec.store_path(ctx.config_dir) if spec.copy_on_connect else None
+        if spec.mode == "build" or self._copy_from is not None:
             base = spec.work_dir or ctx.extra.get("work_dir")
             parent = ctx.resolve_path(base) if base else None
             if parent is not None:
@@ -175,6 +198,8 @@ class VectorDB:
             self._folder = Path(tempfile.mkdtemp(prefix=f"harness-{spec.type}-", dir=parent))
             owned = True
         self.driver = driver_cls(spec, self._folder, ctx.depth)
+        if spec.mode == "connect" and spec.path:
+            self.driver.path = spec.store_path(ctx.config_dir)
         # the store (and a PostgreSQL the harness started) goes when this retriever is freed
         self._finalizer = weakref.finalize(self, _cleanup, self.driver, self._folder, owned)
         self._doc_ids = np.empty(0, dtype=object)
@@ -194,6 +219,9 @@ class VectorDB:
         self._masks = MaskCache(cols)
         if self.spec.mode == "connect":
             t0 = time.perf_counter()
+            if self._copy_from is not None and self._folder is not None:
+                # the team's store is only read: the engine opens a copy in the work folder
+                self.driver.path = copy_store(self.spec.type, self._copy_from, self._folder)
             self._rows = self.driver.connect()
             self._build_seconds = time.perf_counter() - t0
             return

@@ -36,6 +36,8 @@ class ChromaSpec(VectorDBSpec):
     modules: ClassVar[tuple[str, ...]] = ("chromadb",)
     driver: ClassVar[str] = "retrievers.vectordb.chroma:ChromaDriver"
     indexes: ClassVar[tuple[str, ...]] = ("hnsw",)
+    copy_on_connect: ClassVar[bool] = True  # PersistentClient writes to the store it opens
+    store_marker: ClassVar[str | None] = "chroma.sqlite3"
     index: Literal["none", "hnsw", "ivf"] = "hnsw"
 
 
@@ -94,9 +96,10 @@ class ChromaDriver(Driver):
             self.client = chromadb.HttpClient(
                 host=u.hostname or "127.0.0.1", port=u.port or 8000, ssl=u.scheme == "https", settings=settings
             )
-        elif s.path:
-            self.client = _client(s.path)
-            self._store = Path(s.path)
+        elif self.path is not None:
+            # a copy of the team's store (retrievers.vectordb.store_copy): PersistentClient writes
+            self.client = _client(str(self.path))
+            self._store = self.path
         else:
             raise InputError("chroma connect mode needs `path` or `url`", field="path")
         if s.search_params or s.index_params:

@@ -114,21 +114,21 @@ class LanceDriver(Driver):
     def connect(self) -> int:
         lancedb = require("lancedb", "lancedb")
         s = self.spec
-        if not s.path:
+        if self.path is None:
             raise InputError("lancedb connect mode needs `path` (the database folder)", field="path")
-        db = lancedb.connect(s.path)
+        db = lancedb.connect(str(self.path))  # only read: lancedb writes nothing on open or search
         try:
             self.table = db.open_table(s.collection)
         except Exception as e:  # lancedb raises ValueError / FileNotFoundError by version
             raise InputError(
-                f"lancedb: cannot open table {s.collection!r} in {s.path}: {e}", field="collection"
+                f"lancedb: cannot open table {s.collection!r} in {self.path}: {e}", field="collection"
             ) from None
         names = set(self.table.schema.names)
         for what, col in (("id_field", s.id_field), ("vector_field", s.vector_field)):
             if col not in names:
                 raise InputError(f"lancedb table {s.collection!r} has no column {col!r} ({what})", field=what)
         self.id_field, self.vector_field = s.id_field, s.vector_field
-        self._store = Path(s.path) / f"{s.collection}.lance"
+        self._store = self.path / f"{s.collection}.lance"
         self._settings = {"search_params": self._search_defaults(self.table.count_rows(), dict(s.index_params))}
         return int(self.table.count_rows())
 

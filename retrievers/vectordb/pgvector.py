@@ -3,7 +3,9 @@
 Build mode without a ``dsn`` starts a private PostgreSQL from the ``pgserver`` wheel (a unix socket
 in the run's work folder, no TCP port) and stops and deletes it when the retriever is freed; with a
 ``dsn`` it writes a table of its own (``harness_<random>``) there and drops it afterwards. Connect
-mode reads a team's table in ``READ ONLY`` transactions: the harness cannot change it.
+mode reads a team's table in a session opened with ``default_transaction_read_only=on``: every
+statement runs read only, so the harness cannot change it, and the search settings (set once for the
+session) hold for every search.
 
 ``index: none`` is a sequential scan (exact; index scans are switched off, so a table's own index is
 not used); ``hnsw`` is ``USING hnsw`` (pgvector's m=16, ef_construction=64) searched with
@@ -111,13 +113,24 @@ class PgvectorDriver(Driver):
         self._settings: dict[str, Any] = {}
 
     def _connect(self, dsn: str, *, read_only: bool) -> None:
+        """An autocommit session, so ``set_config`` holds for every later search. Connect mode makes
+        the *session* read only (``default_transaction_read_only=on`` in its startup options): psycopg's
+        ``read_only`` only changes ``BEGIN``, and an autocommit statement would write."""
         psycopg = require("psycopg", "pgvector")
+        extra: dict[str, Any] = {}
+        if read_only:
+            try:
+                given = psycopg.conninfo.conninfo_to_dict(dsn).get("options") or ""
+            except psycopg.Error as e:
+                raise InputError(f"pgvector: unreadable dsn ({type(e).__name__})", field="dsn") from None
+            extra["options"] = f"{given} -c default_transaction_read_only=on".strip()
         try:
-            self.conn = psycopg.connect(dsn, autocommit=not read_only)
+            self.conn = psycopg.connect(dsn, autocommit=True, **extra)
         except psycopg.Error as e:
             raise InputError(f"pgvector: cannot connect ({type(e).__name__})", field="dsn") from None
-        if read_only:
-            self.conn.read_only = True  # every transaction is BEGIN READ ONLY
+        if read_only and self.conn.execute("SHOW default_transaction_read_only").fetchone()[0] != "on":
+            self.conn.close()  # a pooler that drops startup options: refuse rather than risk a write
+            raise InputError("pgvector: the connection could not be made read only", field="dsn")
 
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
         s = self.spec
@@ -186,9 +199,10 @@ class PgvectorDriver(Driver):
             gucs[key] = value
         for key, value in gucs.items():
             v = str(value).lower() if isinstance(value, bool) else str(value)
+            # a session setting in an autocommit statement: it holds for every search (one set inside
+            # a transaction that is then rolled back would be undone, and the searches would run
+            # with PostgreSQL's defaults: an index scan for `none`, ef_search 40)
             self.conn.execute("SELECT set_config(%s, %s, false)", (key, v))
-        if not self.conn.autocommit:
-            self.conn.rollback()  # a session setting stays; the read-only transaction ends
         self._settings["search_params"] = gucs
 
     def connect(self) -> int:
@@ -203,15 +217,12 @@ class PgvectorDriver(Driver):
             ).fetchall()
         }
         if not found:
-            self.conn.rollback()
             raise InputError(f"pgvector: no table {self.table!r} (collection)", field="collection")
         for what, col in (("id_field", s.id_field), ("vector_field", s.vector_field)):
             if col not in found:
-                self.conn.rollback()
                 raise InputError(f"pgvector table {self.table!r} has no column {col!r} ({what})", field=what)
         sql = require("psycopg", "pgvector").sql
         n = int(self.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(self.table))).fetchone()[0])
-        self.conn.rollback()
         self._apply_search_settings(n, dict(s.index_params))
         return n
 
@@ -221,8 +232,6 @@ class PgvectorDriver(Driver):
             sql.Identifier(self.id_field), sql.Identifier(self.vector_field), sql.Identifier(self.table)
         )
         rows = self.conn.execute(q).fetchall()
-        if not self.conn.autocommit:
-            self.conn.rollback()
         vecs = np.asarray([np.fromstring(v.strip("[]"), sep=",", dtype=np.float32) for _, v in rows])
         return [r[0] for r in rows], vecs
 
@@ -237,8 +246,6 @@ class PgvectorDriver(Driver):
         )
         v = vector_literal(q)
         rows = self.conn.execute(query, [v, *wparams, v, k]).fetchall()
-        if not self.conn.autocommit:
-            self.conn.rollback()  # end the read-only transaction: no snapshot held between queries
         d = np.asarray([r[1] for r in rows], dtype=np.float64)
         score = 1.0 - d if self.spec.distance == "cosine" else -d
         return [r[0] for r in rows], score.tolist()
@@ -247,8 +254,6 @@ class PgvectorDriver(Driver):
         if self.conn is None:
             return None
         row = self.conn.execute("SELECT pg_total_relation_size(to_regclass(%s))", (f'"{self.table}"',)).fetchone()
-        if not self.conn.autocommit:
-            self.conn.rollback()
         return None if row is None or row[0] is None else int(row[0])
 
     def params(self) -> dict[str, Any]:

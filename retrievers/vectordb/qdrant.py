@@ -35,6 +35,8 @@ class QdrantSpec(VectorDBSpec):
     modules: ClassVar[tuple[str, ...]] = ("qdrant_client",)
     driver: ClassVar[str] = "retrievers.vectordb.qdrant:QdrantDriver"
     indexes: ClassVar[tuple[str, ...]] = ("none", "hnsw")
+    copy_on_connect: ClassVar[bool] = True  # the local client takes a lock file in the store
+    store_marker: ClassVar[str | None] = "meta.json"
 
     @model_validator(mode="after")
     def _local_is_exact(self) -> QdrantSpec:
@@ -117,9 +119,10 @@ class QdrantDriver(Driver):
         if s.url:
             self.client = qc.QdrantClient(url=s.url)
             self._local = False
-        elif s.path:
-            self.client = qc.QdrantClient(path=s.path)
-            self._store = Path(s.path)
+        elif self.path is not None:
+            # a copy of the team's store (retrievers.vectordb.store_copy): the local client writes
+            self.client = qc.QdrantClient(path=str(self.path))
+            self._store = self.path
         else:
             raise InputError("qdrant connect mode needs `path` (local mode) or `url`", field="path")
         self.collection, self.id_field = s.collection or _COLLECTION, s.id_field
