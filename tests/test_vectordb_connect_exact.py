@@ -48,7 +48,7 @@ def team_pg(demo_dataset, tmp_path_factory):
         c.execute("DELETE FROM team_docs WHERE doc_key LIKE 'old%'")
         c.execute("CREATE INDEX ON team_docs USING hnsw (emb vector_cosine_ops)")
         c.execute("ANALYZE team_docs")
-    yield dsn
+    yield {"dsn": dsn, "emb": emb}
     server.cleanup()
 
 
@@ -68,6 +68,7 @@ def table_state(dsn: str) -> tuple[str, tuple[int, int, int]]:
 def test_connect_index_none_is_exact_and_ef_search_reaches_the_searches(team_pg, demo_dataset, cache_dir):
     from harness.api import benchmark
 
+    team_pg = team_pg["dsn"]
     before = table_state(team_pg)
     common = {"type": "pgvector", "mode": "connect", "dsn": team_pg, "collection": "team_docs"}
     common |= {"id_field": "doc_key", "vector_field": "emb"}
@@ -111,6 +112,7 @@ def test_connect_session_is_read_only_even_in_autocommit(team_pg, cache_dir):
 
     from harness.registry import BuildContext, spec_class
 
+    team_pg = team_pg["dsn"]
     spec = spec_class("pgvector").model_validate(
         {
             "type": "pgvector",
@@ -135,3 +137,69 @@ def test_connect_session_is_read_only_even_in_autocommit(team_pg, cache_dir):
     finally:
         r.close()
     assert table_state(team_pg) == before
+
+
+def team_table(dsn: str, name: str, rows: list[tuple[str, np.ndarray | None]]) -> None:
+    """A team table without a key: the same id may be written twice, a vector may be NULL."""
+    import psycopg
+
+    from retrievers.vectordb.pgvector import vector_literal
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute(f"CREATE TABLE {name} (doc_key text, emb vector(384))")
+        with c.cursor().copy(f"COPY {name} (doc_key, emb) FROM STDIN") as cp:
+            for key, v in rows:
+                cp.write_row((key, None if v is None else vector_literal(v)))
+
+
+def connect_spec(dsn: str, table: str, **kw):
+    return {"type": "pgvector", "mode": "connect", "dsn": dsn, "collection": table, "id_field": "doc_key"} | {
+        "vector_field": "emb",
+        **kw,
+    }
+
+
+def test_duplicate_ids_and_null_vectors_are_found_before_any_search(team_pg, demo_dataset, cache_dir):
+    """A table holding 30 ids twice (the second row: another document's vector, so it would push a
+    document out of the top k) is refused with the count and the first ids; ``keep_best`` keeps each
+    id's best row: every query full depth, distinct ids, exact against the store's own vectors. NULL
+    vectors are refused at connect, not after the whole search."""
+    from harness.api import benchmark
+
+    dsn, emb = team_pg["dsn"], team_pg["emb"]
+    ids = [d.id for d in demo_dataset.corpus]
+    rows = [(d, emb[i]) for i, d in enumerate(ids)]
+    team_table(dsn, "team_dups", rows + [(ids[i], emb[i + 1]) for i in range(30)])
+    team_table(dsn, "team_nulls", rows[:-3] + [(d, None) for d in ids[-3:]])
+    specs = {
+        "dups": connect_spec(dsn, "team_dups"),
+        "kept": connect_spec(dsn, "team_dups", duplicate_ids="keep_best"),
+        "nulls": connect_spec(dsn, "team_nulls"),
+    }
+    res = benchmark(demo_dataset, specs, cache_dir=cache_dir, latency_queries=2, warmup_queries=1, metrics=["ndcg@10"])
+    print(res.failures)
+    assert set(res.failures) == {"dups", "nulls"}
+    dups = str(res.failures["dups"])
+    assert "30 id(s) are held by more than one row" in dups and repr(ids[0]) in dups and "keep_best" in dups
+    nulls = str(res.failures["nulls"])
+    assert "3 row(s) have no vector" in nulls and repr(ids[-3]) in nulls
+    kept = res.runs["kept"]
+    for q in demo_dataset.queries:
+        got = [d for d, _ in kept.ranking(q.id)]
+        assert len(got) == len(set(got)) == DEPTH, q.id
+    assert res.efficiency["kept"][f"ann_recall@{DEPTH}"] == 1.0
+
+
+def test_a_filter_on_a_column_the_table_lacks_is_refused_before_any_search(team_pg, demo_dataset, cache_dir):
+    from harness.api import benchmark
+    from harness.model import Document, GoldenDataset, Query
+
+    docs = [Document(id=d.id, title=d.title, text=d.text, metadata={"lang": "en"}) for d in demo_dataset.corpus]
+    queries = [Query(id=q.id, text=q.text, metadata={"filter": {"lang": "en"}}) for q in demo_dataset.queries]
+    ds = GoldenDataset.build("demo-lang", docs, queries, demo_dataset.qrels)
+    spec = connect_spec(team_pg["dsn"], "team_docs")
+    res = benchmark(ds, {"team": spec}, cache_dir=cache_dir, latency_queries=2, warmup_queries=1, metrics=["ndcg@10"])
+    message = str(res.failures["team"])
+    print(message)
+    assert "names field 'lang': table 'team_docs' has no such column" in message
+    assert f"query {demo_dataset.queries[0].id!r}" in message

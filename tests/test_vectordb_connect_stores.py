@@ -152,3 +152,45 @@ def test_a_copy_without_room_is_refused_before_anything_is_written(stores, tmp_p
     with pytest.raises(InputError, match=r"MB free: set work_dir"):
         store_copy.copy_store("chroma", stores / "chroma", tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def big_int_dataset(demo, flt):
+    from harness.model import Document, GoldenDataset, Query
+
+    docs = [
+        Document(id=d.id, title=d.title, text=d.text, metadata={"big": 2**53 + i % 4})
+        for i, d in enumerate(demo.corpus)
+    ]
+    queries = [Query(id=q.id, text=q.text, metadata={"filter": flt}) for q in demo.queries[:12]]
+    qrels = {q.id: demo.qrels[q.id] for q in queries if q.id in demo.qrels}
+    return GoldenDataset.build("demo-big", docs, queries, qrels)
+
+
+def test_integers_beyond_2_53_are_exact_or_refused_in_every_engine(demo_dataset, cache_dir):
+    """Documents hold 2^53 + 0..3; the filter asks for 2^53. Chroma (numbers compared as floats)
+    refuses it with its reason before any search; every other engine returns only documents equal to it."""
+    from harness.api import benchmark
+    from harness.filters import query_filter
+
+    ds = big_int_dataset(demo_dataset, {"big": 2**53})
+    specs = {"dense": {"type": "dense"}, "bm25": {"type": "bm25"}}
+    specs |= {e: {"type": e} for e in ("lancedb", "qdrant", "chroma")}
+    res = benchmark(ds, specs, cache_dir=cache_dir, latency_queries=2, warmup_queries=1, metrics=["ndcg@10"])
+    print(res.failures)
+    assert set(res.failures) == {"chroma"}
+    assert "beyond 2^53" in str(res.failures["chroma"]) and "not exact in chroma" in str(res.failures["chroma"])
+    meta = {d.id: d.metadata for d in ds.corpus}
+    for name, run in res.runs.items():
+        for q in ds.queries:
+            got = run.ranking(q.id)
+            assert got and all(query_filter(q).matches(meta[d]) for d, _ in got), (name, q.id)
+
+
+def test_a_filter_integer_beyond_64_bits_is_refused_before_any_work(demo_dataset):
+    from harness.errors import InputError
+    from harness.filters import check_filters
+
+    for flt in ({"big": 2**70}, {"big": {"gte": -(2**64)}}, {"big": {"in": [1, 2**63]}}):
+        with pytest.raises(InputError, match="outside the 64-bit integer range") as e:
+            check_filters(big_int_dataset(demo_dataset, flt))
+        assert len(str(e.value).splitlines()) == 1 and "query 'q01'" in str(e.value)

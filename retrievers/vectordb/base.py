@@ -25,7 +25,7 @@ import shutil
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from harness.errors import InputError, RetrieverError
-from harness.filters import Filter, MaskCache, metadata_kinds, query_filter
+from harness.filters import Filter, MaskCache, group_by_filter, metadata_kinds, query_filter
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext
 from harness.run import Run
@@ -41,6 +41,7 @@ from retrievers.dense import ann_recall
 from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
 from retrievers.vectordb.store_copy import copy_store, folder_bytes
+from retrievers.vectordb.store_scan import BATCH, Audit, audit_store, exact_from_store
 
 __all__ = ["Driver", "VectorDB", "VectorDBSpec", "folder_bytes", "require", "sql_literal"]
 
@@ -77,6 +78,9 @@ class VectorDBSpec(EncoderOptions):
     collection: str | None = Field(None, description="table or collection (connect: required)")
     id_field: str = Field("id", description="connect: the column holding document ids")
     vector_field: str = Field("vector", description="connect: the column holding the embeddings")
+    duplicate_ids: Literal["refuse", "keep_best"] = Field(
+        "refuse", description="connect: an id held by several rows is refused, or counted once at its best-ranked row"
+    )
     work_dir: str | None = Field(None, description="build: where the store is written (default: a temporary folder)")
     # the index
     index: Literal["none", "hnsw", "ivf"] = "none"
@@ -143,9 +147,16 @@ class Driver:
         """Open the team's store read-only; return its row count."""
         raise NotImplementedError
 
-    def read_vectors(self) -> tuple[list[str], np.ndarray]:
-        """Every ``(id, vector)`` of a connected store (the exact reference for ``ann_recall``)."""
+    def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Every ``(ids, vectors)`` of a connected store, ``batch`` rows at a time (a row without a
+        vector: NaN), for the audit and the exact reference of ``ann_recall``
+        (:mod:`retrievers.vectordb.store_scan`)."""
         raise NotImplementedError
+
+    def filter_problem(self, flt: Filter) -> str | None:
+        """Why this store cannot answer ``flt`` exactly (a column it lacks, a value it would round),
+        or ``None``; asked for every query's filter before any search."""
+        return None
 
     # both -----------------------------------------------------------------------------------
     def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
@@ -210,6 +221,7 @@ class VectorDB:
         self._encode_seconds = self._build_seconds = 0.0
         self._cache_hit_rate: float | None = None
         self._rows: int | None = None
+        self._audit: Audit | None = None
 
     # ------------------------------------------------------------------ Retriever
     def index(self, corpus: Sequence[Document]) -> None:
@@ -223,6 +235,9 @@ class VectorDB:
                 # the team's store is only read: the engine opens a copy in the work folder
                 self.driver.path = copy_store(self.spec.type, self._copy_from, self._folder)
             self._rows = self.driver.connect()
+            # before any search: rows without a vector, ids held twice (refused, or keep_best)
+            where = f"{self.spec.type} {self.spec.collection!r}"
+            self._audit = audit_store(self.driver.iter_vectors(), where, self.spec.duplicate_ids)
             self._build_seconds = time.perf_counter() - t0
             return
         enc = self.encoder
@@ -245,6 +260,14 @@ class VectorDB:
         self._rows = len(cols)
         self._emb = emb
 
+    def prepare_queries(self, queries: Sequence[Query]) -> None:
+        """Before any search (the engine calls this with every query of the run): each filter is one
+        the store answers exactly, or the run stops with one line naming the query and the reason."""
+        for flt, rows in group_by_filter(queries):
+            problem = None if flt is None else self.driver.filter_problem(flt)
+            if problem is not None:
+                raise InputError(f"{self.spec.type}: query {queries[rows[0]].id!r}: filter {problem}", field="filter")
+
     def search(self, queries: Sequence[Query], k: int) -> Run:
         q = np.ascontiguousarray(self.encoder.encode_queries(queries, progress=len(queries) > 1), dtype=np.float32)
         kk = min(k, len(self._doc_ids))
@@ -258,14 +281,24 @@ class VectorDB:
         return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
 
     def _one(self, qv: np.ndarray, k: int, flt: Filter | None) -> tuple[np.ndarray, np.ndarray]:
-        ids, sc = self.driver.search(qv, k, flt)
+        surplus = self._audit.surplus if self._audit is not None else 0
+        fetch = k + surplus if self._rows is None else min(k + surplus, max(self._rows, k))
+        ids, sc = self.driver.search(qv, fetch, flt)
         idx = np.full(k, -1, dtype=np.int64)
         scores = np.zeros(k)
-        for j, (d, s) in enumerate(zip(ids[:k], sc[:k])):
+        seen: set[int] = set()
+        j = 0
+        for d, s in zip(ids, sc):
             pos = self._pos.get(str(d))
             if pos is None:
                 raise RetrieverError(f"{self.name}: the store returned id {d!r}, which is not in the corpus")
+            if pos in seen:  # duplicate_ids: keep_best (refused otherwise): the id's best row counts
+                continue
+            seen.add(pos)
             idx[j], scores[j] = pos, s
+            j += 1
+            if j == k:
+                break
         return idx, scores
 
     # ------------------------------------------------------------------ cost and settings
@@ -293,23 +326,20 @@ class VectorDB:
             return out
         q, queries, approx = self._last
         kk = min(k, len(self._doc_ids))
-        emb = self._emb if self._emb is not None else self._store_vectors()
-        _, exact = exact_search(q, emb, kk, distance=self.spec.distance, queries=queries, masks=self._masks)
+        if self._emb is not None:
+            _, exact = exact_search(q, self._emb, kk, distance=self.spec.distance, queries=queries, masks=self._masks)
+        else:  # a connected store: its own vectors, read in batches (bounded memory at any table size)
+            exact = exact_from_store(
+                self.driver.iter_vectors(),
+                q,
+                kk,
+                pos=self._pos,
+                distance=self.spec.distance,
+                queries=queries,
+                masks=self._masks,
+            )
         out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
         return out
-
-    def _store_vectors(self) -> np.ndarray:
-        """A connected store's vectors in corpus order (documents it lacks: rows that never win)."""
-        ids, vecs = self.driver.read_vectors()
-        emb = np.zeros((len(self._doc_ids), vecs.shape[1] if vecs.ndim == 2 else 0), dtype=np.float32)
-        present = np.zeros(len(self._doc_ids), dtype=bool)
-        for d, v in zip(ids, vecs):
-            pos = self._pos.get(str(d))
-            if pos is not None:
-                emb[pos], present[pos] = v, True
-        if not present.all():  # absent documents: far away under every similarity
-            emb[~present] = -1e6 * np.abs(emb[present]).max(initial=1.0)
-        return emb
 
     def cancel(self) -> None:
         self._finalizer()

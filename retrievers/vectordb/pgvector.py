@@ -21,6 +21,7 @@ from __future__ import annotations
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -30,6 +31,7 @@ from harness.errors import InputError, RetrieverError
 from harness.filters import Filter
 from retrievers.dense import default_nprobe
 from retrievers.vectordb.base import Driver, VectorDBSpec, require
+from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _OPS = {"cosine": ("<=>", "vector_cosine_ops"), "ip": ("<#>", "vector_ip_ops"), "l2": ("<->", "vector_l2_ops")}
 _TYPES = {"str": "text", "int": "bigint", "float": "double precision", "bool": "boolean"}
@@ -111,6 +113,7 @@ class PgvectorDriver(Driver):
         self.id_field, self.vector_field = "id", "embedding"
         self._owned_table = False
         self._settings: dict[str, Any] = {}
+        self._columns: set[str] = set()  # connect: the team's table's columns
 
     def _connect(self, dsn: str, *, read_only: bool) -> None:
         """An autocommit session, so ``set_config`` holds for every later search. Connect mode makes
@@ -218,6 +221,7 @@ class PgvectorDriver(Driver):
         }
         if not found:
             raise InputError(f"pgvector: no table {self.table!r} (collection)", field="collection")
+        self._columns = found
         for what, col in (("id_field", s.id_field), ("vector_field", s.vector_field)):
             if col not in found:
                 raise InputError(f"pgvector table {self.table!r} has no column {col!r} ({what})", field=what)
@@ -226,14 +230,27 @@ class PgvectorDriver(Driver):
         self._apply_search_settings(n, dict(s.index_params))
         return n
 
-    def read_vectors(self) -> tuple[list[str], np.ndarray]:
+    def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
+        """The table through a server-side cursor, ``batch`` rows at a time (in the session's read-only
+        transaction): memory holds one batch, whatever the table's size."""
         sql = require("psycopg", "pgvector").sql
         q = sql.SQL("SELECT {}::text, {}::text FROM {}").format(
             sql.Identifier(self.id_field), sql.Identifier(self.vector_field), sql.Identifier(self.table)
         )
-        rows = self.conn.execute(q).fetchall()
-        vecs = np.asarray([np.fromstring(v.strip("[]"), sep=",", dtype=np.float32) for _, v in rows])
-        return [r[0] for r in rows], vecs
+        with self.conn.transaction(), self.conn.cursor(name="harness_scan") as cur:
+            cur.itersize = batch
+            cur.execute(q)
+            while rows := cur.fetchmany(batch):
+                yield [str(r[0]) for r in rows], vectors_from_rows([r[1] for r in rows])
+
+    def filter_problem(self, flt: Filter) -> str | None:
+        """A filter on a column the team's table lacks would fail inside PostgreSQL mid-run."""
+        if not self._columns:
+            return None
+        for f in flt.fields:
+            if self.column(f)[0] not in self._columns:
+                return f"names field {f!r}: table {self.table!r} has no such column"
+        return None
 
     def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
         sql = require("psycopg", "pgvector").sql
