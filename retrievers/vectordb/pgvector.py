@@ -27,9 +27,11 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from harness import cleanup
 from harness.errors import InputError, RetrieverError
 from harness.filters import Filter
 from retrievers.dense import default_nprobe
+from retrievers.vectordb import pg_lifecycle
 from retrievers.vectordb.base import Driver, VectorDBSpec, require
 from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
@@ -114,6 +116,8 @@ class PgvectorDriver(Driver):
         self._owned_table = False
         self._settings: dict[str, Any] = {}
         self._columns: set[str] = set()  # connect: the team's table's columns
+        self._forget: Any = None  # forgets the undo registered with harness.cleanup
+        self._stop_server: Any = None
 
     def _connect(self, dsn: str, *, read_only: bool) -> None:
         """An autocommit session, so ``set_config`` holds for every later search. Connect mode makes
@@ -143,9 +147,20 @@ class PgvectorDriver(Driver):
             self.table = f"harness_{uuid.uuid4().hex[:12]}"
         else:
             assert self.work_dir is not None
+            # a server a killed run left beside this one goes first; this one goes on any exit
+            pg_lifecycle.sweep_stale_servers(self.work_dir.parent, own=self.work_dir)
+            pg_lifecycle.write_owner(self.work_dir)
+            self._stop_server = pg_lifecycle.stop_server(self.work_dir, lambda: self.server)
+            self._forget = cleanup.on_exit(self._stop_server)
             self.server = start_postgres(self.work_dir)
             dsn = self.server.get_uri()
         self._connect(dsn, read_only=False)
+        if s.dsn:
+            # tables of runs that ended without dropping theirs (their lock is free) go; this run's
+            # table is locked for as long as its session lives, and dropped on any exit
+            pg_lifecycle.sweep_stale_tables(self.conn)
+            pg_lifecycle.lock_table(self.conn, self.table)
+            self._forget = cleanup.on_exit(pg_lifecycle.drop_table(s.dsn, self.table, self.conn.info.backend_pid))
         n, d = emb.shape
         opclass = _OPS[s.distance][1]
         t = sql.Identifier(self.table)
@@ -286,5 +301,8 @@ class PgvectorDriver(Driver):
         finally:
             self.conn = None
             if self.server is not None:
-                self.server.cleanup()
+                self._stop_server()  # once, whether this or an exit handler comes first
                 self.server = None
+            if self._forget is not None:
+                self._forget()
+                self._forget = None
