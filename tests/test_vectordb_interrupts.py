@@ -126,14 +126,15 @@ def harness_tables(dsn: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def test_build_mode_on_a_team_server_drops_its_table_on_interrupt(team_server, tmp_path, cache_dir):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_build_mode_on_a_team_server_drops_its_table_on_interrupt(sig, team_server, tmp_path, cache_dir):
     before = harness_tables(team_server)
     proc = start_run(tmp_path, cache_dir, f"{{type: pgvector, index: hnsw, dsn: '{team_server}'}}")
     made = wait_for(lambda: harness_tables(team_server) - before, proc)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     proc.wait(120)
     left = harness_tables(team_server) - before
-    print(f"made {made}, exit {proc.returncode}, left {left}")
+    print(f"{sig.name}: made {made}, exit {proc.returncode}, left {left}")
     assert left == set()
 
 

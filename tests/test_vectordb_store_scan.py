@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 from harness.filters import MaskCache
 from harness.model import Document, Query
 from retrievers.exact import exact_search
-from retrievers.vectordb.store_scan import exact_from_store
 
 
 def batches(ids, emb, size):
@@ -34,6 +33,8 @@ def batches(ids, emb, size):
     distance=st.sampled_from(["cosine", "ip", "l2"]),
 )
 def test_batched_exact_equals_whole_matrix_exact(n, k, size, seed, distance):
+    from retrievers.vectordb.store_scan import exact_from_store
+
     rng = np.random.default_rng(seed)
     emb = rng.normal(size=(n, 8)).astype(np.float32)
     q = rng.normal(size=(5, 8)).astype(np.float32)
@@ -62,6 +63,8 @@ def test_batched_exact_equals_whole_matrix_exact(n, k, size, seed, distance):
 
 
 def test_an_id_held_twice_counts_once_at_its_best_row():
+    from retrievers.vectordb.store_scan import exact_from_store
+
     emb = np.eye(4, dtype=np.float32)
     ids = ["a", "b", "a", "c"]  # 'a' twice: rows 0 and 2
     q = np.array([[0.0, 0.0, 1.0, 0.0]], dtype=np.float32)  # nearest row 2 ('a')
