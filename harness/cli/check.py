@@ -93,8 +93,8 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 def load_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
     """:meth:`Results.load` with unreadable files as :class:`InputError` too (one line, exit 2), and
-    an incomplete or altered results folder refused (:mod:`harness.engine.integrity`)."""
-    from harness.engine.integrity import check_results
+    an incomplete or altered results folder refused (:mod:`harness.results.integrity`)."""
+    from harness.results.integrity import check_results
 
     try:
         return check_results(Results.load(path), allow_incomplete=allow_incomplete)

@@ -26,9 +26,9 @@ def run_suite_cli(
 ) -> int:
     """``harness run`` of a suite config: every dataset into ``out/<dataset>/``, then the suite."""
     from harness.api import run_config
+    from harness.results.suite_table import print_suite
     from harness.suite import plan_suite, run_suite
     from harness.suite.plan import preflight
-    from harness.suite.render import print_suite
     from harness.suite.run import check_suite_dir
 
     if args.dataset:
@@ -70,8 +70,8 @@ def report_suite(args: argparse.Namespace) -> int:
     """``harness report DIR`` of a suite folder: the suite tables; ``--write`` re-aggregates
     ``suite.json`` from the per-dataset folders and re-writes the suite tables."""
     from harness.results import Results
+    from harness.results.suite_table import print_suite
     from harness.suite import SuiteResults, aggregate
-    from harness.suite.render import print_suite
     from harness.suite.run import write_suite
 
     for flag in ("worst", "by"):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness import defaults
-from harness.report.coverage import coverage
+from harness.results.coverage import coverage
 
 if TYPE_CHECKING:
     from harness.results import Results
