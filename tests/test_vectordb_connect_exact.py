@@ -43,7 +43,7 @@ def team_pg(demo_dataset, tmp_path_factory):
         # a table with churn, not yet vacuumed: its heap is large, so PostgreSQL's planner prefers the
         # HNSW index (as it does on any table of a few thousand rows) for an ORDER BY ... LIMIT
         c.execute(
-            "INSERT INTO team_docs SELECT 'old' || g || doc_key, emb, category FROM team_docs, generate_series(1, 60) g"
+            "INSERT INTO team_docs SELECT 'old' || g || doc_key, emb, category FROM team_docs, generate_series(1, 15) g"
         )
         c.execute("DELETE FROM team_docs WHERE doc_key LIKE 'old%'")
         c.execute("CREATE INDEX ON team_docs USING hnsw (emb vector_cosine_ops)")
