@@ -52,10 +52,10 @@ def run() -> None:
     from scipy.stats import kendalltau
     from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-    from harness.engine.store import read_runs
     from harness.io.trec import read_qrels
     from harness.judging.pool import pooled
     from harness.results import Results
+    from harness.results.store import read_runs
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=False)

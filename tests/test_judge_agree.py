@@ -96,8 +96,8 @@ def _nfcorpus_folder(tmp_path: Path, capsys):
     """4 retrievers on NFCorpus test, top 10: bm25, bm25 without stemming or stop words, dense and
     their hybrid. The dense model is the tests' tiny 2-layer BERT (a real encoder, seconds to run;
     docs/judging.md quotes the same measurement with all-MiniLM-L6-v2)."""
-    from harness.engine.store import read_runs
     from harness.results import Results
+    from harness.results.store import read_runs
 
     model = build_tiny_bert(tmp_path / "tiny-dense", head=False)
     cfg = tmp_path / "nf.yaml"

@@ -72,10 +72,10 @@ def _grade(q: str, d: str, salt: str, p_rel: float) -> int:
 def test_scifact_ppi_equals_ppi_py_and_is_narrower(tmp_path, capsys):
     """100 queries drawn by `judge sample` graded by "people" (a seeded rule), a noisy judge for
     every pooled pair; nDCG@10 of bm25 and of their difference with a second bm25."""
-    from harness.engine.store import read_runs
     from harness.io.trec import read_qrels
     from harness.metrics.evaluate import CompiledQrels, evaluate_run
     from harness.results import Results
+    from harness.results.store import read_runs
 
     cfg = tmp_path / "sf.yaml"
     cfg.write_text(

@@ -74,10 +74,10 @@ def agree(args: argparse.Namespace) -> int:
     a, b = read_grades(args.a), read_grades(args.b)
     runs, metrics = None, []
     if args.results:
-        from harness.engine.integrity import check_results
-        from harness.engine.store import read_runs
         from harness.metrics.names import parse_metrics
         from harness.results import Results
+        from harness.results.integrity import check_results
+        from harness.results.store import read_runs
 
         res = check_results(Results.load(args.results))
         runs = read_runs(res)
@@ -152,10 +152,10 @@ def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: 
 def report_ppi(args: argparse.Namespace, results) -> int:
     """``harness report DIR --qrels HUMAN --auto-qrels JUDGE``: the folder's stored runs and metrics,
     differences against the folder's baseline."""
-    from harness.engine.store import read_runs
     from harness.errors import InputError
     from harness.judging.ppi import render
     from harness.metrics.names import parse_metrics
+    from harness.results.store import read_runs
 
     runs = read_runs(results)
     if not runs:

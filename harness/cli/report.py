@@ -58,11 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.api import BenchmarkResults as Results
     from harness.errors import InputError
-    from harness.report import write_reports
-    from harness.report.drilldown import attach_folder, drilldown, print_drilldown
-    from harness.report.terminal import make_console, print_results
+    from harness.results import Results
+    from harness.results.drilldown import attach_folder, drilldown, print_drilldown
+    from harness.results.render import write_renderings
+    from harness.results.terminal import make_console, print_results
     from harness.suite import is_suite
 
     if is_suite(args.folder):  # a suite folder: its suite table (docs/suites.md)
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--docs needs a number of documents >= 0", field="--docs")
     if args.write and args.no_write:
         raise InputError("--write and --no-write contradict each other", field="--write")
-    from harness.engine.integrity import check_results
+    from harness.results.integrity import check_results
 
     results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
     if args.auto_qrels:  # prediction-powered intervals over the stored runs (docs/judging.md)
@@ -89,15 +89,15 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(
                 "--write re-renders the folder as it was scored; a re-score is printed only", field="--write"
             )
-        results = rescore(results, args.qrels, judged_only=args.judged_only, results_cls=Results)
+        results = rescore(results, args.qrels, judged_only=args.judged_only)
     console = make_console()
     if args.write:
         attach_folder(results)
-        written = write_reports(results, results.folder)
+        written = write_renderings(results, results.folder)
         log.info("re-wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     print_results(results, console)
     if args.by == "tag":
-        from harness.report.slices import print_by_tag
+        from harness.results.slices import print_by_tag
 
         print_by_tag(results, console)
     if args.worst is not None:

@@ -120,7 +120,10 @@ def write_auto(path: Path, rows: Sequence[PoolRow], judges: Sequence[str | None]
     if fmt == "jsonl":
         for r, j in zip(rows, judges):
             rec = {**asdict(r), "judge": j if r.grade is not None else None}
-            parts.append((json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
+            text = json.dumps(rec, ensure_ascii=False)
+            if any("\ud800" <= c <= "\udfff" for c in text):  # a lone surrogate: ASCII escapes, as the pool
+                text = json.dumps(rec)
+            parts.append((text + "\n").encode("utf-8"))
     else:
         parts.append((",".join(AUTO_COLUMNS) + "\n").encode())
         for r, j in zip(rows, judges):
@@ -129,7 +132,7 @@ def write_auto(path: Path, rows: Sequence[PoolRow], judges: Sequence[str | None]
                 buf = io.StringIO()
                 csv.writer(buf, lineterminator="").writerow([j])
                 cell = buf.getvalue().encode("utf-8", "surrogatepass")
-            parts.append(encode_row(r, "csv")[:-1] + b"," + cell + b"\n")
+            parts.append(encode_row(r, "csv")[:-1] + b"," + cell + b"\n")  # the pool's cells, neutralised
     return atomic.write_bytes(path, b"".join(parts))
 
 

@@ -101,9 +101,9 @@ def _write_marker(folder: Path, names: list[str], baseline: str | None) -> None:
 def write_suite(suite: SuiteResults, folder: str | os.PathLike[str]) -> list[Path]:
     """``suite.json`` and the suite table in every format into ``folder`` (each written atomically;
     the per-dataset folders are not touched)."""
-    from harness.suite.render import render
+    from harness.results.render import render_table
 
     folder = Path(folder)
-    written = [atomic.write_text(folder / f, render(suite, fmt)) for fmt, f in TABLE_FILES.items()]
+    written = [atomic.write_text(folder / f, render_table(suite, fmt)) for fmt, f in TABLE_FILES.items()]
     written.append(atomic.write_json(folder / SUITE_FILE, suite.to_json()))
     return written
