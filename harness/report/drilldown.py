@@ -28,6 +28,7 @@ from harness.report.terminal import Column, render_tables, table_width
 from harness.run import Run
 
 if TYPE_CHECKING:
+    from harness.model import GoldenDataset
     from harness.results import Results
 
 log = logging.getLogger("harness")
@@ -55,9 +56,9 @@ def attach_folder(results: Results) -> Results:
     return results
 
 
-def dataset_texts(results: Results) -> tuple[dict[str, str], dict[str, str], str | None]:
-    """Query id -> text and doc id -> text (title and body) from the dataset in the manifest, and a
-    note when that is not possible or the dataset changed since the run."""
+def manifest_dataset(results: Results) -> tuple[GoldenDataset | None, str | None]:
+    """The dataset the manifest names (``demo`` or its BEIR folder), loaded, and a note when that is
+    not possible (then None) or the dataset changed since the run."""
     from harness.datasets import DEMO, load_dataset
 
     ds = results.manifest.get("dataset") or {}
@@ -65,14 +66,23 @@ def dataset_texts(results: Results) -> tuple[dict[str, str], dict[str, str], str
     where = source if source and Path(source).is_dir() else DEMO if name == DEMO or source == DEMO else None
     if where is None:
         why = f"dataset folder {source} not found" if source else "results.json names no dataset folder"
-        return {}, {}, f"query and document text unavailable ({why}); showing ids only"
+        return None, f"query and document text unavailable ({why}); showing ids only"
     try:
         dataset = load_dataset(where, split, name=name)
     except (HarnessError, OSError) as e:
-        return {}, {}, f"query and document text unavailable (loading {where} failed: {e}); showing ids only"
+        return None, f"query and document text unavailable (loading {where} failed: {e}); showing ids only"
     note = None
     if ds.get("fingerprint") and dataset.fingerprint != ds["fingerprint"]:
         note = f"the dataset at {where} changed since this run (fingerprint differs): texts may not match"
+    return dataset, note
+
+
+def dataset_texts(results: Results) -> tuple[dict[str, str], dict[str, str], str | None]:
+    """Query id -> text and doc id -> text (title and body) from the dataset in the manifest, and a
+    note when that is not possible or the dataset changed since the run."""
+    dataset, note = manifest_dataset(results)
+    if dataset is None:
+        return {}, {}, note
     docs = {d.id: d.content for d in dataset.corpus}
     return {q.id: q.text for q in dataset.queries}, docs, note
 
