@@ -163,18 +163,19 @@ def _detail(qids: Sequence[str], lo: int, runs: Mapping[str, Run], qrels: Qrels,
     depth: dict[str, list[int]] = {r: [] for r in runs}
     judged_out: list[list[int]] = []
     rel_out: list[list[int]] = []
+    rows = {r: {q: i for i, q in enumerate(run.query_ids)} for r, run in runs.items()}
     for q in qids:
         judged = qrels.get(q) or {}
         relevant = sorted((d for d, g in judged.items() if g >= 1), key=lambda d: (-judged[d], d))
         shown: dict[str, None] = {}
-        rankings = {}
         for r, run in runs.items():
-            ranking = [d for d, _ in run.ranking(q)] if q in run else []
-            rankings[r] = ranking
+            i = rows[r].get(q)
+            # the ids straight from the run's columns (Run.ranking would build a float per score)
+            ranking = [] if i is None else run.doc_ids[run.indices[i, : int(run.lengths[i])]].tolist()
             first = ranking[:TOP]
             top[r].append([docs(d) for d in first])
             shown.update(dict.fromkeys(first))
-            pos = {d: i for i, d in enumerate(ranking, start=1)}
+            pos = {d: k for k, d in enumerate(ranking, start=1)}
             rr[r].append([pos.get(d, 0) for d in relevant])
             fr[r].append(min((pos[d] for d in relevant if d in pos), default=0))
             depth[r].append(len(ranking))
