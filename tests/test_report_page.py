@@ -107,10 +107,10 @@ def browser():
         yield b
 
 
-def open_page(browser: Browser, page: Path, width: int = 1280) -> None:
+def open_page(browser: Browser, page: Path, width: int = 1280, **kw) -> None:
     browser.page.events.clear()
     browser.resize(width)
-    browser.open(page.resolve().as_uri())
+    browser.open(page.resolve().as_uri(), **kw)
 
 
 def page_requests(browser: Browser) -> list[str]:
@@ -344,3 +344,25 @@ def _env() -> dict[str, str]:
     import os
 
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+@needs_chromium
+def test_suite_index_links_each_dataset_page(folder, browser, tmp_path):
+    from harness.results import Results
+    from harness.suite.aggregate import aggregate
+    from harness.suite.run import write_suite
+
+    suite_dir = tmp_path / "suite"
+    suite_dir.mkdir()
+    for name in ("hostile", "again<b>"):
+        subprocess.run(["cp", "-r", str(folder), str(suite_dir / name)], check=True)
+    suite = aggregate({n: Results.load(suite_dir / n) for n in ("hostile", "again<b>")}, baseline="bm25")
+    assert suite_dir / "report.html" in write_suite(suite, suite_dir)
+    open_page(browser, suite_dir / "report.html", ready="document.readyState === 'complete'")
+    links = browser.eval("Array.from(document.querySelectorAll('#datasets a')).map(a => a.textContent)")
+    assert links == ["hostile", "again<b>"]
+    assert browser.eval("document.querySelectorAll('#suite table').length") == 2  # one per metric
+    browser.eval("document.querySelectorAll('#datasets a')[1].click()")
+    browser.page.wait_for("document.body && document.body.dataset.ready === '1'")
+    assert browser.eval("decodeURIComponent(location.pathname)").endswith("again<b>/report.html")
+    assert browser.failed() == [] and browser.console_errors() == [] and browser.dialogs() == []

@@ -51,7 +51,7 @@ def csp(scripts: list[str], styles: list[str], *, side_files: bool = False) -> s
     as ``data:`` URIs. ``side_files`` adds ``'self'`` to ``script-src`` (on ``file://`` Chromium has
     no other way to allow a classic ``<script src>`` from the folder: subresource integrity needs a
     CORS response, which a file never is)."""
-    script_src = " ".join([*(sha256_source(s) for s in scripts), *(["'self'"] if side_files else [])])
+    script_src = " ".join([*(sha256_source(s) for s in scripts), *(["'self'"] if side_files else [])]) or "'none'"
     style_src = " ".join(sha256_source(s) for s in styles)
     return (
         f"default-src 'none'; script-src {script_src}; style-src {style_src}; img-src data:; "
