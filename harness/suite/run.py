@@ -112,10 +112,10 @@ def write_suite(suite: SuiteResults, folder: str | os.PathLike[str]) -> list[Pat
 
 def suite_page(suite: SuiteResults) -> str:
     """The suite's ``report.html``: its table, and a link to each dataset's page."""
+    from urllib.parse import quote
+
     from harness.report.page.index import index_page
     from harness.suite.render import html_tables
-
-    from urllib.parse import quote
 
     links = [
         (d, f"{quote(d)}/report.html", f"{suite.queries[d]:,} queries" if d in suite.queries else "")
