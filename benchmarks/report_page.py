@@ -44,8 +44,8 @@ def write_dataset(folder: Path, queries: int, docs: int, seed: int = 0) -> Path:
             words = rng.sample(texts[d], 4)
             qf.write(json.dumps({"_id": f"q{q}", "text": " ".join(words), "metadata": {"tags": [f"t{q % 5}"]}}) + "\n")
             rf.write(f"q{q}\td{d}\t2\n")
-            for _ in range(2):
-                rf.write(f"q{q}\td{rng.randrange(docs)}\t{rng.randrange(2)}\n")
+            for other in {rng.randrange(docs) for _ in range(2)} - {d}:
+                rf.write(f"q{q}\td{other}\t{rng.randrange(2)}\n")
     return folder
 
 
