@@ -141,7 +141,9 @@ def tests_table(results: Results, table: ComparisonTable) -> str:
     out = [
         f"<h3>Against the baseline ({text(table.baseline)})</h3>",
         '<div class="scroll"><table id="tests" class="num">',
-        "<thead><tr>" + "".join(f"<th scope=col>{text(h)}</th>" for h in header) + "</tr></thead><tbody>",
+        "<thead><tr>"
+        + "".join(f"<th scope=col{' class=l' if k == 1 else ''}>{text(h)}</th>" for k, h in enumerate(header))
+        + "</tr></thead><tbody>",
     ]
     for cells, (_, _, t) in zip(rows, tests):
         extra = [_fmt_power(t, "mde"), _fmt_power(t, "n_for_observed")] if power else []
