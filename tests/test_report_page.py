@@ -366,3 +366,23 @@ def test_suite_index_links_each_dataset_page(folder, browser, tmp_path):
     browser.page.wait_for("document.body && document.body.dataset.ready === '1'")
     assert browser.eval("decodeURIComponent(location.pathname)").endswith("again<b>/report.html")
     assert browser.failed() == [] and browser.console_errors() == [] and browser.dialogs() == []
+
+
+def test_power_sentence_where_results_carry_it(folder):
+    from harness.report.page.render import render
+    from harness.results import Results
+
+    results = Results.load(folder)
+    plain = render(results).html
+    assert "MDE (80% power)" not in plain and 'class="power"' not in plain  # absent: nothing shown
+    sig = results.significance["bm25_k2"]
+    for m, c in sig.items():
+        extra = {"sd_diff": 0.25, "mde": 0.4321, "n_for_observed": 1900} if m == "ndcg@10" else {"mde": None}
+        sig[m] = type(c).model_validate({**c.model_dump(), **extra})
+    html = render(results).html
+    delta = sig["ndcg@10"].delta
+    assert "MDE (80% power)" in html and "0.4321" in html
+    assert (
+        f"With 4 queries this set detects ndcg@10 differences of 0.432 or more (80% power, one comparison, "
+        f"before Holm); bm25_k2&#x27;s {delta:+.4f} would need 1,900 queries." in html
+    )
