@@ -17,7 +17,7 @@ them by number, so a document shown by three retrievers for ten queries is writt
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.report.drilldown import attach_folder, manifest_dataset, snippet
@@ -37,25 +37,22 @@ TITLE = 160
 CHUNK = 2000
 
 
-@dataclass
 class Texts:
-    """Query and document text by id (empty when the dataset cannot be loaded)."""
+    """Query text by id, and a document's title and text by id (the corpus's own columns, looked up
+    through its id index: no copy of a large corpus). Empty when the dataset cannot be loaded."""
 
-    queries: dict[str, str] = field(default_factory=dict)
-    titles: Mapping[str, str] = field(default_factory=dict)
-    bodies: Mapping[str, str] = field(default_factory=dict)
+    def __init__(self, dataset: GoldenDataset | None = None) -> None:
+        self.queries: dict[str, str] = {q.id: q.text for q in dataset.queries} if dataset is not None else {}
+        self._index: Mapping[str, int] = dataset.doc_index if dataset is not None else {}
+        self._corpus = dataset.corpus if dataset is not None else None
 
-    @classmethod
-    def of(cls, dataset: GoldenDataset | None) -> Texts:
-        if dataset is None:
-            return cls()
-        corpus = dataset.corpus
-        ids = list(corpus.ids)
-        return cls(
-            {q.id: q.text for q in dataset.queries},
-            dict(zip(ids, corpus.titles)),
-            dict(zip(ids, corpus.texts)),
-        )
+    def title(self, doc: str) -> str | None:
+        i = self._index.get(doc)
+        return None if i is None or self._corpus is None else str(self._corpus.titles[i])
+
+    def body(self, doc: str) -> str | None:
+        i = self._index.get(doc)
+        return None if i is None or self._corpus is None else str(self._corpus.texts[i])
 
 
 @dataclass
@@ -78,7 +75,7 @@ def build(results: Results, *, texts: Texts | None = None, chunk: int = CHUNK) -
     attach_folder(results)
     if texts is None:
         dataset, note = manifest_dataset(results)
-        texts = Texts.of(dataset)
+        texts = Texts(dataset)
         if note:
             notes.append(note)
     runs: dict[str, Run] = {r: run for r, run in results.runs.items() if r in results.summary}
@@ -138,8 +135,8 @@ class _Docs:
         if i is None:
             i = self.index[doc] = len(self.ids)
             self.ids.append(doc)
-            self.titles.append(snippet(self.texts.titles.get(doc), TITLE) or "")
-            self.snippets.append(snippet(self.texts.bodies.get(doc), SNIPPET) or "")
+            self.titles.append(snippet(self.texts.title(doc), TITLE) or "")
+            self.snippets.append(snippet(self.texts.body(doc), SNIPPET) or "")
         return i
 
     def to_json(self) -> dict[str, list[str]]:
