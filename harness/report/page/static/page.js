@@ -85,7 +85,7 @@
     for (const [key, label] of cols) {
       const th = el("th");
       th.scope = "col";
-      if (label === "tags") th.className = "tg";
+      th.className = label === "tags" ? "tg" : key === "base" || key === "score" || key === "delta" ? "n" : "";
       if (key) {
         const b = el("button", null, label);
         b.type = "button";
