@@ -143,6 +143,14 @@ def detail(browser: Browser) -> dict:
     )
 
 
+def set_control(browser: Browser, element: str, value: str, event: str = "change") -> None:
+    """Set a select or input of the explorer as a user would, firing its event."""
+    browser.eval(
+        f"(() => {{ const e = document.getElementById({json.dumps(element)}); e.value = {json.dumps(value)}; "
+        f"e.dispatchEvent(new Event({json.dumps(event)})); }})()"
+    )
+
+
 def qrels_of(folder: Path) -> dict[str, dict[str, int]]:
     from harness.io.trec import read_qrels
 
@@ -219,8 +227,7 @@ def test_deltas_sorting_detail_keyboard_and_narrow_screen(folder, browser, tmp_p
     shown = rows(browser)
     per = results["per_query"]
     for metric in results["summary"]["bm25"]:
-        browser.eval(f"(() => {{ const s = document.getElementById('metric'); s.value = {json.dumps(metric)}; "
-                     "s.dispatchEvent(new Event('change')); })()")  # fmt: skip
+        set_control(browser, "metric", metric)
         shown = rows(browser)
         want = {q: per["bm25_k2"][metric][i] - per["bm25"][metric][i] for i, q in enumerate(results["query_ids"])}
         assert {r["q"] for r in shown} == set(want)
@@ -228,9 +235,17 @@ def test_deltas_sorting_detail_keyboard_and_narrow_screen(folder, browser, tmp_p
             assert abs(float(r["d"]) - want[r["q"]]) <= 1e-12
         deltas = [float(r["d"]) for r in shown]
         assert deltas == sorted(deltas)
-    browser.eval("(() => { const s = document.getElementById('metric'); s.value = 'ndcg@10'; "
-                 "s.dispatchEvent(new Event('change')); })()")  # fmt: skip
+    set_control(browser, "metric", "ndcg@10")
     worst = rows(browser)[0]["q"]
+    # filters: a tag, then text (ids and query text)
+    tag = browser.eval("Array.from(document.getElementById('tag').options).find(o => o.textContent === 'plain').value")
+    set_control(browser, "tag", tag)
+    assert [r["q"] for r in rows(browser)] == ["q2"]
+    set_control(browser, "tag", "-1")
+    set_control(browser, "search", "ESPRESSO", "input")
+    assert sorted(r["q"] for r in rows(browser)) == ["q2", "q<4>"]
+    set_control(browser, "search", "", "input")
+    assert rows(browser)[0]["q"] == worst
     # by keyboard: focus the first row, Enter opens it, j moves on, Escape closes
     browser.eval("document.querySelector('#queries tbody tr').focus()")
     browser.page.call("Input.dispatchKeyEvent", type="keyDown", key="Enter", code="Enter", windowsVirtualKeyCode=13)
@@ -386,3 +401,18 @@ def test_power_sentence_where_results_carry_it(folder):
         f"With 4 queries this set detects ndcg@10 differences of 0.432 or more (80% power, one comparison, "
         f"before Holm); bm25_k2&#x27;s {delta:+.4f} would need 1,900 queries." in html
     )
+
+
+@needs_chromium
+def test_summary_reads_without_javascript(folder, browser):
+    browser.page.call("Emulation.setScriptExecutionDisabled", value=True)
+    try:
+        open_page(browser, folder / "report.html", ready="document.readyState === 'complete'")
+        text = browser.eval("document.body.innerText")
+        results = json.loads((folder / "results.json").read_text())
+        for name, means in results["summary"].items():
+            assert name in text and f"{means['ndcg@10']:.4f}" in text
+        assert "Against the baseline (bm25)" in text and "The query explorer needs JavaScript" in text
+        assert browser.eval("document.getElementById('explorer-ui').hidden")
+    finally:
+        browser.page.call("Emulation.setScriptExecutionDisabled", value=False)
