@@ -37,8 +37,13 @@ def plot(results: Results, retriever: str, baseline: str, metric: str, path: Pat
     fig = _figure(7.0, 3.2)
     ax = fig.subplots()
     x = np.arange(len(d))
-    colours = np.where(d > 0, WIN, np.where(d < 0, LOSS, TIE))
-    ax.bar(x, d, width=1.0, color=colours, linewidth=0)
+    # one filled step curve per colour, not one bar per query: a bar is an artist of its own, and
+    # 25,000 of them take minutes to draw
+    ax.fill_between(x, d, 0.0, where=d < 0, step="mid", color=LOSS, linewidth=0)
+    ax.fill_between(x, d, 0.0, where=d > 0, step="mid", color=WIN, linewidth=0)
+    ties = np.flatnonzero(d == 0)
+    if ties.size:  # sorted, so the ties are one run: a grey band on the axis
+        ax.hlines(0.0, ties[0] - 0.5, ties[-1] + 0.5, color=TIE, linewidth=4)
     ax.axhline(0.0, color="#444", linewidth=0.8)
     wins, losses = int((d > 0).sum()), int((d < 0).sum())
     ax.set_title(
