@@ -57,6 +57,7 @@ class Browser:
         self.page.call(
             "Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1, uploadThroughput=-1
         )
+        self.page.call("Emulation.setScrollbarsHidden", hidden=True)  # screenshots without a black gutter
         self.resize(width, height)
 
     def resize(self, width: int, height: int = 900) -> None:
@@ -86,7 +87,7 @@ class Browser:
         return out
 
     def screenshot(self, path: Path, max_height: int = 6000) -> Path:
-        size = self.eval("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+        size = self.eval("[window.innerWidth, document.documentElement.scrollHeight]")
         width, height = size[0], min(size[1], max_height)
         shot = self.page.call(
             "Page.captureScreenshot",

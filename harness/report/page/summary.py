@@ -32,6 +32,8 @@ from harness.report.table import (
 if TYPE_CHECKING:
     from harness.results import Results
 
+#: plots of two panels, given two columns of the page where it is wide enough
+WIDE = ("metric_at_k.png",)
 #: the power fields a significance entry may carry (minimum detectable effect at 80% power)
 POWER_FIELDS = ("sd_diff", "mde", "n_for_observed")
 
@@ -156,10 +158,11 @@ def tests_table(results: Results, table: ComparisonTable) -> str:
     return "\n".join(out)
 
 
-def image(data: bytes, alt: str, caption: str = "") -> str:
+def image(data: bytes, alt: str, caption: str = "", *, wide: bool = False) -> str:
     src = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
     cap = f"<figcaption>{text(caption)}</figcaption>" if caption else ""
-    return f'<figure><img src="{src}" alt="{text(alt)}">{cap}</figure>'
+    cls = ' class="wide"' if wide else ""
+    return f'<figure{cls}><img src="{src}" alt="{text(alt)}">{cap}</figure>'
 
 
 def plots(files: Iterable[Path], captions: dict[str, str]) -> str:
@@ -170,7 +173,8 @@ def plots(files: Iterable[Path], captions: dict[str, str]) -> str:
             data = Path(p).read_bytes()
         except OSError:
             continue
-        figs.append(image(data, Path(p).name, captions.get(Path(p).name, "")))
+        name = Path(p).name
+        figs.append(image(data, name, captions.get(name, ""), wide=name in WIDE))
     return f'<div class="plots">{"".join(figs)}</div>' if figs else ""
 
 

@@ -71,7 +71,7 @@
     const tg = el("td", "tg");
     for (const k of Q.tags[i]) tg.appendChild(el("span", "tag", head.tags[k]));
     tr.appendChild(tg);
-    if (base && st.r !== base) tr.appendChild(el("td", "n", fmt(score(base, i))));
+    if (base && st.r !== base) tr.appendChild(el("td", "n nb", fmt(score(base, i))));
     tr.appendChild(el("td", "n", fmt(score(st.r, i))));
     if (base && st.r !== base) tr.appendChild(el("td", "n " + cls(d), fmtDelta(d)));
     return tr;
@@ -85,7 +85,7 @@
     for (const [key, label] of cols) {
       const th = el("th");
       th.scope = "col";
-      th.className = label === "tags" ? "tg" : key === "base" || key === "score" || key === "delta" ? "n" : "";
+      th.className = label === "tags" ? "tg" : key === "base" ? "n nb" : key === "score" || key === "delta" ? "n" : "";
       if (key) {
         const b = el("button", null, label);
         b.type = "button";
