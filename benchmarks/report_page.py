@@ -96,8 +96,8 @@ def main() -> None:
 
     from page_browser import Browser, settle
 
-    from harness.report.page.render import write_report_page
     from harness.results import Results
+    from harness.results.page.render import write_report_page
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="report-page-"))
     data = write_dataset(root / "data", args.queries, args.docs)

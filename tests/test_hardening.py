@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.engine.store import run_stem
+from harness.results.store import run_stem
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "datasets" / "demo"

@@ -220,7 +220,7 @@ def demo_folder(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_results_record_judged_at_10_and_the_table_shows_it(demo_folder, capsys):
-    from harness.report.table import build_table
+    from harness.results.table import build_table
 
     res = Results.load(demo_folder)
     assert set(res.judged_at_10) == {"bm25", "bm25_k2"} and all(0 < v < 0.9 for v in res.judged_at_10.values())

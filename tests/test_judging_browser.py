@@ -256,9 +256,9 @@ def test_grade_five_by_keyboard_kill_merge_rescore(tmp_path):
     # the re-score is exactly the stored runs scored against the merged judgments
     from harness.engine.rescore import rescore
     from harness.engine.score import score
-    from harness.engine.store import read_runs
     from harness.io.trec import read_qrels
     from harness.results import Results
+    from harness.results.store import read_runs
 
     res = Results.load(out)
     again = rescore(res, q2)

@@ -162,7 +162,7 @@ def _draw(fig):
 def test_latency_axis_is_labelled_in_plain_numbers():
     from matplotlib.figure import Figure
 
-    from harness.report.plots import fmt_plain, plain_log_x
+    from harness.results.plots import fmt_plain, plain_log_x
 
     assert [fmt_plain(x) for x in (0.05, 0.1, 0.2, 1.0, 20.0, 5000.0)] == ["0.05", "0.1", "0.2", "1", "20", "5,000"]
     for values in ([0.061, 0.065, 0.09], [0.0612], [0.3, 4.0, 850.0], [12.0, 13.0]):
@@ -178,7 +178,7 @@ def test_latency_axis_is_labelled_in_plain_numbers():
 
 
 def test_metric_at_k_axis_frames_the_curves():
-    from harness.report.plots import metric_at_k_figure, value_limits
+    from harness.results.plots import metric_at_k_figure, value_limits
 
     lo, hi = value_limits(np.array([0.75, 0.8, 0.9]))
     assert 0.72 <= lo < 0.75 and 0.9 < hi <= 0.93

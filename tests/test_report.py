@@ -14,18 +14,17 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from harness.api import BenchmarkResults
 from harness.engine import score
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_run
-from harness.report import TABLE_FILES, build_table, render_table, to_markdown, write_reports
-from harness.report.csv_table import to_csv
-from harness.report.drilldown import drilldown, first_relevant_rank, worst_queries
-from harness.report.html_table import to_html
-from harness.report.latex_table import to_latex
-from harness.report.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
-from harness.report.terminal import make_console, print_results
 from harness.results import Results
+from harness.results.csv_table import to_csv
+from harness.results.drilldown import drilldown, first_relevant_rank, worst_queries
+from harness.results.html_table import to_html
+from harness.results.latex_table import to_latex
+from harness.results.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
+from harness.results.render import TABLE_FILES, build_table, render_table, to_markdown, write_renderings
+from harness.results.terminal import make_console, print_results
 from harness.run import Run
 
 N_Q = 30
@@ -80,7 +79,6 @@ def make_results(with_failure: bool = True) -> Results:
         efficiency=efficiency,
         failures=failures,
         manifest=manifest,
-        results_cls=BenchmarkResults,
     )
 
 
@@ -207,7 +205,7 @@ def test_alpha_comes_from_the_manifest_and_report_imports_no_config():
     assert "p < 0.05" in to_markdown(res)
     import ast
 
-    for path in Path(__import__("harness.report").report.__file__).parent.glob("*.py"):
+    for path in Path(__import__("harness.results").results.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -225,8 +223,8 @@ def test_console_is_wide_when_not_a_terminal(monkeypatch):
     assert make_console(io.StringIO()).width == 250
 
 
-def test_write_reports_writes_tables_and_plots(tmp_path, results):
-    written = write_reports(results, tmp_path)
+def test_write_renderings_writes_tables_and_plots(tmp_path, results):
+    written = write_renderings(results, tmp_path)
     names = {p.name for p in written}
     assert set(TABLE_FILES) | {CURVES_FILE, SCATTER_FILE} <= names
     for name in names:
@@ -238,7 +236,7 @@ def test_write_reports_writes_tables_and_plots(tmp_path, results):
 def test_no_latency_no_scatter(tmp_path):
     res = make_results(with_failure=False)
     res.efficiency = {}
-    names = {p.name for p in write_reports(res, tmp_path)}
+    names = {p.name for p in write_renderings(res, tmp_path)}
     assert CURVES_FILE in names and SCATTER_FILE not in names
     assert "p50 ms" not in (tmp_path / "table.md").read_text()
 
@@ -279,7 +277,7 @@ def test_drilldown_without_dataset_says_so(results):
 
 
 def test_drilldown_text_and_not_in_the_top_n(results):
-    from harness.report.drilldown import Loss, print_drilldown, snippet
+    from harness.results.drilldown import Loss, print_drilldown, snippet
 
     loss = drilldown(results, n=1, retriever="worse")[0]["worse"][0]
     for line in loss.docs:

@@ -31,7 +31,7 @@ from page_browser import HAVE_CHROMIUM, Browser, settle
 from test_judging_browser import REPO
 
 from harness.cli import main
-from harness.report.page.embed import script_json
+from harness.results.page.embed import script_json
 
 needs_chromium = pytest.mark.skipif(not HAVE_CHROMIUM, reason="no /usr/bin/chromium")
 
@@ -159,8 +159,8 @@ def qrels_of(folder: Path) -> dict[str, dict[str, int]]:
 
 def check_detail(shown: dict, folder: Path, names: list[str]) -> None:
     """Both rankings shown, each document's grade as in qrels.tsv, unjudged ones marked."""
-    from harness.engine.store import read_runs
     from harness.results import Results
+    from harness.results.store import read_runs
 
     qrels = qrels_of(folder).get(shown["qid"], {})
     runs = read_runs(Results.load(folder))
@@ -282,8 +282,8 @@ def test_deltas_sorting_detail_keyboard_and_narrow_screen(folder, browser, tmp_p
 
 @needs_chromium
 def test_side_files_load_from_file_url(folder, browser, tmp_path):
-    from harness.report.page.render import SIDE_DIR, write_page
     from harness.results import Results
+    from harness.results.page.render import SIDE_DIR, write_page
 
     copy = tmp_path / "big"
     subprocess.run(["cp", "-r", str(folder), str(copy)], check=True)
@@ -383,24 +383,32 @@ def test_suite_index_links_each_dataset_page(folder, browser, tmp_path):
     assert browser.failed() == [] and browser.console_errors() == [] and browser.dialogs() == []
 
 
-def test_power_sentence_where_results_carry_it(folder):
-    from harness.report.page.render import render
+def test_power_figures_where_results_carry_them(folder):
     from harness.results import Results
+    from harness.results.page.render import render
 
     results = Results.load(folder)
-    plain = render(results).html
-    assert "MDE (80% power)" not in plain and 'class="power"' not in plain  # absent: nothing shown
     sig = results.significance["bm25_k2"]
-    for m, c in sig.items():
-        extra = {"sd_diff": 0.25, "mde": 0.4321, "n_for_observed": 1900} if m == "ndcg@10" else {"mde": None}
-        sig[m] = type(c).model_validate({**c.model_dump(), **extra})
+
+    def with_fields(**fields) -> None:
+        for m, c in sig.items():
+            sig[m] = type(c).model_validate({**c.model_dump(), **fields})
+
+    with_fields(sd_diff=None, mde=None, n_for_observed=None, power_reason=None)  # results from before the figures
+    plain = render(results).html
+    assert "MDE (80% power)" not in plain and 'class="power"' not in plain
+    with_fields(sd_diff=0.25, mde=0.4321, n_for_observed=1900)
     html = render(results).html
     delta = sig["ndcg@10"].delta
-    assert "MDE (80% power)" in html and "0.4321" in html
-    assert (
-        f"With 4 queries this set detects ndcg@10 differences of 0.432 or more (80% power, one comparison, "
-        f"before Holm); bm25_k2&#x27;s {delta:+.4f} would need 1,900 queries." in html
+    assert "MDE (80% power)" in html and "<td>0.4321</td>" in html and "<td>1,900</td>" in html
+    sentence = (
+        f"with 4 queries this set detects ndcg@10 differences of 0.432 or more (80% power, one comparison, "
+        f"before Holm); bm25_k2&#x27;s {delta:+.3f} would need 1,900 queries"
     )
+    assert html.count(sentence) == 1  # under the tests, not again in the legend
+    with_fields(sd_diff=0.0, mde=None, n_for_observed=None, power_reason="the differences have zero variance")
+    html = render(results).html
+    assert 'title="the differences have zero variance"' in html
 
 
 @needs_chromium

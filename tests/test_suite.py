@@ -27,9 +27,10 @@ from harness.cli import main
 from harness.config import parse_config
 from harness.errors import InputError
 from harness.results import Results
+from harness.results.render import render_table as render
+from harness.results.suite_table import print_suite
 from harness.stats.exact import min_p, min_pairs, sign_flip_p
 from harness.suite import SuiteResults, aggregate, plan_suite
-from harness.suite.render import print_suite, render
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -25,6 +25,7 @@ COMMANDS = [
     "compare",
     "report",
     "check",
+    "power",
     "baseline",
     "history",
     "sweep",

@@ -129,7 +129,7 @@ def _refuse_own_input(target: Path, results: Results, source: Path) -> None:
     Compared by resolved path and, where the file exists, by inode (links and ``..`` do not get around it)."""
     import os
 
-    from harness.engine.folder import RUNS, harness_files
+    from harness.results.folder import RUNS, harness_files
 
     folder = results.folder
     resolved = target.resolve()

@@ -39,3 +39,18 @@ def gate_tolerances(args: argparse.Namespace) -> Any:
     if args.permutations < 1:
         raise InputError("--permutations must be >= 1")
     return tol
+
+
+def gate_power_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``harness check``'s ``--non-inferiority``, ``--ni-alpha`` and ``--require-power``, checked before
+    anything is read, as keyword arguments of :func:`harness.gate.check` (a folder and a suite alike)."""
+    from harness.gate.tolerances import DEFAULT_ALPHA, check_alpha, check_tolerance
+
+    margin = getattr(args, "non_inferiority", None)
+    if margin is not None:
+        margin = check_tolerance(margin, "--non-inferiority")
+    ni_alpha = check_alpha(getattr(args, "ni_alpha", DEFAULT_ALPHA), "--ni-alpha")
+    power = getattr(args, "require_power", None)
+    if power is not None:
+        check_alpha(power, "--require-power")
+    return {"non_inferiority": margin, "ni_alpha": ni_alpha, "power": power if power is not None else 0.8}

@@ -68,10 +68,9 @@ def _dataset_entry(args: argparse.Namespace, n_queries: int, n_judgments: int) -
 
 def build_results(args: argparse.Namespace):
     """Score the run files with :func:`harness.engine.score` (the scorer ``harness run`` uses), for
-    a :class:`~harness.api.BenchmarkResults` with no efficiency (nothing was timed here)."""
+    a :class:`~harness.results.Results` with no efficiency (nothing was timed here)."""
     from pydantic import ValidationError
 
-    from harness.api import BenchmarkResults
     from harness.cli.evaluate import _run_names
     from harness.config import StatsConfig
     from harness.engine import score
@@ -103,7 +102,7 @@ def build_results(args: argparse.Namespace):
         if baseline not in by_path:
             raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
         baseline = by_path[baseline]
-    from harness.engine.integrity import check_stored_run
+    from harness.results.integrity import check_stored_run
 
     for path in args.runs:
         check_stored_run(path, allow_incomplete=args.allow_incomplete)
@@ -146,7 +145,6 @@ def build_results(args: argparse.Namespace):
         seed=args.seed,
         stats=stats.model_dump(),
         manifest=manifest,
-        results_cls=BenchmarkResults,
         judged_only=args.judged_only,
     )
 
@@ -190,7 +188,7 @@ def _paired_queries(qrels: dict, runs: dict, paths: list[str]) -> tuple[dict, di
 
 def run(args: argparse.Namespace) -> int:
     from harness.engine import check_out_dir
-    from harness.report.terminal import print_results
+    from harness.results.terminal import print_results
 
     if args.out:
         check_out_dir(Path(args.out))

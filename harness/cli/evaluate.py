@@ -62,7 +62,7 @@ def _run_names(paths: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metrics)
     qrels = CompiledQrels(read_qrels(args.qrels))
-    from harness.engine.integrity import check_stored_run
+    from harness.results.integrity import check_stored_run
 
     for path in args.runs:
         check_stored_run(path, allow_incomplete=args.allow_incomplete)

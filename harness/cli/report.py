@@ -62,11 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.api import BenchmarkResults as Results
     from harness.errors import InputError
-    from harness.report import write_reports
-    from harness.report.drilldown import attach_folder, drilldown, print_drilldown
-    from harness.report.terminal import make_console, print_results
+    from harness.results import Results
+    from harness.results.drilldown import attach_folder, drilldown, print_drilldown
+    from harness.results.render import write_renderings
+    from harness.results.terminal import make_console, print_results
     from harness.suite import is_suite
 
     if is_suite(args.folder):  # a suite folder: its suite table (docs/suites.md)
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--docs needs a number of documents >= 0", field="--docs")
     if args.write and args.no_write:
         raise InputError("--write and --no-write contradict each other", field="--write")
-    from harness.engine.integrity import check_results
+    from harness.results.integrity import check_results
 
     results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
     if args.qrels or args.judged_only:
@@ -88,12 +88,12 @@ def run(args: argparse.Namespace) -> int:
         if args.write or args.html or args.serve:
             flag = "--write" if args.write else "--html" if args.html else "--serve"
             raise InputError(f"{flag} renders the folder as it was scored; a re-score is printed only", field=flag)
-        results = rescore(results, args.qrels, judged_only=args.judged_only, results_cls=Results)
+        results = rescore(results, args.qrels, judged_only=args.judged_only)
     if args.serve:
         return serve_page(results, args.port)
     console = make_console()
     if args.html and not args.write:
-        from harness.report.page.render import write_report_page
+        from harness.results.page.render import write_report_page
 
         folder = results.folder
         images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
@@ -101,11 +101,11 @@ def run(args: argparse.Namespace) -> int:
         log.info("wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     if args.write:
         attach_folder(results)
-        written = write_reports(results, results.folder)
+        written = write_renderings(results, results.folder)
         log.info("re-wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     print_results(results, console)
     if args.by == "tag":
-        from harness.report.slices import print_by_tag
+        from harness.results.slices import print_by_tag
 
         print_by_tag(results, console)
     if args.worst is not None:
@@ -119,8 +119,8 @@ def run(args: argparse.Namespace) -> int:
 def serve_page(results: Results, port: int) -> int:
     """``--serve``: the folder's page (built now, not read from disk) on 127.0.0.1 until Ctrl-C."""
     from harness.errors import InputError
-    from harness.report.page.render import CAPTIONS, PAGE_FILE, read_check_section, render
-    from harness.report.page.serve import make_server
+    from harness.results.page.render import CAPTIONS, PAGE_FILE, read_check_section, render
+    from harness.results.page.serve import make_server
 
     if not 0 <= port <= 65535:
         raise InputError("must be 0..65535", field="--port")

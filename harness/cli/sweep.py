@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report.terminal import make_console
+    from harness.results.terminal import make_console
     from harness.sweep import check_sweep_folder, load_sweep_config, run_sweep, write_sweep
     from harness.sweep.render import print_sweep
     from harness.sweep.spec import DEFAULT_MAX_POINTS

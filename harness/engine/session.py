@@ -5,9 +5,9 @@ script and the CLI give the same numbers.
 
 A session executes each node once (:func:`harness.engine.schedule.execute`), stores each finished
 run as it finishes (:class:`harness.engine.RunStore`, when there is a results folder), then scores
-everything with the one scoring function (:func:`harness.engine.score`). The engine sits below the
-report layer and never imports an adapter, so the entry points hand it what it needs from above:
-the results class they return, the report writer, and an embedder for embedding metrics.
+everything with the one scoring function (:func:`harness.engine.score`). The results it returns
+render and save themselves (:mod:`harness.results`, the layer below); the engine never imports an
+adapter, so the entry points hand it an embedder for embedding metrics.
 """
 
 from __future__ import annotations
@@ -26,17 +26,18 @@ from harness.datasets import load_dataset, load_from_config
 from harness.efficiency import Cost
 from harness.engine.fingerprint import content_fingerprint
 from harness.engine.graph import Graph, Node
-from harness.engine.schedule import Outcome, Settings, execute
+from harness.engine.schedule import Settings, execute
 from harness.engine.score import score
-from harness.engine.store import RunStore
 from harness.errors import InputError
 from harness.manifest import build_manifest
 from harness.metrics.evaluate import CompiledQrels
 from harness.metrics.names import Metric, parse_metrics
 from harness.model import GoldenDataset
+from harness.outcome import Outcome
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, SpecBase
 from harness.results import Results
+from harness.results.store import RunStore
 from harness.validate import check_dataset_usable
 
 log = logging.getLogger("harness")
@@ -55,7 +56,7 @@ _POSITIONAL = ("graph", "dataset", "settings", "executor")
 @dataclass
 class Session:
     """One run of a validated config: what to run (graph, dataset, settings), how to score it, and
-    what the layers above hand the engine (``results_cls``, ``write_reports``, ``embedder``)."""
+    what the layers above hand the engine (``embedder``: document vectors from an adapter)."""
 
     graph: Graph
     dataset: GoldenDataset
@@ -67,8 +68,6 @@ class Session:
     cache_dir: Path
     chunking: dict[str, dict[str, Any]] | None = None
     executor: dict[str, Any] | str | None = None
-    results_cls: type[Results] = Results
-    write_reports: Callable[[Results, Path], Any] | None = None
     embedder: Embedder | None = None
 
     @classmethod
@@ -87,8 +86,7 @@ class Session:
         """The session of ``config`` (validated by :func:`harness.config.parse_config`): ``dataset`` /
         ``split`` override the config's, as the CLI flags do; ``objects`` are nodes for retrievers given
         as Python objects (their config entries are placeholders); ``retrievers`` runs a subset (with
-        what they build on), ``metrics`` scores a subset. ``wiring``: ``results_cls``,
-        ``write_reports``, ``embedder``."""
+        what they build on), ``metrics`` scores a subset. ``wiring``: ``embedder``."""
         objects = dict(objects or {})
         base = Path(config_dir) if config_dir is not None else Path.cwd()
         if dataset is not None:
@@ -216,8 +214,6 @@ def run_graph(
     resume: bool = False,
     show_progress: bool = False,
     chunking: Mapping[str, Mapping[str, Any]] | None = None,
-    results_cls: type[Results] = Results,
-    write_reports: Callable[[Results, Path], Any] | None = None,
     embedder: Embedder | None = None,
 ) -> Results:
     """Execute ``graph`` on ``ds`` (once per chunking, rows ``name[chunking]``) and score it; with
@@ -228,9 +224,8 @@ def run_graph(
     dataset's judgments, so every chunking is judged on the same qrels. ``chunk_level`` holds the
     same metrics against chunk relevance.
 
-    What the engine may not import is passed in (see :class:`Session`): ``results_cls`` (the results
-    the entry points hand back), ``write_reports`` (the report layer's writer, for a results folder)
-    and ``embedder`` (document vectors for embedding metrics, from an adapter).
+    What the engine may not import is passed in (see :class:`Session`): ``embedder`` (document
+    vectors for embedding metrics, from an adapter).
     """
     metrics = parse_metrics(metrics)
     record = {
@@ -306,11 +301,10 @@ def run_graph(
             manifest=manifest,
             query_tags=tags,
             complete=complete,
-            results_cls=results_cls,
             judged_only=bool(record.get("judged_only")),
         )
-        if "_costs" in type(res).__private_attributes__:  # what .save() stores with each run
-            res._costs = {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None}  # type: ignore[attr-defined]
+        # what .save() stores with each run
+        res.attach(res.runs, res.qrels, {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None})
         if complete and chunking:
             judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
             for n in ok:
@@ -352,7 +346,7 @@ def run_graph(
         reporter.phase("scoring and statistics")
         results = summarise(complete=True)
         if store is not None:
-            _stored(lambda: store.publish(results, lambda d: write_reports(results, d) if write_reports else None))
+            _stored(lambda: store.publish(results))
         return results
     finally:
         session.__exit__(None, None, None)

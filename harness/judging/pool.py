@@ -98,7 +98,7 @@ def build_pool(
     """The pool of the stored runs of ``folders`` against ``qrels`` (default: the folders' own
     ``qrels.tsv``, which must then agree), with each query's and document's text from the dataset
     the folders record."""
-    from harness.engine.store import read_runs
+    from harness.results.store import read_runs
 
     loaded = [Results.load(f) for f in folders]
     runs = _named_runs(loaded, read_runs)

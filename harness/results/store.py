@@ -13,7 +13,7 @@ Writing into a folder that already holds results (a fresh run, or a ``--resume``
 results) goes to a staging folder beside it (``.DIR.harness-next``), swapped in when the run completes
 (one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux): until then the old results stay whole, however
 the process dies, and a killed run's finished retrievers wait in the staging folder for ``--resume``.
-The user's files in the folder are carried over (:mod:`harness.engine.folder`): a re-run replaces
+The user's files in the folder are carried over (:mod:`harness.results.folder`): a re-run replaces
 only what the harness wrote, which ``results.json`` lists under ``files``.
 
 Ownership: a folder is the harness's when it is new or empty, or when its ``results.json`` carries the
@@ -34,18 +34,18 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.efficiency import Cost
-from harness.engine.folder import carry_user_files, relative, rescue_then_remove, run_records, run_stem
-from harness.engine.schedule import Outcome
 from harness.errors import InputError
 from harness.io import atomic
-from harness.io.trec import format_run, read_run, write_qrels
+from harness.io.trec import format_run, read_qrels, read_run, write_qrels
 from harness.model import Qrels
+from harness.outcome import Outcome
 from harness.results import SCHEMA, Results, is_results_file
+from harness.results.folder import carry_user_files, relative, rescue_then_remove, run_records, run_stem
 from harness.run import Run
 
 log = logging.getLogger("harness")
@@ -248,13 +248,13 @@ class RunStore:
         rec = json.loads((self.dir / RUNS / f"{run_stem(name)}.json").read_text(encoding="utf-8"))
         return {"file": rec.get("file"), "sha256": rec.get("sha256"), "config_hash": rec.get("config_hash")}
 
-    def publish(self, results: Results, write_extra: Callable[[Path], Any] | None = None) -> Path:
-        """Final results.json (and tables, plots via ``write_extra``), drop run files no result
-        names, and, for a staged run, swap the new folder in atomically."""
-        if write_extra is not None:
-            written = write_extra(self.dir)
-            if isinstance(written, (list, tuple)):
-                self._extras = relative(written, self.dir)
+    def publish(self, results: Results, *, renderings: bool = True) -> Path:
+        """Final results.json (and, with ``renderings``, its tables and plots), drop run files no
+        result names, and, for a staged run, swap the new folder in atomically."""
+        if renderings:
+            from harness.results.render import write_renderings
+
+            self._extras = relative(write_renderings(results, self.dir), self.dir)
         keep = {run_stem(n) for n in results.summary} | {run_stem(n) for n in results.failures}
         # runs this folder stored earlier that no result names: only the harness's records and the
         # run files they name (a user's own runs/x.trec stays)
@@ -345,7 +345,44 @@ def _swap(staged: Path, target: Path) -> None:
     os.rename(old, staged)
 
 
-__all__ = ["SCHEMA", "FolderLocked", "RunStore", "check_out_dir", "owned", "read_runs", "run_stem"]
+__all__ = ["SCHEMA", "FolderLocked", "RunStore", "check_out_dir", "owned", "read_runs", "run_stem", "save"]
+
+
+def save(results: Results, folder: str | os.PathLike[str]) -> Path:
+    """Write ``results`` as the folder ``harness run --out DIR`` writes (runs, qrels, results.json,
+    tables, plots); an existing results folder is replaced as one step. The runs are the ones
+    attached to ``results`` (a run's), else the ones its own folder stores (a loaded folder's)."""
+    runs, qrels, costs = results.runs, results.qrels, dict(results.costs)
+    if not runs and results.folder is not None:
+        runs = read_runs(results)
+        qrels_file = results.folder / "qrels.tsv"
+        qrels = read_qrels(qrels_file) if qrels_file.is_file() else None
+        costs = {**_stored_costs(results), **costs}
+    meta = results.manifest.get("retrievers") or {}
+    with RunStore(folder) as store:
+        for name, run in runs.items():
+            m = meta.get(name) or {}
+            out = Outcome(name, run=run, cost=costs.get(name), params=dict(m.get("params") or {}))
+            store.save(out, config_hash=m.get("config_hash"), spec=m.get("spec") or {}, inputs=m.get("inputs") or [])
+        if qrels is not None:
+            store.write_results(results, qrels)
+        return store.publish(results)
+
+
+def _stored_costs(results: Results) -> dict[str, Cost]:
+    """Each stored run's cost, from its record beside the run file."""
+    costs: dict[str, Cost] = {}
+    for name, ref in results.run_files.items():
+        file = ref.get("file") if isinstance(ref, dict) else None
+        if results.folder is None or not file:
+            continue
+        try:
+            rec = json.loads((results.folder / str(file)).with_suffix(".json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and rec.get("cost"):
+            costs[name] = Cost.from_json(rec["cost"])
+    return costs
 
 
 def read_runs(results: Results) -> dict[str, Run]:

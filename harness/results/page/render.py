@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.io import atomic
-from harness.report.page import summary
-from harness.report.page.data import PageData, build
-from harness.report.page.embed import csp, script_json, text
-from harness.report.table import build_table
+from harness.results.page import summary
+from harness.results.page.data import PageData, build
+from harness.results.page.embed import csp, script_json, text
+from harness.results.table import build_table
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -41,7 +41,7 @@ GLOBAL = "window.__harnessReport"
 
 
 def static(name: str) -> str:
-    return resources.files("harness.report.page").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("harness.results.page").joinpath("static", name).read_text(encoding="utf-8")
 
 
 @dataclass
@@ -187,9 +187,9 @@ def write_report_page(
     check_section: str | None = None,
 ) -> list[Path]:
     """The per-query difference plots (PNG) and ``report.html`` with every plot embedded: what
-    :func:`harness.report.write_reports` adds to a results folder. A section ``harness check`` put
+    :func:`harness.results.render.write_renderings` adds to a results folder. A section ``harness check`` put
     into an earlier page is kept unless ``check_section`` replaces it."""
-    from harness.report.page.diffplot import write_diff_plots
+    from harness.results.page.diffplot import write_diff_plots
 
     folder = Path(folder)
     diffs = write_diff_plots(results, folder) if diff_plots else []

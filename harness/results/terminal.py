@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.report.table import (
+from harness.results.table import (
     DETAIL_HEADER,
     EFFICIENCY_COLUMNS,
     ComparisonTable,

@@ -7,8 +7,8 @@ aligned with them, counts, efficiency, ``significance[retriever][metric]`` (a :c
 confidence intervals, failures, and ``run_files`` (which run file each retriever's scores came
 from, with its sha256 and config hash). Schema 1 files (per-query scores as nested dicts) still load.
 
-This module renders nothing: tables and plots live in :mod:`harness.report`, the results folder in
-:mod:`harness.engine.store`.
+This module holds the data; :meth:`Results.table` renders it (:mod:`harness.results.render`) and
+:meth:`Results.save` writes its folder (:mod:`harness.results.store`).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from harness.efficiency import Cost
 from harness.errors import InputError
 from harness.io import jsontext
 from harness.io.lines import read_utf8
@@ -51,6 +52,11 @@ class Comparison(BaseModel):
     wins: int = 0
     ties: int = 0
     losses: int = 0
+    #: power (harness.stats.power): sd of the differences, minimum detectable effect, queries needed
+    sd_diff: float | None = None
+    mde: float | None = None
+    n_for_observed: int | None = None
+    power_reason: str | None = None
 
     # mapping-style access, so code written against schema 1's plain dicts keeps working
     def __getitem__(self, key: str) -> Any:
@@ -96,6 +102,8 @@ class Results(BaseModel):
     _qrels: Qrels | None = PrivateAttr(default=None)
     _folder: Path | None = PrivateAttr(default=None)
     _arrays: dict[str, dict[str, np.ndarray]] = PrivateAttr(default_factory=dict)
+    #: each run's measured cost (what :meth:`save` stores beside the run)
+    _costs: dict[str, Cost] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -151,9 +159,32 @@ class Results(BaseModel):
         cols = self.per_query.get(retriever) or {}
         return {q: {m: v[i] for m, v in cols.items()} for i, q in enumerate(self.query_ids)}
 
-    def attach(self, runs: Mapping[str, Run], qrels: Qrels | None) -> Results:
+    @property
+    def costs(self) -> dict[str, Cost]:
+        return self._costs
+
+    def attach(
+        self, runs: Mapping[str, Run], qrels: Qrels | None, costs: Mapping[str, Cost] | None = None
+    ) -> Results:
         self._runs, self._qrels = dict(runs), qrels
+        if costs is not None:
+            self._costs = dict(costs)
         return self
+
+    # ------------------------------------------------------------------ renderings and the folder
+    def table(self, fmt: str = "markdown", *, width: int | None = None) -> str:
+        """The comparison table as text: ``markdown`` (the folder's ``table.md``), ``csv``, ``html``,
+        ``latex``, or ``terminal`` (what ``harness report DIR`` prints, ``width`` columns wide)."""
+        from harness.results.render import render_table
+
+        return render_table(self, fmt, width=width)
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the results folder ``harness run --out DIR`` writes (runs, qrels, results.json,
+        tables, plots); an existing results folder is replaced as one step."""
+        from harness.results.store import save
+
+        return save(self, folder)
 
     # ------------------------------------------------------------------ notebooks
     def __repr__(self) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.report.page.embed import csp, text
-from harness.report.page.render import static
+from harness.results.page.embed import csp, text
+from harness.results.page.render import static
 
 
 def index_page(title: str, tables_html: str, datasets: Sequence[tuple[str, str, str]]) -> str:

@@ -8,7 +8,7 @@ The page ships two kinds of records:
 - *details*, one per range of queries: each retriever's top :data:`TOP` documents, the judgments
   of the documents shown, the relevant documents and their rank in every run, and the title and a
   snippet of every document named. A small folder ships one detail record; a large one ships one
-  per :data:`CHUNK` queries, each in its own side file (:mod:`harness.report.page.render`).
+  per :data:`CHUNK` queries, each in its own side file (:mod:`harness.results.page.render`).
 
 Documents are numbered within a detail record (``d``: ids, titles, snippets), and rankings name
 them by number, so a document shown by three retrievers for ten queries is written once.
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.report.drilldown import attach_folder, manifest_dataset, snippet
+from harness.results.drilldown import attach_folder, manifest_dataset, snippet
 
 if TYPE_CHECKING:
     from harness.model import GoldenDataset, Qrels

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.engine.folder import run_stem
-from harness.report.plots import _figure, _save
+from harness.results.folder import run_stem
+from harness.results.plots import _figure, _save
 
 if TYPE_CHECKING:
     from harness.results import Results

@@ -9,7 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from harness.report.table import (
+from harness.results.table import (
     DETAIL_HEADER,
     ComparisonTable,
     detail_rows,

@@ -24,7 +24,7 @@ from harness import defaults
 from harness.errors import HarnessError, InputError
 from harness.io.trec import read_qrels
 from harness.model import Qrels
-from harness.report.terminal import Column, render_tables, table_width
+from harness.results.terminal import Column, render_tables, table_width
 from harness.run import Run
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ RELEVANT_DOCS = 3
 
 def attach_folder(results: Results) -> Results:
     """Attach the runs and qrels saved in the results folder (what plots and the drill-down need)."""
-    from harness.engine.store import read_runs
+    from harness.results.store import read_runs
 
     folder = results.folder
     if folder is None or results.runs:

@@ -2,7 +2,7 @@
 markers), the costs, the legend, the tests behind the markers with the power sentence where the
 results carry it, the plots inline, failures, and the manifest folded.
 
-Every value comes from :func:`harness.report.table.build_table`, as in every other rendering of the
+Every value comes from :func:`harness.results.table.build_table`, as in every other rendering of the
 table; only the layout differs (two tables, quality and cost, so the page fits a laptop screen).
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.report.page.embed import text
-from harness.report.table import (
+from harness.results.page.embed import text
+from harness.results.table import (
     DETAIL_HEADER,
     EFFICIENCY_COLUMNS,
     ComparisonTable,
@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 
 #: plots of two panels, given two columns of the page where it is wide enough
 WIDE = ("metric_at_k.png",)
-#: the power fields a significance entry may carry (minimum detectable effect at 80% power)
+#: the power fields a significance entry may carry (minimum detectable effect at 80% power;
+#: :mod:`harness.stats.compare` writes them, results written before it do not)
 POWER_FIELDS = ("sd_diff", "mde", "n_for_observed")
 
 
@@ -105,31 +106,11 @@ def _fmt_power(t: dict[str, Any] | None, key: str) -> str:
     return f"{v:,.0f}" if key == "n_for_observed" else f"{v:.4f}"
 
 
-def power_sentence(results: Results, table: ComparisonTable) -> str | None:
-    """ "With 300 queries this set detects ndcg@10 differences of 0.031 or more (80% power); dense's
-    +0.012 would need 1,900 queries." for the table's first metric, where the results carry the
-    minimum detectable effect; None where they do not."""
-    if not table.metrics or table.baseline is None:
-        return None
-    metric = table.metrics[0]
-    parts: list[str] = []
-    mde: float | None = None
-    for row in table.ok_rows:
-        t = (row.metrics.get(metric) and row.metrics[metric].test) or None
-        if not t or t.get("mde") is None:
-            continue
-        mde = t["mde"] if mde is None else mde
-        need = t.get("n_for_observed")
-        if need is not None and t.get("delta") is not None:
-            parts.append(f"{row.name}'s {fmt_delta(t['delta'])} would need {need:,.0f} queries")
-    if mde is None:
-        return None
-    n = len(results.query_ids)
-    head = (
-        f"With {n:,} queries this set detects {metric} differences of {mde:.3f} or more "
-        "(80% power, one comparison, before Holm)"
-    )
-    return head + ("; " + "; ".join(parts) if parts else "") + "."
+def _power_cell(t: dict[str, Any] | None, key: str) -> str:
+    """One power figure; where it is null, a dash whose tooltip says why (zero variance, n < 2)."""
+    why = (t or {}).get("power_reason")
+    title = f' title="{text(why)}"' if why and (t or {}).get(key) is None else ""
+    return f"<td{title}>{text(_fmt_power(t, key))}</td>"
 
 
 def tests_table(results: Results, table: ComparisonTable) -> str:
@@ -138,7 +119,7 @@ def tests_table(results: Results, table: ComparisonTable) -> str:
     if not rows:
         return ""
     tests = [(r, m, c.test) for r in table.ok_rows for m, c in r.metrics.items() if c.test]
-    power = any(any(f in (t or {}) for f in POWER_FIELDS) for _, _, t in tests)
+    power = any((t or {}).get(f) is not None for _, _, t in tests for f in POWER_FIELDS)
     header = [*DETAIL_HEADER, *(["MDE (80% power)", "queries for Δ"] if power else [])]
     out = [
         f"<h3>Against the baseline ({text(table.baseline)})</h3>",
@@ -148,13 +129,13 @@ def tests_table(results: Results, table: ComparisonTable) -> str:
         + "</tr></thead><tbody>",
     ]
     for cells, (_, _, t) in zip(rows, tests):
-        extra = [_fmt_power(t, "mde"), _fmt_power(t, "n_for_observed")] if power else []
-        tds = "".join(f"<td>{text(c)}</td>" for c in [*cells[2:], *extra])
+        tds = "".join(f"<td>{text(c)}</td>" for c in cells[2:])
+        if power:
+            tds += _power_cell(t, "mde") + _power_cell(t, "n_for_observed")
         out.append(f"<tr><th scope=row>{text(cells[0])}</th><td class=l>{text(cells[1])}</td>{tds}</tr>")
     out.append("</tbody></table></div>")
-    sentence = power_sentence(results, table)
-    if sentence:
-        out.append(f'<p class="power">{text(sentence)}</p>')
+    # what the set can detect, in words (harness.stats.power.sentence; the legend carries it too)
+    out += [f'<p class="power">{text(line)}</p>' for line in table.power_lines()]
     return "\n".join(out)
 
 
@@ -198,7 +179,9 @@ def manifest(results: Results) -> str:
 
 
 def legend(table: ComparisonTable) -> str:
-    return '<div class="legend">' + "".join(f"<p>{text(x)}</p>" for x in table.legend()) + "</div>"
+    """The legend's lines, but the power sentences: the page puts those under the tests."""
+    power = set(table.power_lines())
+    return '<div class="legend">' + "".join(f"<p>{text(x)}</p>" for x in table.legend() if x not in power) + "</div>"
 
 
 def failures(table: ComparisonTable) -> str:

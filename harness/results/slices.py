@@ -104,7 +104,7 @@ def tags_of_results(results: Results) -> dict[str, list[str]]:
 
 def _stats_settings(results: Results) -> tuple[dict[str, Any], int]:
     """The statistics settings and seed the results' own table was computed with."""
-    from harness.report.table import _stats_config
+    from harness.results.table import _stats_config
 
     config = results.manifest.get("config") or {}
     stats = {k: _stats_config(results)[k] for k in ("bootstrap", "permutations", "alpha", "correction")}

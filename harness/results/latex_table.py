@@ -6,7 +6,7 @@ Needs ``\\usepackage{booktabs,amssymb,graphicx}``.
 
 from __future__ import annotations
 
-from harness.report.table import (
+from harness.results.table import (
     BETTER,
     ComparisonTable,
     fmt_ci,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 
-from harness.report.table import EFFICIENCY_COLUMNS, ComparisonTable
+from harness.results.table import EFFICIENCY_COLUMNS, ComparisonTable
 
 
 def _num(value: object) -> str:

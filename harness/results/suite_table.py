@@ -2,7 +2,7 @@
 
 One table per metric (a suite's columns are datasets, so metrics side by side would not fit any
 screen). On the terminal every table is laid out for the console's width as the one-dataset table
-is (:mod:`harness.report.terminal`): nothing is cut; long dataset and retriever names wrap onto
+is (:mod:`harness.results.terminal`): nothing is cut; long dataset and retriever names wrap onto
 more lines, and a table still too wide is split by columns into parts that each repeat the
 retriever column, so at 80 columns every name and every figure shows.
 
@@ -23,24 +23,17 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
-from harness.errors import InputError
-from harness.report.latex_table import tex_escape
-from harness.report.table import BETTER, DECIMALS, WORSE, fmt_metric
-from harness.report.terminal import BEST, Column, make_console, render_tables
+from harness.results.latex_table import tex_escape
+from harness.results.table import BETTER, DECIMALS, WORSE, fmt_metric
+from harness.results.terminal import BEST, Column, make_console, render_tables
 
-#: a :class:`~harness.suite.aggregate.SuiteResults` (not imported: it imports this module for ``.table()``)
+#: a :class:`~harness.suite.aggregate.SuiteResults` (not imported: the suite layer sits above this one;
+#: :func:`harness.results.render.render_table` chooses the format for a suite's table as for a run's)
 SuiteResults = Any
 
 #: widest a dataset header / retriever name line gets before it wraps (terminal only)
 HEADER_CHARS = 12
 NAME_CHARS = 24
-
-
-def render(suite: SuiteResults, fmt: str = "markdown") -> str:
-    renderers = {"markdown": to_markdown, "csv": to_csv, "html": to_html, "latex": to_latex}
-    if fmt not in renderers:
-        raise InputError(f"unknown table format {fmt!r}; choose {', '.join(renderers)}", field="fmt")
-    return renderers[fmt](suite)
 
 
 # ---------------------------------------------------------------------- what every format shows

@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.report.page.render import Page
+from harness.results.page.render import Page
 
 log = logging.getLogger("harness")
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness import defaults
-from harness.report.coverage import coverage
+from harness.results.coverage import coverage
+from harness.stats.power import reason_sentence, sentence
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -144,6 +145,7 @@ class ComparisonTable:
                 f"(paired randomization test, {perms:,} sign flips, Holm-corrected {family}, p < {alpha:g}; "
                 f"{other})."
             )
+            lines += self.power_lines()
         if bold:
             lines.append("Bold: best in its column" + (" (warm figures excluded)." if self.has_states else "."))
         if "encode_seconds" in self.efficiency or "build_seconds" in self.efficiency:
@@ -172,6 +174,23 @@ class ComparisonTable:
             parts = "; ".join(f"{r.name} = {' + '.join(r.components)}" for r in composed)
             lines.append(f"Efficiency of a composed retriever adds up the components it runs ({parts}).")
         return lines + self.notes
+
+    def power_lines(self) -> list[str]:
+        """Per retriever, what this set can detect on the first metric against the baseline, in words
+        (:func:`harness.stats.power.sentence`); nothing for results written before the figures existed."""
+        if not self.metrics:
+            return []
+        m = self.metrics[0]
+        out = []
+        for row in self.ok_rows:
+            cell = row.metrics.get(m)
+            test = cell.test if cell is not None else None
+            if row.baseline or test is None:
+                continue
+            text = sentence(row.name, m, test) or reason_sentence(row.name, m, test)
+            if text:
+                out.append(f"Power vs {self.baseline!r}: {text}.")
+        return out
 
 
 def _stats_config(results: Results) -> dict[str, Any]:

@@ -20,8 +20,8 @@ from urllib.parse import quote
 import numpy as np
 
 from harness.io import atomic
-from harness.report.page.embed import text
-from harness.report.page.render import CHECK_END, CHECK_START, PAGE_FILE, write_report_page
+from harness.results.page.embed import text
+from harness.results.page.render import CHECK_END, CHECK_START, PAGE_FILE, write_report_page
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -56,7 +56,7 @@ def _num(x: float | None, signed: bool = False) -> str:
 
 def section(report: Any, baseline: Results, current: Results, *, baseline_label: str = "") -> str:
     """The section's HTML (see module doc)."""
-    from harness.report.table import fmt_p
+    from harness.results.table import fmt_p
 
     rows = sorted(report.rows, key=lambda r: (not r.failing, r.verdict != "regression"))
     out = [
