@@ -97,13 +97,14 @@ def main() -> None:
     from page_browser import Browser, settle
 
     from harness.results import Results
+    from harness.results.drilldown import attach_folder
     from harness.results.page.render import write_report_page
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="report-page-"))
     data = write_dataset(root / "data", args.queries, args.docs)
     out = write_folder(data, root / "res", args.queries, args.docs)
     t0 = time.perf_counter()
-    write_report_page(Results.load(out), out)
+    write_report_page(attach_folder(Results.load(out)), out)
     page_s = time.perf_counter() - t0
     side = sorted((out / "report-data").glob("*.js"))
     print(f"{args.queries:,} queries x 3 retrievers, {args.docs:,} documents")

@@ -283,11 +283,12 @@ def test_deltas_sorting_detail_keyboard_and_narrow_screen(folder, browser, tmp_p
 @needs_chromium
 def test_side_files_load_from_file_url(folder, browser, tmp_path):
     from harness.results import Results
+    from harness.results.drilldown import attach_folder
     from harness.results.page.render import SIDE_DIR, write_page
 
     copy = tmp_path / "big"
     subprocess.run(["cp", "-r", str(folder), str(copy)], check=True)
-    results = Results.load(copy)
+    results = attach_folder(Results.load(copy))
     written = write_page(results, copy, embed_limit=0)  # as a folder too large to embed is written
     assert {p.name for p in written} >= {"report.html", "head.js", "part-000.js"}
     html = (copy / "report.html").read_text()

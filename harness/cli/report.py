@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
 
         folder = results.folder
         images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
-        written = write_report_page(results, folder, images)
+        written = write_report_page(attach_folder(results), folder, images)
         log.info("wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     if args.write:
         attach_folder(results)
@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
 def serve_page(results: Results, port: int) -> int:
     """``--serve``: the folder's page (built now, not read from disk) on 127.0.0.1 until Ctrl-C."""
     from harness.errors import InputError
+    from harness.results.drilldown import attach_folder
     from harness.results.page.render import CAPTIONS, PAGE_FILE, read_check_section, render
     from harness.results.page.serve import make_server
 
@@ -127,7 +128,9 @@ def serve_page(results: Results, port: int) -> int:
     folder = results.folder
     images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
     images += sorted(folder.glob("perquery_*.png"))
-    page = render(results, images=images, captions=CAPTIONS, check_section=read_check_section(folder / PAGE_FILE))
+    page = render(
+        attach_folder(results), images=images, captions=CAPTIONS, check_section=read_check_section(folder / PAGE_FILE)
+    )
     try:
         server = make_server(page, port)
     except OSError as e:

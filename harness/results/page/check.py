@@ -103,6 +103,8 @@ def write_section(current: Results, html: str) -> Path | None:
         if not 0 <= a < b:
             return None  # not a page this harness wrote: left as it is
         return atomic.write_text(page, old[: a + len(CHECK_START)] + html + old[b:])
+    from harness.results.drilldown import attach_folder
+
     images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
-    write_report_page(current, folder, images, check_section=html)
+    write_report_page(attach_folder(current), folder, images, check_section=html)
     return page

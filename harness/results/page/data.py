@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.results.drilldown import attach_folder, manifest_dataset, snippet
+from harness.results.texts import manifest_dataset, snippet
 
 if TYPE_CHECKING:
     from harness.model import GoldenDataset, Qrels
@@ -69,10 +69,10 @@ def default_retriever(results: Results) -> str | None:
 
 
 def build(results: Results, *, texts: Texts | None = None, chunk: int = CHUNK) -> PageData:
-    """The explorer's records for ``results`` (runs and qrels from its folder when not attached;
-    texts from the dataset its manifest names unless given)."""
+    """The explorer's records for ``results`` (its attached runs and qrels: the caller attaches a
+    loaded folder's with :func:`harness.results.drilldown.attach_folder`; texts from the dataset its
+    manifest names unless given)."""
     notes: list[str] = []
-    attach_folder(results)
     if texts is None:
         dataset, note = manifest_dataset(results)
         texts = Texts(dataset)
