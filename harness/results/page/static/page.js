@@ -295,6 +295,14 @@
         e.preventDefault(); open(Number(t.dataset.index), false);
       }
     });
+    // the same document in every ranking lights up under the pointer (or focus)
+    const same = (e) => {
+      const li = e.target.closest && e.target.closest("#detail li[data-doc]");
+      for (const x of document.querySelectorAll("#detail li.same")) x.classList.remove("same");
+      if (!li) return;
+      for (const x of document.querySelectorAll("#detail li[data-doc]")) if (x.dataset.doc === li.dataset.doc) x.classList.add("same");
+    };
+    $("detail").addEventListener("mouseover", same);
     window.addEventListener("hashchange", fromHash);
     $("explorer-ui").hidden = false;
     refresh();
