@@ -35,6 +35,7 @@ COMMANDS = [
     "pool",
     "judge",
     "load",
+    "inspect",
 ]
 
 
