@@ -34,28 +34,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    import os
+
     from harness.errors import InputError
-    from harness.judging.server import Judging, make_server
+    from harness.judging.server import Judging, make_server, page_url
 
     if not 0 <= args.port <= 65535:
         raise InputError("must be 0..65535", field="--port")
-    judging = Judging(args.pool)
+    judging = Judging(args.pool)  # takes the pool's lock: one server per pool
     try:
-        server = make_server(judging, args.port)
-    except OSError as e:
-        raise InputError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror or e})", field="--port") from None
-    host, port = server.server_address[:2]
-    print(
-        f"judging {len(judging.rows)} documents ({judging.graded} graded) at http://{host}:{port}/ "
-        f"- each grade is saved to {args.pool} as it is made; Ctrl-C stops",
-        flush=True,
-    )
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        try:
+            server = make_server(judging, args.port)
+        except OSError as e:
+            raise InputError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror or e})", field="--port") from None
+        url = page_url(server, judging)
+        judging.lock.describe(f"pid {os.getpid()}, http://127.0.0.1:{server.server_address[1]}/")
+        print(
+            f"judging {len(judging.rows)} documents ({judging.graded} graded) at {url} "
+            f"- each grade is saved to {args.pool} as it is made; Ctrl-C stops",
+            flush=True,
+        )
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
     finally:
-        server.server_close()
+        judging.close()
     print(f"{judging.graded} of {len(judging.rows)} graded, saved in {args.pool}", file=sys.stderr)
     return 0
 
