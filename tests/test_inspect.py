@@ -202,6 +202,15 @@ def test_bad_input_is_one_located_line_and_exit_2(planted: Path, tmp_path: Path,
     assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0]  # (the loader warns of "gone")
 
 
+def test_a_lone_surrogate_is_one_located_line_not_a_crash(tmp_path: Path, capsys) -> None:
+    """JSON allows ``\\ud800`` as an escape: the text cannot be fingerprinted (UTF-8), so it is bad input."""
+    docs = [{"_id": "d1", "text": "plain text"}, {"_id": "d2", "title": "t\ud800", "text": "lone surrogate"}]
+    folder = write_beir(tmp_path / "s", docs, [{"_id": "q1", "text": "plain"}], {"test": [("q1", "d1", 1)]})
+    assert main(["inspect", "--dataset", str(folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {folder / 'corpus.jsonl'}:2: title: ") and "lone surrogate" in err[0]
+
+
 def _results(folder: Path, qids: list[str], per_query: dict[str, dict[str, list[float]]], manifest: dict) -> Path:
     from harness.results import Results
 

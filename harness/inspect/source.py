@@ -27,6 +27,7 @@ from harness.io.trec import read_qrels
 from harness.model import GoldenDataset
 from harness.paths import cache_dir_of
 from harness.results import Results
+from harness.validate import check_corpus_encodable
 
 log = logging.getLogger("harness")
 
@@ -146,6 +147,9 @@ def resolve(
     else:
         ds = load_dataset(dataset or defaults.DATASET, split or defaults.SPLIT)
         targets = [Target(ds.name, ds, never_judged(ds))]
+    for t in targets:  # a lone surrogate would crash the fingerprint, hours into a large set: say where
+        if t.chunking is None:
+            check_corpus_encodable(t.dataset)
     if results is not None:
         folder = Path(results).expanduser()
         for t in targets:
