@@ -208,7 +208,8 @@ def test_a_lone_surrogate_is_one_located_line_not_a_crash(tmp_path: Path, capsys
     folder = write_beir(tmp_path / "s", docs, [{"_id": "q1", "text": "plain"}], {"test": [("q1", "d1", 1)]})
     assert main(["inspect", "--dataset", str(folder)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"error: {folder / 'corpus.jsonl'}:2: title: ") and "lone surrogate" in err[0]
+    assert len(err) == 1 and err[0].startswith(f"error: {folder / 'corpus.jsonl'}:2: title: ")
+    assert "lone surrogate" in err[0]
 
 
 def _results(folder: Path, qids: list[str], per_query: dict[str, dict[str, list[float]]], manifest: dict) -> Path:
