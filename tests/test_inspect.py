@@ -170,6 +170,26 @@ def test_a_golden_set_with_an_answer_found_nowhere_is_unjudged(tmp_path: Path, c
     assert code == 0 and found["unjudged_queries"] == ["g2"]
 
 
+def test_golden_rows_with_empty_judgments_are_unjudged_queries(tmp_path: Path, capsys) -> None:
+    """A run refuses them (they would score 0 everywhere); inspect lists them, from --golden and a config."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"_id": "d1", "text": "Paris is the capital of France."}\n', encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    rows = [
+        {"id": "g1", "question": "capital of France?", "relevant_ids": ["d1"]},
+        {"id": "g2", "question": "capital of Peru?", "relevant_ids": []},
+        {"id": "g3", "question": "capital of Chile?"},
+        {"id": "g4", "question": "capital of Spain?", "relevant_ids": {}},
+    ]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, found = inspect_json(capsys, "--corpus", str(corpus), "--golden", str(golden))
+    assert code == 0 and found["unjudged_queries"] == ["g2", "g3", "g4"]
+    config = tmp_path / "c.yaml"
+    config.write_text("dataset: {corpus: corpus.jsonl, golden: golden.jsonl}\n", encoding="utf-8")
+    code, found = inspect_json(capsys, "--dataset", str(config))
+    assert code == 0 and found["unjudged_queries"] == ["g2", "g3", "g4"]
+
+
 def test_a_config_names_a_suite_and_chunkings(planted: Path, tmp_path: Path, capsys) -> None:
     config = tmp_path / "suite.yaml"
     config.write_text(
