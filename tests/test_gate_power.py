@@ -67,6 +67,14 @@ def test_observed_sd_wins_when_larger():
     assert r.sd_source == "observed" and r.sd_used == r.sd_diff > 0 and not report.blind  # tolerance 1: not blind
 
 
+def test_one_common_query_is_blind_not_silent():
+    """A paired test on 1 query detects nothing: a blind line (so --require-power exits 2), never nan."""
+    res = make_results({"bm25": base_scores(n=1), "dense": base_scores(n=1, seed=2)})
+    report = check(res, res, tolerances=0.01)
+    assert row(report, "bm25", "ndcg@10").mde is None and report.exit_code == 0
+    assert any(line.startswith("blind: bm25 ndcg@10: with 1 common query") for line in report.blind)
+
+
 def test_non_inferiority_bound_and_verdict():
     a = base_scores(seed=1)
     rng = np.random.default_rng(4)

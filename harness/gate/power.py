@@ -102,6 +102,11 @@ def add_power(
         if row.queries < 2:
             if margin is not None:
                 _inferior(row, "non-inferiority needs per-query scores of at least 2 common queries")
+            else:  # no drop is detectable at all: blind, whatever the tolerance
+                report.blind.append(
+                    f"blind: {row.retriever} {row.metric}: with {row.queries} common quer"
+                    f"{'y' if row.queries == 1 else 'ies'} the paired test detects no drop at all (it needs at least 2)"
+                )
             continue
         diffs = _diffs(row, baseline, current)
         observed = float(np.std(diffs, ddof=1))
