@@ -130,10 +130,16 @@ def add_power(
                 "estimate: no variance to size the set with"
             )
             continue
+        if not target > report.alpha:  # --alpha 0.9: no power above it to size with (said once, below)
+            continue
         used[row.sd_source] += 1
         row.mde = min_effect(row.sd_used, row.queries, report.alpha, target)
         if margin is None and row.mde > row.tolerance:
             report.blind.append(blind_line(row, report.alpha, target))
+    if not target > report.alpha:
+        report.power_notes.append(
+            f"power: no detectable drop computed: the power {target:g} is not above the check's alpha {report.alpha:g}"
+        )
     if any(used.values()):
         by_why: dict[str, list[str]] = {}
         for m, (sd, why) in estimates.items():
