@@ -40,7 +40,7 @@ from pydantic import (
 )
 
 from harness import defaults
-from harness.errors import InputError, register_secret, scrub
+from harness.errors import InputError, register_secret, scrub, url_secrets
 from harness.loader import NoAttribute, load
 
 ENTRY_POINT_GROUP = "retrieval_harness.retrievers"
@@ -93,6 +93,11 @@ class SpecBase(BaseModel):
     def model_post_init(self, __context: Any) -> None:
         for name in self.secret_fields():
             _register(getattr(self, name, None))
+        for name in type(self).model_fields:  # credentials in a URL (a `url`, a proxy...) are secrets too
+            value = getattr(self, name, None)
+            if isinstance(value, str) and "://" in value:
+                for secret in url_secrets(value):
+                    register_secret(secret)
 
     @classmethod
     def secret_fields(cls) -> list[str]:

@@ -129,7 +129,7 @@ class DevTools:
         self.sock.close()
 
 
-def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
+def start_chromium(url: str, profile: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     cmd = [
         str(CHROMIUM),
         "--headless",
@@ -143,6 +143,7 @@ def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
         f"--user-data-dir={profile}",
         "--remote-debugging-address=127.0.0.1",
         "--remote-debugging-port=0",
+        *extra,
         url,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -200,7 +201,7 @@ def test_grade_five_by_keyboard_kill_merge_rescore(tmp_path):
     browser = None
     try:
         line = server.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=\S+", line)
         assert m, (line, server.stderr.read() if server.poll() is not None else "")
         with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
             browser, ws = start_chromium(m[0], Path(profile))

@@ -195,12 +195,36 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(to_json(report), indent=2, allow_nan=False) + "\n")
     else:
         sys.stdout.write(to_text(report))
-    outputs.write(args.summary, to_markdown(report), "--summary")
+    page = _write_page_section(args, report)
+    outputs.write(args.summary, to_markdown(report, page), "--summary")
     outputs.write(args.junit, junit.to_junit(report), "--junit")
     if args.history:
         line = history.append(args.history, history.night(report))
         print(f"history: night {line} appended to {args.history}")
     return report.exit_code
+
+
+def _write_page_section(args: argparse.Namespace, report: CheckReport) -> str | None:
+    """The verdicts, with links to the queries behind each regression, in the current folder's
+    report.html (harness.results.page.check); the page's path, or None where there is no such folder."""
+    import logging
+
+    from harness.results.page.check import SECTION_ID, section, write_section
+
+    if load_gate.load_only(args.baseline) or load_gate.load_only(args.current) or not report.rows:
+        return None
+    try:
+        baseline = load_results(args.baseline, "baseline", allow_incomplete=True)
+        current = load_results(args.current, "current", allow_incomplete=True)
+        page = write_section(current, section(report, baseline, current, baseline_label=args.baseline))
+    except (InputError, OSError) as e:  # a saved baseline file, a read-only folder: the verdict stands
+        logging.getLogger("harness").warning("report.html not updated: %s", e)
+        return None
+    if page is None:
+        return None
+    if args.format != "json":  # stdout is one JSON document there
+        print(f"page: {page} (#{SECTION_ID})")
+    return f"{page}#{SECTION_ID}"
 
 
 def _write_error(args: argparse.Namespace, message: str) -> None:

@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
     add_allow_incomplete(p)
+    from harness.cli.judge_tools import add_ppi_arguments
+
+    add_ppi_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -67,6 +70,10 @@ def run(args: argparse.Namespace) -> int:
     for path in args.runs:
         check_stored_run(path, allow_incomplete=args.allow_incomplete)
     runs = {name: read_run(path, name=name) for name, path in zip(_run_names(args.runs), args.runs)}
+    if args.auto_qrels:  # prediction-powered intervals: people's judgments (--qrels) and a judge's
+        from harness.cli.judge_tools import print_ppi
+
+        return print_ppi(args, runs, [m.name for m in metrics], fmt=args.format)
     for run, path in zip(runs.values(), args.runs):
         warning = check_overlap(qrels, run, run_label=path, qrels_label=args.qrels)
         if warning:

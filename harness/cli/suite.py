@@ -80,6 +80,17 @@ def report_suite(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--{flag} works on one dataset's folder: harness report DIR/<dataset> --{flag} ...", field=f"--{flag}"
             )
+    qrels, judged_only = getattr(args, "qrels", None), getattr(args, "judged_only", False)
+    if qrels is not None:
+        if not Path(qrels).is_file():
+            raise InputError("judgments not found", path=qrels, field="--qrels")
+        raise InputError(
+            "one qrels file cannot judge several datasets; name a dataset's folder instead: "
+            "harness report DIR/<dataset> --qrels FILE",
+            field="--qrels",
+        )
+    if judged_only and args.write:
+        raise InputError("--write re-renders the suite as it was scored; a re-score is printed only", field="--write")
     suite = SuiteResults.load(args.folder)
     if not suite.complete and not suite.datasets:
         raise InputError(
@@ -95,8 +106,29 @@ def report_suite(args: argparse.Namespace) -> int:
         fresh._folder = suite.folder
         suite = fresh
         log.info("re-wrote suite.json and the suite tables in %s", suite.folder)
+    if judged_only:
+        suite = _rescore_judged_only(suite, allow_incomplete=getattr(args, "allow_incomplete", False))
     print_suite(suite)
     return 0
+
+
+def _rescore_judged_only(suite, *, allow_incomplete: bool):
+    """``harness report SUITE --judged-only``: every dataset's stored runs re-scored with unjudged
+    documents removed (each against its own ``qrels.tsv``), aggregated again; nothing is written."""
+    from harness.engine.rescore import rescore
+    from harness.results import Results
+    from harness.results.integrity import check_results
+    from harness.suite import aggregate
+
+    assert suite.folder is not None
+    per = {}
+    for d in suite.datasets:
+        res = check_results(Results.load(suite.folder / d), allow_incomplete=allow_incomplete)
+        per[d] = rescore(res, judged_only=True)
+    fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete)
+    fresh._folder = suite.folder
+    log.info("re-scored judged-only (trec_eval -J) from each dataset's runs/ and qrels.tsv; nothing written")
+    return fresh
 
 
 def check_suite(args: argparse.Namespace) -> int:

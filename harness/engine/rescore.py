@@ -72,7 +72,7 @@ def rescore(
     }
     recorded = config.get("stats") if isinstance(config.get("stats"), dict) else {}
     stats = {k: recorded[k] for k in ("bootstrap", "permutations", "alpha") if recorded.get(k) is not None}
-    return score(
+    rescored = score(
         runs,
         judgments,
         metrics,
@@ -85,3 +85,9 @@ def rescore(
         query_tags=results.query_tags,
         judged_only=judged_only,
     )
+    # the header counts the queries scored now: new judgments may judge fewer (or more) queries
+    # than the dataset the folder was run on
+    dataset = dict(rescored.manifest.get("dataset") or {})
+    dataset.update(queries=len(rescored.query_ids), judgments=sum(len(j) for j in judgments.values()))
+    rescored.manifest["dataset"] = dataset
+    return rescored

@@ -224,7 +224,10 @@ def _execute(
     cost.latencies_s = lat
     cost.peak_rss_mb = max(m_index.peak_rss_mb, m_search.peak_rss_mb)
     if isinstance(obj, ReportsCost):
-        cost.extra = dict(obj.efficiency_extra(k))
+        # a step of the row too (ann recall reads a connected store's vectors): its memory counts
+        with measure() as m_extra:
+            cost.extra = dict(obj.efficiency_extra(k))
+        cost.peak_rss_mb = max(cost.peak_rss_mb, m_extra.peak_rss_mb)
     params = dict(obj.params()) if isinstance(obj, HasParams) else {}
     # the component is not kept: its index and model are freed before scoring starts (at 100k x 384
     # a flat index alone is 154 MB that would otherwise sit under every later node and the report)

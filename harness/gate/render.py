@@ -86,14 +86,17 @@ def to_text(report: CheckReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_markdown(report: CheckReport) -> str:
-    """A CI job summary: headline, what was compared, the table with failures first."""
+def to_markdown(report: CheckReport, page: str | None = None) -> str:
+    """A CI job summary: headline, what was compared, the table with failures first; ``page``
+    names the current folder's report.html that ``harness check`` wrote its section into."""
     mark = "❌" if report.failed else "✅"
     out = [f"## {mark} harness check: {report.headline()}", ""]
     out.append(f"- baseline: `{report.baseline}`{_provenance(report.baseline_info)}")
     out.append(f"- current: `{report.current}`{_provenance(report.current_info)}")
     out.append(f"- {report.dataset_line()}")
     out.append(f"- {report.rule()}")
+    if page:
+        out.append(f"- page: `{page}` (section \"Against the baseline folder\": the queries behind each regression)")
     out += [f"- **FAILURE**: {_md(p)}" for p in report.problems]
     out += [f"- {'**FAILURE**' if bad else 'note'}: {_md(text)}" for text, bad in report.row_notes()]
     out += [f"- note: {_md(n)}" for n in report.notes]

@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from harness import defaults
 from harness.errors import DATA_WARNING, InputError
 from harness.io import jsontext
+from harness.io.grades import GradeError, parse_grade
 from harness.io.tabular import Row, check_id, read_rows
 from harness.io.tags import parse_tags
 from harness.model import GoldenDataset, Query
@@ -149,15 +150,12 @@ def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
         raw = raw.item()  # a numpy scalar from Parquet
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         raise bad()
-    if isinstance(raw, str):
-        text = raw.strip()
-        if _is_int(text):
-            raw = int(text)
-        else:
-            try:
-                raw = float(text) if text.isascii() else math.nan
-            except ValueError:
-                raise bad() from None
+    if isinstance(raw, str):  # text: the one grade parser (harness/io/grades.py), as qrels and pools
+        try:
+            raw = parse_grade(raw.strip())
+        except GradeError as e:
+            why = "is out of range (a 64-bit integer)" if "out of range" in str(e) else "must be an integer"
+            raise bad(why) from None
     if isinstance(raw, float):
         if not math.isfinite(raw) or raw != int(raw):
             raise bad()

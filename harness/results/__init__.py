@@ -7,6 +7,8 @@
 - :mod:`~harness.results.render` and the modules beside it: the comparison table (markdown, csv,
   html, latex, terminal), plots, judged@10 coverage, slices by tag, the per-query drill-down, and a
   suite's table through the same renderers.
+- :mod:`~harness.results.page`: ``report.html``, the page a reviewer opens (table, plots, per-query
+  differences, the query explorer).
 
 ``Results.load(DIR).table()`` is the folder's ``table.md``; ``.save(DIR)`` writes a folder;
 ``.to_dataframe()`` converts. This layer sits above the statistics and below the engine

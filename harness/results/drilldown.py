@@ -13,18 +13,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness import defaults
-from harness.errors import HarnessError, InputError
+from harness.errors import InputError
 from harness.io.trec import read_qrels
 from harness.model import Qrels
 from harness.results.terminal import Column, render_tables, table_width
+from harness.results.texts import SNIPPET, manifest_dataset, snippet
 from harness.run import Run
 
 if TYPE_CHECKING:
@@ -32,8 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("harness")
 
-#: characters of a document's text shown in the drill-down
-SNIPPET = 120
 #: documents the retriever ranked first, shown per worst query (``harness report --docs``)
 TOP_DOCS = 3
 #: relevant documents shown per worst query (the highest graded first)
@@ -58,21 +55,9 @@ def attach_folder(results: Results) -> Results:
 def dataset_texts(results: Results) -> tuple[dict[str, str], dict[str, str], str | None]:
     """Query id -> text and doc id -> text (title and body) from the dataset in the manifest, and a
     note when that is not possible or the dataset changed since the run."""
-    from harness.datasets import DEMO, load_dataset
-
-    ds = results.manifest.get("dataset") or {}
-    source, name, split = ds.get("source"), ds.get("name"), ds.get("split") or defaults.SPLIT
-    where = source if source and Path(source).is_dir() else DEMO if name == DEMO or source == DEMO else None
-    if where is None:
-        why = f"dataset folder {source} not found" if source else "results.json names no dataset folder"
-        return {}, {}, f"query and document text unavailable ({why}); showing ids only"
-    try:
-        dataset = load_dataset(where, split, name=name)
-    except (HarnessError, OSError) as e:
-        return {}, {}, f"query and document text unavailable (loading {where} failed: {e}); showing ids only"
-    note = None
-    if ds.get("fingerprint") and dataset.fingerprint != ds["fingerprint"]:
-        note = f"the dataset at {where} changed since this run (fingerprint differs): texts may not match"
+    dataset, note = manifest_dataset(results)
+    if dataset is None:
+        return {}, {}, note
     docs = {d.id: d.content for d in dataset.corpus}
     return {q.id: q.text for q in dataset.queries}, docs, note
 
@@ -81,14 +66,6 @@ def query_texts(results: Results) -> tuple[dict[str, str], str | None]:
     """Query id -> text from the dataset in the manifest, and a note when that is not possible."""
     queries, _, note = dataset_texts(results)
     return queries, note
-
-
-def snippet(text: str | None, n: int = SNIPPET) -> str | None:
-    """``text`` on one line, cut to ``n`` characters (``…`` marks the cut)."""
-    if text is None:
-        return None
-    flat = " ".join(text.split())
-    return flat if len(flat) <= n else flat[: n - 1].rstrip() + "…"
 
 
 def first_relevant_rank(run: Run, qrels: Qrels, qid: str) -> int | None:

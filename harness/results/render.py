@@ -56,7 +56,8 @@ def render_table(results: Results, fmt: str = "markdown", *, width: int | None =
 
 
 def write_renderings(results: Results, folder: Path, *, plots: bool = True) -> list[Path]:
-    """Tables (md, csv, html, tex) and plots of ``results`` into ``folder``; returns the files.
+    """Tables (md, csv, html, tex), plots and ``report.html`` of ``results`` into ``folder``; returns
+    the files.
 
     A plot that cannot be drawn is logged and skipped: the tables, which carry the numbers, are
     always written.
@@ -81,4 +82,11 @@ def write_renderings(results: Results, folder: Path, *, plots: bool = True) -> l
         atomic.write_text(folder / "table.html", to_html(table, [p.name for p in images])),
         atomic.write_text(folder / "table.tex", to_latex(table)),
     ]
-    return written + images
+    page: list[Path] = []
+    try:  # report.html: the page a reviewer opens (harness.results.page)
+        from harness.results.page.render import write_report_page
+
+        page = write_report_page(results, folder, images, diff_plots=plots)
+    except Exception as e:  # the tables carry the numbers: a page that fails must not cost the run them
+        log.warning("report.html not written: %s: %s", type(e).__name__, e)
+    return written + images + page

@@ -237,7 +237,15 @@ def to_html(suite: SuiteResults) -> str:
         "td,th{padding:.2em .6em;border-bottom:1px solid #ddd}td{text-align:right}td.name{text-align:left}"
         ".best{font-weight:bold}.up{color:green}.down{color:#b00}</style></head><body>",
         f"<h1>Suite: {len(suite.retrievers)} retrievers x {len(suite.datasets)} datasets</h1>",
+        html_tables(suite),
+        "</body></html>",
     ]
+    return "\n".join(parts) + "\n"
+
+
+def html_tables(suite: SuiteResults) -> str:
+    """One HTML table per metric and the legend: ``table.html``'s body, and the suite's report.html."""
+    parts: list[str] = []
 
     def cell(text: str, mark: str, best: bool) -> str:
         cls = ' class="best"' if best else ""
@@ -260,8 +268,8 @@ def to_html(suite: SuiteResults) -> str:
             parts.append(cell(fmt_metric(r["mean"]), sig_marker(suite, r["retriever"], m, None), r["best_mean"]))
             parts.append(cell(fmt_rank(r["rank"]), "", r["best_rank"]) + "</tr>")
         parts.append("</tbody></table>")
-    parts += ["<ul>", *(f"<li>{escape(x)}</li>" for x in legend(suite)), "</ul></body></html>"]
-    return "\n".join(parts) + "\n"
+    parts += ["<ul>", *(f"<li>{escape(x)}</li>" for x in legend(suite)), "</ul>"]
+    return "\n".join(parts)
 
 
 def to_latex(suite: SuiteResults) -> str:
