@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from test_judging_browser import CHROMIUM, DevTools, start_chromium
+from tests.test_judging_browser import CHROMIUM, DevTools, start_chromium
 
 HAVE_CHROMIUM = CHROMIUM.exists() and shutil.which(str(CHROMIUM)) is not None
 

@@ -8,8 +8,11 @@ import json
 import math
 from pathlib import Path
 
+import krippendorff
 import numpy as np
 import pytest
+import scipy.stats as scipy_stats
+import sklearn.metrics as sk_metrics
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,10 +20,6 @@ from harness.cli import main
 from harness.judging.agree import Grades, agree, read_grades
 from harness.stats.agreement import cohen_kappa, confusion, krippendorff_alpha_ordinal, tau_ap
 from tests.conftest import build_tiny_bert, shared
-
-krippendorff = pytest.importorskip("krippendorff")
-sk_metrics = pytest.importorskip("sklearn.metrics")
-scipy_stats = pytest.importorskip("scipy.stats")
 
 
 def _reference(a, b):

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import ppi_py
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,8 +20,6 @@ from harness.judging.ppi import split
 from harness.judging.sample import draw, sampled_queries
 from harness.stats.ppi import classical_mean_ci, ppi_mean_ci
 from tests.conftest import shared
-
-ppi_py = pytest.importorskip("ppi_py")
 
 
 @settings(max_examples=40, deadline=None)

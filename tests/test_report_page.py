@@ -27,11 +27,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from page_browser import HAVE_CHROMIUM, Browser, settle
-from test_judging_browser import REPO
 
 from harness.cli import main
 from harness.results.page.embed import script_json
+from tests.page_browser import HAVE_CHROMIUM, Browser, settle
+from tests.test_judging_browser import REPO
 
 needs_chromium = pytest.mark.skipif(not HAVE_CHROMIUM, reason="no /usr/bin/chromium")
 

@@ -19,11 +19,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import build_tiny_bert, shared
-from page_browser import HAVE_CHROMIUM, Browser, settle
-from test_report_page import check_detail, detail, rows, show_all
 
 from harness.cli import main
+from tests.conftest import build_tiny_bert, shared
+from tests.page_browser import HAVE_CHROMIUM, Browser, settle
+from tests.test_report_page import check_detail, detail, rows, show_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not HAVE_CHROMIUM, reason="no /usr/bin/chromium")]
 
