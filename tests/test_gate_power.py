@@ -67,6 +67,29 @@ def test_observed_sd_wins_when_larger():
     assert r.sd_source == "observed" and r.sd_used == r.sd_diff > 0 and not report.blind  # tolerance 1: not blind
 
 
+def test_one_common_query_is_blind_not_silent():
+    """A paired test on 1 query detects nothing: a blind line (so --require-power exits 2), never nan."""
+    res = make_results({"bm25": base_scores(n=1), "dense": base_scores(n=1, seed=2)})
+    report = check(res, res, tolerances=0.01)
+    assert row(report, "bm25", "ndcg@10").mde is None and report.exit_code == 0
+    assert any(line.startswith("blind: bm25 ndcg@10: with 1 common query") for line in report.blind)
+
+
+def test_power_not_above_alpha_is_said_not_a_crash(tmp_path, capsys):
+    """``--alpha 0.9`` leaves the default power 0.8 below it: a note, no mde; ``--require-power`` at or
+    under the check's alpha (from --alpha or the tolerances file) is bad input before anything is read."""
+    res = make_results({"bm25": base_scores(), "dense": base_scores(seed=2)})
+    report = check(res, res, tolerances=0.01, alpha=0.9)
+    assert row(report, "bm25", "ndcg@10").mde is None and not report.blind
+    assert any("not above the check's alpha 0.9" in n for n in report.power_notes)
+    tol = tmp_path / "tol.yaml"
+    tol.write_text("alpha: 0.85\n", encoding="utf-8")
+    for extra in (["--tolerances", str(tol), "--require-power"], ["--require-power", "0.03"]):
+        argv = ["check", "--baseline", str(tmp_path / "none"), "--current", str(tmp_path / "none"), *extra]
+        assert main(argv) == 2
+        assert "error: --require-power: must be above the check's alpha" in capsys.readouterr().err
+
+
 def test_non_inferiority_bound_and_verdict():
     a = base_scores(seed=1)
     rng = np.random.default_rng(4)

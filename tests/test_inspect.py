@@ -170,6 +170,26 @@ def test_a_golden_set_with_an_answer_found_nowhere_is_unjudged(tmp_path: Path, c
     assert code == 0 and found["unjudged_queries"] == ["g2"]
 
 
+def test_golden_rows_with_empty_judgments_are_unjudged_queries(tmp_path: Path, capsys) -> None:
+    """A run refuses them (they would score 0 everywhere); inspect lists them, from --golden and a config."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"_id": "d1", "text": "Paris is the capital of France."}\n', encoding="utf-8")
+    golden = tmp_path / "golden.jsonl"
+    rows = [
+        {"id": "g1", "question": "capital of France?", "relevant_ids": ["d1"]},
+        {"id": "g2", "question": "capital of Peru?", "relevant_ids": []},
+        {"id": "g3", "question": "capital of Chile?"},
+        {"id": "g4", "question": "capital of Spain?", "relevant_ids": {}},
+    ]
+    golden.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    code, found = inspect_json(capsys, "--corpus", str(corpus), "--golden", str(golden))
+    assert code == 0 and found["unjudged_queries"] == ["g2", "g3", "g4"]
+    config = tmp_path / "c.yaml"
+    config.write_text("dataset: {corpus: corpus.jsonl, golden: golden.jsonl}\n", encoding="utf-8")
+    code, found = inspect_json(capsys, "--dataset", str(config))
+    assert code == 0 and found["unjudged_queries"] == ["g2", "g3", "g4"]
+
+
 def test_a_config_names_a_suite_and_chunkings(planted: Path, tmp_path: Path, capsys) -> None:
     config = tmp_path / "suite.yaml"
     config.write_text(
@@ -200,6 +220,16 @@ def test_bad_input_is_one_located_line_and_exit_2(planted: Path, tmp_path: Path,
     assert main(["inspect", *argv]) == 2
     err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("harness: warning")]
     assert len(err) == 1 and err[0].startswith("error: ") and needle in err[0]  # (the loader warns of "gone")
+
+
+def test_a_lone_surrogate_is_one_located_line_not_a_crash(tmp_path: Path, capsys) -> None:
+    """JSON allows ``\\ud800`` as an escape: the text cannot be fingerprinted (UTF-8), so it is bad input."""
+    docs = [{"_id": "d1", "text": "plain text"}, {"_id": "d2", "title": "t\ud800", "text": "lone surrogate"}]
+    folder = write_beir(tmp_path / "s", docs, [{"_id": "q1", "text": "plain"}], {"test": [("q1", "d1", 1)]})
+    assert main(["inspect", "--dataset", str(folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {folder / 'corpus.jsonl'}:2: title: ")
+    assert "lone surrogate" in err[0]
 
 
 def _results(folder: Path, qids: list[str], per_query: dict[str, dict[str, list[float]]], manifest: dict) -> Path:
@@ -266,16 +296,20 @@ def test_judged_differently_counts_an_unjudged_twin_and_a_different_grade() -> N
     ]
 
 
-def test_near_duplicates_equal_brute_force_on_random_corpora() -> None:
-    """Every pair at exact shingle Jaccard >= 0.9 is found, whatever the sketch: a corpus of mutated
-    copies (0 to 12 words changed out of 120) against the all-pairs computation."""
+@pytest.mark.parametrize(("threshold", "copies", "changes"), [(0.9, 5, range(13)), (0.5, 1, range(5, 9))])
+def test_near_duplicates_equal_brute_force_on_random_corpora(threshold: float, copies: int, changes: range) -> None:
+    """Every pair at exact shingle Jaccard >= the threshold is found, whatever the sketch: a corpus of
+    mutated copies (``changes`` words changed out of 120) against the all-pairs computation. At 0.5
+    (pairs at Jaccard 0.5 to 0.7) the bands are shorter: the default 25 x 5 would miss about a
+    quarter of them."""
     rng = random.Random(7)
     texts = []
-    for base in range(6):
+    for base in range(6 if copies > 1 else 40):
         original = _long_text(100 + base, 120).split()
-        for _ in range(5):
+        texts += [] if copies > 1 else [" ".join(original)]
+        for _ in range(copies):
             copy = list(original)
-            for _ in range(rng.randrange(13)):
+            for _ in range(rng.choice(changes)):
                 copy[rng.randrange(len(copy))] = rng.choice(WORDS)
             texts.append(" ".join(copy))
     corpus = Corpus([f"d{i}" for i in range(len(texts))], texts)
@@ -288,14 +322,14 @@ def test_near_duplicates_equal_brute_force_on_random_corpora() -> None:
         return i
 
     for i, j in combinations(range(len(texts)), 2):
-        if jaccard(sets[i], sets[j]) >= 0.9:
+        if jaccard(sets[i], sets[j]) >= threshold:
             parent[find(j)] = find(i)
     comps: dict[int, list[int]] = {}
     for i in range(len(texts)):
         comps.setdefault(find(i), []).append(i)
     expected = sorted(sorted(c) for c in comps.values() if len(c) > 1)
     assert expected  # the corpus does hold near duplicates
-    assert near_duplicate_documents(corpus) == expected
+    assert near_duplicate_documents(corpus, threshold=threshold) == expected
 
 
 HOSTILE = st.text(

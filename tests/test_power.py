@@ -139,3 +139,17 @@ def test_plan_one_retriever_uses_sqrt2_sd():
 def test_bad_levels_refused(bad):
     with pytest.raises(ValueError):
         pw.effect_for(50, bad["alpha"], bad["target"])
+
+
+def test_extreme_effects_are_figures_not_nan():
+    """An sd of 1e-300 makes the noncentral t's tail NaN in scipy: the power is 1 there (2 queries)."""
+    assert pw.power(1e10, 2, 0.05) == 1.0 and pw.power(1e10, 2, 0.05, "larger") == 1.0
+    assert pw.queries_needed(0.02, 1e-300, 0.05) == 2
+
+
+def test_planning_a_hopeless_difference_is_one_line(capsys):
+    from harness.cli import main
+
+    assert main(["power", "--sd", "0.25", "--delta", "1e-9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --delta: 1e-09 with sd 0.25: no number of queries")

@@ -145,7 +145,7 @@ def build_report(args: argparse.Namespace) -> CheckReport:
 
 def _build_quality_report(args: argparse.Namespace) -> CheckReport:
     tol = gate_tolerances(args)
-    power = gate_power_options(args)
+    power = gate_power_options(args, tol)
     baseline = read_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
     current = read_results(args.current, "current", allow_incomplete=args.allow_incomplete)
     return check(

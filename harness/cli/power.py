@@ -173,7 +173,10 @@ def _rows(results: Any, wanted: list[str] | None, alpha: float, args: argparse.N
 def _plan_only(args: argparse.Namespace) -> int:
     alpha = args.alpha if args.alpha is not None else defaults.ALPHA
     sd = args.sd if args.sd is not None else math.sqrt(2.0) * args.sd_scores
-    figures = planning.planning(sd, alpha=alpha, target=args.power, delta=args.delta, queries=args.queries)
+    try:
+        figures = planning.planning(sd, alpha=alpha, target=args.power, delta=args.delta, queries=args.queries)
+    except ValueError as e:  # a difference too small against the sd for any practical set size
+        raise InputError(f"{args.delta:g} with sd {sd:.4g}: {e}", field="--delta") from None
     figures["sd_source"] = "--sd" if args.sd is not None else f"sqrt(2) x --sd-scores {args.sd_scores:g}"
     if args.format == "json":
         sys.stdout.write(json.dumps(figures, indent=2) + "\n")

@@ -142,7 +142,7 @@ def check_suite(args: argparse.Namespace) -> int:
             "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
         )
     tol = gate_tolerances(args)
-    power = gate_power_options(args)
+    power = gate_power_options(args, tol)
     metrics = [x.strip() for v in (args.metrics or []) for x in v.split(",") if x.strip()] or None
     retrievers = [x.strip() for v in (args.retrievers or []) for x in v.split(",") if x.strip()] or None
     sc = check_suites(

@@ -102,6 +102,11 @@ def add_power(
         if row.queries < 2:
             if margin is not None:
                 _inferior(row, "non-inferiority needs per-query scores of at least 2 common queries")
+            else:  # no drop is detectable at all: blind, whatever the tolerance
+                report.blind.append(
+                    f"blind: {row.retriever} {row.metric}: with {row.queries} common quer"
+                    f"{'y' if row.queries == 1 else 'ies'} the paired test detects no drop at all (it needs at least 2)"
+                )
             continue
         diffs = _diffs(row, baseline, current)
         observed = float(np.std(diffs, ddof=1))
@@ -125,10 +130,16 @@ def add_power(
                 "estimate: no variance to size the set with"
             )
             continue
+        if not target > report.alpha:  # --alpha 0.9: no power above it to size with (said once, below)
+            continue
         used[row.sd_source] += 1
         row.mde = min_effect(row.sd_used, row.queries, report.alpha, target)
         if margin is None and row.mde > row.tolerance:
             report.blind.append(blind_line(row, report.alpha, target))
+    if not target > report.alpha:
+        report.power_notes.append(
+            f"power: no detectable drop computed: the power {target:g} is not above the check's alpha {report.alpha:g}"
+        )
     if any(used.values()):
         by_why: dict[str, list[str]] = {}
         for m, (sd, why) in estimates.items():

@@ -32,6 +32,8 @@ THRESHOLD = 0.9
 NUM_PERM = 128
 SEED = 1
 BANDS, ROWS = 25, 5
+#: the largest chance of missing a pair at the threshold that :func:`banding` accepts (ideal hashing)
+MISS = 1e-9
 #: bands indexed at once (the memory of one LSH index is proportional to it)
 BANDS_PER_PASS = 5
 
@@ -74,13 +76,26 @@ def signatures(corpus: Corpus, positions: Sequence[int]) -> tuple[np.ndarray, li
     return sig[:n], kept
 
 
-def candidate_pairs(sig: np.ndarray) -> set[tuple[int, int]]:
-    """Row pairs ``(a, b)``, ``a < b``, that share a band of their signatures."""
+def banding(threshold: float) -> tuple[int, int]:
+    """``(bands, rows)`` for ``threshold``: the most rows per band (fewest candidates) with which a
+    pair at the threshold is missed with probability (1 - J**rows)**bands <= :data:`MISS`; 25 x 5 at
+    0.9. A lower ``--near-threshold`` needs shorter bands, else its pairs would mostly go unproposed
+    (at 0.5, 25 x 5 misses 45% of them); below about 0.15 even single rows cannot promise it."""
+    for rows in range(ROWS, 0, -1):
+        bands = NUM_PERM // rows
+        if (1.0 - threshold**rows) ** bands <= MISS:
+            return bands, rows
+    return NUM_PERM, 1
+
+
+def candidate_pairs(sig: np.ndarray, threshold: float = THRESHOLD) -> set[tuple[int, int]]:
+    """Row pairs ``(a, b)``, ``a < b``, that share a band of their signatures (:func:`banding`)."""
     pairs: set[tuple[int, int]] = set()
-    for first in range(0, BANDS, BANDS_PER_PASS):
-        bands = min(BANDS_PER_PASS, BANDS - first)
-        cols = sig[:, first * ROWS : (first + bands) * ROWS]
-        lsh = MinHashLSH(num_perm=bands * ROWS, params=(bands, ROWS))
+    n_bands, n_rows = banding(threshold)
+    for first in range(0, n_bands, BANDS_PER_PASS):
+        bands = min(BANDS_PER_PASS, n_bands - first)
+        cols = sig[:, first * n_rows : (first + bands) * n_rows]
+        lsh = MinHashLSH(num_perm=bands * n_rows, params=(bands, n_rows))
         for row in range(len(cols)):
             sketch = LeanMinHash(seed=SEED, hashvalues=cols[row], scheme="affine32")
             for other in lsh.query(sketch):
@@ -108,7 +123,7 @@ def near_duplicate_documents(
             s = sets[row] = shingles(words(normalize(corpus.content(rows[row]))))
         return s
 
-    for a, b in sorted(candidate_pairs(sig)):
+    for a, b in sorted(candidate_pairs(sig, threshold)):
         if comps.find(a) != comps.find(b) and jaccard(shingle_set(a), shingle_set(b)) >= threshold:
             comps.union(a, b)
     members: dict[int, list[int]] = {}

@@ -20,13 +20,15 @@ from typing import Any
 
 from harness import defaults
 from harness.config import parse_config, read_config_file
-from harness.datasets import load_dataset, load_from_config, load_golden
+from harness.datasets import load_dataset, load_golden
 from harness.errors import InputError
 from harness.io.beir import available_splits, read_queries
+from harness.io.golden import read_golden, resolve_dataset_section
 from harness.io.trec import read_qrels
 from harness.model import GoldenDataset
 from harness.paths import cache_dir_of
 from harness.results import Results
+from harness.validate import check_corpus_encodable
 
 log = logging.getLogger("harness")
 
@@ -61,6 +63,13 @@ def never_judged(dataset: GoldenDataset) -> list[str]:
     return sorted(q.id for q in queries if not q.keywords and q.id not in judged)
 
 
+def empty_rows(golden: str | Path, *, split: str | None, judge_by: str, fmt: str | None = None) -> list[str]:
+    """For a golden set: the rows with empty judgments (no relevant ids, no answers), which a run
+    refuses and the dataset therefore lacks; ``harness inspect`` lists them as unjudged queries."""
+    rows = read_golden(golden, fmt=fmt, split=split, judge_by=judge_by, keep_unjudged=True)  # type: ignore[arg-type]
+    return sorted(q.id for q in rows.queries if not q.keywords and not rows.qrels.get(q.id))
+
+
 def _config_targets(path: Path, split: str | None) -> list[Target]:
     """The datasets (and chunkings) of a YAML config, validated by the one config validator (the
     retrievers aside: inspecting a set needs none)."""
@@ -78,13 +87,19 @@ def _config_targets(path: Path, split: str | None) -> list[Target]:
         if split is not None:
             raw["split"] = split
         try:
-            ds = load_from_config(raw, p.resolve().parent)
+            ds = resolve_dataset_section(raw, p.resolve().parent, load_dataset, keep_unjudged=True)
         except InputError as e:
             if e.path is None:  # a key of the section: name the config
                 where = f"datasets.{name}" if name else "dataset"
                 raise InputError(e.message, path=p, field=(e.field or "").replace("dataset", where, 1)) from None
             raise
-        targets.append(Target(name or ds.name, ds, never_judged(ds), in_suite=config.datasets is not None))
+        unjudged = never_judged(ds)
+        if raw.get("golden") is not None:
+            gpath = Path(str(raw["golden"])).expanduser()
+            gpath = gpath if gpath.is_absolute() else p.resolve().parent / gpath
+            judge = raw.get("judge_by") or "auto"
+            unjudged = empty_rows(gpath, split=raw.get("split"), judge_by=judge, fmt=raw.get("golden_format"))
+        targets.append(Target(name or ds.name, ds, unjudged, in_suite=config.datasets is not None))
     cache = cache_dir_of(data.get("cache_dir") if isinstance(data.get("cache_dir"), str) else None)
     for cname, spec in (config.chunking or {}).items():
         if spec.get("method") == "none":
@@ -139,13 +154,16 @@ def resolve(
     if corpus is not None and dataset is not None:
         raise InputError("give --dataset or --corpus with --golden, not both", field="--dataset")
     if corpus is not None:
-        ds = load_golden(corpus, golden, split=split, judge_by=judge_by)  # type: ignore[arg-type]
-        targets = [Target(ds.name, ds)]
+        ds = load_golden(corpus, golden, split=split, judge_by=judge_by, keep_unjudged=True)  # type: ignore[arg-type]
+        targets = [Target(ds.name, ds, empty_rows(golden, split=split, judge_by=judge_by))]  # type: ignore[arg-type]
     elif dataset is not None and Path(dataset).suffix.lower() in _CONFIG_SUFFIXES and not Path(dataset).is_dir():
         targets = _config_targets(Path(dataset), split)
     else:
         ds = load_dataset(dataset or defaults.DATASET, split or defaults.SPLIT)
         targets = [Target(ds.name, ds, never_judged(ds))]
+    for t in targets:  # a lone surrogate would crash the fingerprint, hours into a large set: say where
+        if t.chunking is None:
+            check_corpus_encodable(t.dataset)
     if results is not None:
         folder = Path(results).expanduser()
         for t in targets:

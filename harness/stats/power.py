@@ -55,8 +55,16 @@ def power(effect: float, n: float, alpha: float, alternative: str = "two-sided")
         crit = stats.t.isf(alpha / 2.0, df)
         lower = float(stats.nct.cdf(-crit, df, nc))
         # the far tail underflows to NaN for a large effect at few pairs (scipy's nctdtr): it is ~0 there
-        return float(stats.nct.sf(crit, df, nc)) + (0.0 if math.isnan(lower) else lower)
-    return float(stats.nct.sf(stats.t.isf(alpha, df), df, nc))
+        return _upper(crit, df, nc) + (0.0 if math.isnan(lower) else lower)
+    return _upper(float(stats.t.isf(alpha, df)), df, nc)
+
+
+def _upper(crit: float, df: float, nc: float) -> float:
+    """P(T' > crit); scipy gives NaN for an astronomically large ``nc`` (an sd of 1e-300), where it is 1."""
+    from scipy import stats
+
+    p = float(stats.nct.sf(crit, df, nc))
+    return (1.0 if nc > crit else 0.0) if math.isnan(p) else p
 
 
 @functools.lru_cache(maxsize=256)
