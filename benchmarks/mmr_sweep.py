@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from harness.api import benchmark  # noqa: E402
 from harness.io import atomic  # noqa: E402
 from harness.mmr import mmr_order  # noqa: E402
-from harness.report.table import to_markdown  # noqa: E402
+from harness.results.table import to_markdown  # noqa: E402
 
 DEFAULT_DATASET = REPO.parent / "shared" / "data" / "scifact"
 LAMBDAS = (0.3, 0.5, 0.7, 0.9, 1.0)

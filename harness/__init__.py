@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.loader import load as _load
+from harness.imports import import_target as _import_target
 
 __version__ = "0.1.0"
 
@@ -28,8 +28,7 @@ _EXPORTS = {
     "Retriever": "harness.protocol",
     "Stage": "harness.protocol",
     "benchmark": "harness.api",
-    "BenchmarkResults": "harness.api",
-    "Results": "harness.api:BenchmarkResults",
+    "Results": "harness.results",
     "HarnessError": "harness.errors",
     "R": "harness.compose",
     "Hybrid": "harness.compose",
@@ -47,7 +46,7 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'harness' has no attribute {name!r}")
-    value = _load(module if ":" in module else f"{module}:{name}")
+    value = _import_target(module if ":" in module else f"{module}:{name}")
     globals()[name] = value
     return value
 

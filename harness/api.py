@@ -4,8 +4,9 @@
 :class:`~harness.config.RunConfig` (:func:`harness.config.parse_config` validates;
 :mod:`harness.defaults` holds every default), then one :class:`harness.engine.Session` runs it:
 execute each node once, store each finished run, score everything with the one scoring function.
-A script and the CLI give the same numbers. This module only wires what the engine may not import
-(the results class, the report writer, adapters: :mod:`harness.bridge`) into the session.
+A script and the CLI give the same numbers; the :class:`~harness.results.Results` it returns render
+(``.table()``) and save (``.save(DIR)``) themselves. This module only wires what the engine may not
+import (adapters: :mod:`harness.bridge`) into the session.
 """
 
 from __future__ import annotations
@@ -13,58 +14,21 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
-
-from pydantic import PrivateAttr
+from typing import Any
 
 from harness import bridge, defaults
 from harness.config import RunConfig, parse_config
-from harness.efficiency import Cost
-from harness.engine import Node, RunStore, Session, run_graph
+from harness.engine import Node, Session, run_graph
 from harness.errors import InputError
 from harness.model import GoldenDataset
 from harness.paths import cache_dir_of
 from harness.results import Results
 
-__all__ = ["BenchmarkResults", "benchmark", "benchmark_config", "cache_dir_of", "run_config", "run_graph"]
-
-
-class BenchmarkResults(Results):
-    """:class:`~harness.results.Results` that also render themselves (tables) and save a folder."""
-
-    _costs: dict[str, Cost] = PrivateAttr(default_factory=dict)
-
-    def table(self, fmt: str = "markdown") -> str:
-        """The comparison table as text: ``markdown`` (as ``table.md``), ``csv``, ``html`` or ``latex``."""
-        from harness import report
-
-        return report.render_table(self, fmt)
-
-    def save(self, folder: str | os.PathLike[str]) -> Path:
-        """Write the results folder ``harness run --out DIR`` writes (runs, qrels, results.json,
-        tables, plots); an existing results folder is replaced as one step."""
-        from harness.engine import Outcome as _Outcome
-        from harness.report import write_reports
-
-        meta = self.manifest.get("retrievers") or {}
-        with RunStore(folder) as store:
-            for name, run in self.runs.items():
-                m = meta.get(name) or {}
-                out = _Outcome(name, run=run, cost=self._costs.get(name), params=dict(m.get("params") or {}))
-                store.save(
-                    out, config_hash=m.get("config_hash"), spec=m.get("spec") or {}, inputs=m.get("inputs") or []
-                )
-            if self.qrels is not None:
-                store.write_results(self, self.qrels)
-            return store.publish(self, lambda d: write_reports(self, d))
+__all__ = ["benchmark", "benchmark_config", "cache_dir_of", "run_config", "run_graph"]
 
 
 #: what the engine gets from the layers above it (see :class:`harness.engine.Session`)
-WIRING: dict[str, Any] = {
-    "results_cls": BenchmarkResults,
-    "write_reports": bridge.write_reports,
-    "embedder": bridge.embedder,
-}
+WIRING: dict[str, Any] = {"embedder": bridge.embedder}
 
 
 def run_config(
@@ -78,7 +42,7 @@ def run_config(
     resume: bool = False,
     retrievers: Sequence[str] | None = None,
     metrics: Sequence[str] | None = None,
-) -> BenchmarkResults:
+) -> Results:
     """Run a validated config (``dataset``/``split`` override the config's, as the CLI flags do).
 
     With ``out``, every finished run is stored there as it finishes and the folder is completed at
@@ -96,7 +60,7 @@ def run_config(
         metrics=metrics,
         **WIRING,
     )
-    return cast(BenchmarkResults, session.run(out=out, resume=resume, show_progress=show_progress))
+    return session.run(out=out, resume=resume, show_progress=show_progress)
 
 
 def benchmark(
@@ -116,7 +80,7 @@ def benchmark(
     show_progress: bool = False,
     out: str | os.PathLike[str] | None = None,
     resume: bool = False,
-) -> BenchmarkResults:
+) -> Results:
     """Benchmark retrievers from Python, with the engine ``harness run`` uses.
 
     ``dataset`` is ``"demo"``, a BEIR folder or a :class:`GoldenDataset` (a mapping ``{name: dataset}``
@@ -125,7 +89,7 @@ def benchmark(
     function, a config spec such as ``{"type": "bm25"}`` / ``{"type": "hybrid", "of": ["bm25",
     "mine"]}`` (a spec may build on an object by its name; relative paths in specs are relative to
     the working directory), or a composition (``Hybrid("bm25", "dense") >> Rerank(model)``, see
-    :mod:`harness.compose`). The :class:`BenchmarkResults` render with ``.table()``, convert with
+    :mod:`harness.compose`). The :class:`~harness.results.Results` render with ``.table()``, convert with
     ``.to_dataframe()``; ``out`` (or ``.save(DIR)`` later) writes the folder ``harness run --out DIR``
     writes, each run as it finishes. Nothing is printed unless ``show_progress``.
 
@@ -156,7 +120,7 @@ def benchmark(
     session = Session.from_config(
         config, config_dir=Path.cwd(), dataset=dataset, split=split, objects=objects, **WIRING
     )
-    return cast(BenchmarkResults, session.run(out=out, resume=resume, show_progress=show_progress))
+    return session.run(out=out, resume=resume, show_progress=show_progress)
 
 
 def benchmark_config(

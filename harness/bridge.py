@@ -1,9 +1,8 @@
 """What the engine needs from above it, made here for the entry points to hand in.
 
-The engine sits below the report layer and never imports an adapter (``retrievers``), yet a run
-needs a Python object as a graph node, document vectors for embedding metrics (the dense adapter's
-encoder) and a report writer. :mod:`harness.api` builds those with the functions here and passes
-them to :class:`harness.engine.Session`.
+The engine never imports an adapter (``retrievers``), yet a run needs a Python object as a graph
+node and document vectors for embedding metrics (the dense adapter's encoder). :mod:`harness.api`
+builds those with the functions here and passes them to :class:`harness.engine.Session`.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from harness.engine import Graph, Node
 from harness.errors import InputError
 from harness.model import GoldenDataset
 from harness.protocol import Retriever, Stage
-from harness.results import Results
 
-__all__ = ["embedder", "object_node", "write_reports"]
+__all__ = ["embedder", "object_node"]
 
 
 def object_node(name: str, item: Any) -> Node:
@@ -72,10 +70,3 @@ def embedder(graph: Graph, ds: GoldenDataset, cache_dir: Path, show_progress: bo
         return out  # NaN rows: documents outside the corpus, left out of ild (with a warning)
 
     return embed
-
-
-def write_reports(results: Results, folder: Path) -> Any:
-    """The report layer's files (tables, plots) for a results folder being published."""
-    from harness.report import write_reports as write
-
-    return write(results, folder)

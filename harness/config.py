@@ -49,7 +49,7 @@ from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
 from harness.io import yamltext
 from harness.io.lines import read_utf8
-from harness.metrics.names import DEFAULT_METRICS, parse_metrics
+from harness.metrics.names import parse_metrics
 from harness.paths import DEFAULT_CACHE_DIR
 from harness.registry import (
     ENV_TEMPLATES,
@@ -68,8 +68,6 @@ MAX_DEPTH = 100_000
 MAX_SEED = 2**32 - 1
 #: Longest retriever name (it becomes a file name and a table row).
 MAX_NAME_CHARS = 200
-#: Most YAML nodes a config may expand to through aliases (``&a``/``*a``); a real config has hundreds.
-MAX_YAML_NODES = 100_000
 
 
 class DatasetConfig(BaseModel):
@@ -113,7 +111,7 @@ class RunConfig(BaseModel):
     dataset: DatasetConfig = Field(default_factory=DatasetConfig)
     #: a suite (docs/suites.md): name -> anything ``dataset:`` takes, instead of ``dataset:``
     datasets: dict[str, DatasetConfig] | None = None
-    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_METRICS))
+    metrics: list[str] = Field(default_factory=lambda: list(defaults.METRICS))
     depth: int = Field(defaults.DEPTH, ge=1, le=MAX_DEPTH, description="k asked of every retriever")
     cache_dir: str = DEFAULT_CACHE_DIR
     baseline: str | None = None
@@ -487,73 +485,6 @@ def _valid_keys(loc: tuple[Any, ...]) -> str:
     return ", ".join(model.model_fields)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """``safe_load`` that refuses duplicate keys (naming both lines) instead of keeping the last."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[tuple[str, str], int] = {}
-            for key_node, _ in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
-                    continue
-                key = (key_node.tag, key_node.value)
-                line = key_node.start_mark.line + 1
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None,
-                        None,
-                        f"duplicate key {key_node.value!r} on lines {seen[key]} and {line} (a YAML mapping "
-                        "keeps only one: remove or rename one of them)",
-                        key_node.start_mark,
-                    )
-                seen[key] = line
-        return super().construct_mapping(node, deep=deep)
-
-
-def _expanded_size(root: yaml.Node, cap: int) -> int:
-    """Nodes the document has once every alias is expanded (aliases share nodes, so a 1 kB "billion
-    laughs" document is tiny here but a billion nodes to whatever walks the result); stops past ``cap``."""
-    sizes: dict[int, int] = {}
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, ready = stack.pop()
-        if id(node) in sizes:
-            continue
-        children: list[yaml.Node] = []
-        if isinstance(node, yaml.SequenceNode):
-            children = list(node.value)
-        elif isinstance(node, yaml.MappingNode):
-            children = [n for pair in node.value for n in pair]
-        if not ready:
-            stack.append((node, True))
-            stack.extend((c, False) for c in children if id(c) not in sizes)
-            continue
-        total = 1 + sum(sizes.get(id(c), 0) for c in children)
-        sizes[id(node)] = min(total, cap + 1)
-        if total > cap:
-            return total
-    return sizes.get(id(root), 0)
-
-
-def _safe_load(text: str) -> Any:
-    loader = _StrictLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if yamltext.node_depth(node) > yamltext.MAX_YAML_DEPTH:
-            raise yamltext.too_deep()
-        size = _expanded_size(node, MAX_YAML_NODES)
-        if size > MAX_YAML_NODES:
-            raise InputError(
-                f"the YAML expands to more than {MAX_YAML_NODES} values through aliases (&anchor/*alias); "
-                "a config needs far fewer (write the values out)"
-            )
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
-
-
 def load_config(path: str | os.PathLike[str]) -> RunConfig:
     """Read, expand and check a config file; everything a run needs is resolved here (exit 2 on error)."""
     p, text, data = read_config_file(path)
@@ -565,14 +496,4 @@ def read_config_file(path: str | os.PathLike[str]) -> tuple[Path, str, Any]:
     bombs refused; errors with file and line): every command that reads a config goes through here."""
     p = Path(path).expanduser()
     text = read_utf8(p, "config file not found")
-    try:
-        data = _safe_load(text)
-    except InputError as e:
-        raise InputError(e.message, path=p, line=e.line, field=e.field) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"invalid YAML: {problem}", path=p, line=mark.line + 1 if mark else None) from None
-    except RecursionError:
-        raise yamltext.too_deep(p) from None
-    return p, text, data
+    return p, text, yamltext.safe_load(text, path=p)

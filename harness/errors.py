@@ -7,6 +7,7 @@ field, so the CLI can print one line and exit 2 instead of a traceback from deep
 from __future__ import annotations
 
 import logging
+import re
 from os import PathLike
 
 
@@ -75,6 +76,44 @@ MIN_SCRUB_CHARS = 8
 REDACTED = "<redacted>"
 
 
+#: a URL in free text: scheme, then the authority (userinfo ends at its last ``@``) and the rest
+_URL = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#'\"<>]*)([^\s'\"<>]*)")
+#: a query parameter whose value is a credential (``api_key``, ``token``, ``password``, ``X-Amz-Signature``...)
+_SECRET_PARAM = re.compile(
+    r"(?i)([?&;])([^=&#;\s]*(?:key|token|secret|passw|pwd|auth|sig|credential|session)[^=&#;\s]*)=([^&#;\s'\"<>]*)"
+)
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with the credentials of every URL in it replaced by ``<redacted>``: the userinfo
+    (``user:password@``, or a token given as the user) and the values of query parameters named like a
+    credential. The one URL redaction: :func:`scrub` applies it to everything it cleans, so a URL is
+    redacted wherever a spec, an error or a log line is written or printed."""
+    if "://" not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        scheme, authority, rest = m.group(1), m.group(2), m.group(3)
+        if "@" in authority:
+            authority = f"{REDACTED}@{authority.rpartition('@')[2]}"
+        rest = _SECRET_PARAM.sub(lambda q: f"{q.group(1)}{q.group(2)}={REDACTED}" if q.group(3) else q.group(0), rest)
+        return scheme + authority + rest
+
+    return _URL.sub(one, text)
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credential values in ``url`` (its password or user token, credential-like query values),
+    for :func:`register_secret`, so they are scrubbed also where a message quotes them without the URL."""
+    out = []
+    for m in _URL.finditer(url):
+        authority, rest = m.group(2), m.group(3)
+        if "@" in authority:
+            out += [part for part in authority.rpartition("@")[0].split(":") if part]
+        out += [q.group(3) for q in _SECRET_PARAM.finditer(rest) if q.group(3)]
+    return out
+
+
 def register_secret(value: object) -> None:
     """Remember ``value`` as secret so :func:`scrub` removes it from any text."""
     if isinstance(value, str) and len(value) >= MIN_SCRUB_CHARS:
@@ -82,9 +121,13 @@ def register_secret(value: object) -> None:
 
 
 def scrub(text: str) -> str:
-    """``text`` with every registered secret replaced by ``<redacted>`` (longest first, so a secret
-    that contains another is removed whole)."""
-    if not _SECRETS or not text:
+    """``text`` with the credentials of every URL in it redacted (:func:`redact_urls`) and every
+    registered secret replaced by ``<redacted>`` (longest first, so a secret that contains another is
+    removed whole)."""
+    if not text:
+        return text
+    text = redact_urls(text)
+    if not _SECRETS:
         return text
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in text:
@@ -96,7 +139,8 @@ class ScrubFilter(logging.Filter):
     """Scrubs registered secrets from log records (attach it to the handlers that write logs)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if _SECRETS:
-            message = scrub(record.getMessage())
-            record.msg, record.args = message, None
+        message = record.getMessage()
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
         return True

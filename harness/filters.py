@@ -39,6 +39,8 @@ RANGE_OPS = ("gte", "gt", "lte", "lt")
 OPS = ("eq", "in", *RANGE_OPS)
 
 Scalar = str | int | float | bool
+#: the integers a filter may name: what a bigint / int64 column holds
+INT64 = (-(2**63), 2**63 - 1)
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,9 @@ def same_value(a: Any, b: Any) -> bool:
 def _scalar(value: Any, where: str) -> Scalar:
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{where}: {value} is not a usable value")
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64[0] <= value <= INT64[1]:
+        # no engine stores it (bigint, int64 columns): it would fail mid-run, or compare as a rounded float
+        raise ValueError(f"{where}: {value} is outside the 64-bit integer range every store can hold")
     if isinstance(value, (str, int, float, bool)):
         return value
     kind = "null" if value is None else type(value).__name__
@@ -137,7 +142,7 @@ def parse_filter(obj: Any) -> Filter | None:
                 elif op in RANGE_OPS:
                     if not _is_number(value) or not math.isfinite(value):
                         raise ValueError(f"{name}.{op}: expected a number, got {value!r}")
-                    conds.append(Condition(name, op, value))
+                    conds.append(Condition(name, op, _scalar(value, f"{name}.{op}")))
                 else:
                     conds.append(Condition(name, "eq", _scalar(value, f"{name}.eq")))
         elif isinstance(spec, (list, tuple)):

@@ -12,7 +12,6 @@ from typing import Any
 
 from harness import defaults
 from harness.config import RunConfig, parse_config
-from harness.metrics.names import DEFAULT_METRICS
 
 log = logging.getLogger("harness")
 
@@ -21,7 +20,7 @@ def default_config() -> RunConfig:
     """What bare ``harness run`` (and ``make bench``) runs: the demo dataset; BM25 (the baseline),
     dense, their RRF hybrid, MMR over dense, and a cross-encoder rerank of the hybrid when a
     reranker is available offline (otherwise one log line says how to get one)."""
-    metrics = [*DEFAULT_METRICS, "ild@10"]
+    metrics = [*defaults.METRICS, "ild@10"]
     retrievers: dict[str, dict[str, Any]] = {
         "bm25": {"type": "bm25"},
         "dense": {"type": "dense"},

@@ -74,11 +74,3 @@ class Cancellable(Protocol):
     so nothing the component started keeps the process alive."""
 
     def cancel(self) -> None: ...
-
-
-@runtime_checkable
-class AllowsUnknownDocs(Protocol):
-    """A component whose rankings may name documents outside the corpus (a run file made against
-    another corpus version): such ids are kept instead of being an error."""
-
-    allow_unknown_docs: bool

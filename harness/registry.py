@@ -40,8 +40,8 @@ from pydantic import (
 )
 
 from harness import defaults
-from harness.errors import InputError, register_secret, scrub
-from harness.loader import NoAttribute, load
+from harness.errors import InputError, register_secret, scrub, url_secrets
+from harness.imports import NoAttribute, import_target
 
 ENTRY_POINT_GROUP = "retrieval_harness.retrievers"
 
@@ -93,6 +93,11 @@ class SpecBase(BaseModel):
     def model_post_init(self, __context: Any) -> None:
         for name in self.secret_fields():
             _register(getattr(self, name, None))
+        for name in type(self).model_fields:  # credentials in a URL (a `url`, a proxy...) are secrets too
+            value = getattr(self, name, None)
+            if isinstance(value, str) and "://" in value:
+                for secret in url_secrets(value):
+                    register_secret(secret)
 
     @classmethod
     def secret_fields(cls) -> list[str]:
@@ -325,7 +330,7 @@ def spec_class(type_name: str) -> type[SpecBase]:
         raise InputError(f"unknown retriever type {type_name!r}; known types: {', '.join(sorted(types))}", field="type")
     module_name = target.partition(":")[0]
     try:
-        cls = load(target)
+        cls = import_target(target)
     except ImportError as e:
         raise InputError(
             f"retriever type {type_name!r} needs {e.name or module_name!r}, which is not installed "

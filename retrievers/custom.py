@@ -43,7 +43,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from harness.errors import InputError, RetrieverError
-from harness.loader import NoAttribute, load, split_target
+from harness.imports import NoAttribute, import_target, split_target
 from harness.model import Document, Query
 from harness.protocol import Retriever, SearchResult
 from harness.registry import BuildContext, SpecBase, redact_value
@@ -153,7 +153,7 @@ def load_object(target: str, config_dir: Path, *, field: str = "class") -> Any:
     module_name, attr = _split(target, field)
     with _importable_from(config_dir):
         try:
-            return load(target)
+            return import_target(target)
         except NoAttribute:
             module = sys.modules[module_name]
             where = getattr(module, "__file__", module_name)

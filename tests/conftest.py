@@ -4,6 +4,12 @@ are built by the tests; real data is read from ../shared/data (present in CI).""
 from __future__ import annotations
 
 import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +59,133 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def cache_dir(_isolated_cache: Path) -> Path:
     return _isolated_cache
+
+
+def run_harness(
+    *args: str | bytes | os.PathLike[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    umask: int | None = None,
+    cwd_on_path: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m harness ARGS`` in a child process, as a user runs it: this checkout first on the
+    path (and ``cwd`` after it with ``cwd_on_path``, where a test's own retriever module lives),
+    offline, ``env`` on top of this process's environment, output decoded leniently (a test asserts
+    on hostile bytes, it must not crash on them)."""
+    path = [str(REPO), *([str(cwd)] if cwd_on_path and cwd is not None else [])]
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "HF_HUB_OFFLINE": "1", **(env or {})}
+    pre = (lambda: os.umask(umask)) if umask is not None else None
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        capture_output=True,
+        text=True,
+        errors="backslashreplace",
+        cwd=cwd,
+        env=full,
+        timeout=timeout,
+        preexec_fn=pre,
+    )
+
+
+#: Exception class names that must never be the message of an input error.
+BARE = re.compile(
+    r"\b(KeyError|RecursionError|AttributeError|TypeError|IndexError|ValidationError|UnicodeEncodeError|"
+    r"UnicodeDecodeError|ValueError|internal error)\b"
+)
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
+    """Exit 2, no traceback, one ``error:`` line holding the needles and no bare exception name."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not ln.startswith("harness: ")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr[-2000:]
+    assert not BARE.search(lines[0]), lines[0]
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def harness_cli():
+    """The ``harness`` command in a child process (:func:`run_harness`)."""
+    return run_harness
+
+
+#: A ``python`` retriever (``slow.py``; ``{type: python, class: "slow:Slow", allow_unknown_docs:
+#: true}``) whose ``index`` leaves a flag file (``$SLOW_FLAG``, default ``slow-started.flag``) and
+#: whose ``search`` sleeps ``$SLOW_SECONDS``: a run to kill while a retriever is running.
+SLOW_RETRIEVER = textwrap.dedent("""
+    import os, pathlib, time
+
+    class Slow:
+        def index(self, corpus):
+            pathlib.Path(os.environ.get("SLOW_FLAG", "slow-started.flag")).write_text("1")
+
+        def search(self, queries, k):
+            time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
+            return {q.id: [(q.id + "-none", 1.0)] for q in queries}
+""")
+
+
+@pytest.fixture
+def slow_retriever(tmp_path: Path) -> Path:
+    """:data:`SLOW_RETRIEVER` written to ``tmp_path/slow.py``."""
+    path = tmp_path / "slow.py"
+    path.write_text(SLOW_RETRIEVER)
+    return path
+
+
+def kill_when_started(cwd: Path, *args: str, flag: str = "slow-started.flag", seconds: str = "300") -> None:
+    """Start ``harness ARGS`` in ``cwd`` (its modules on the path), wait until the slow retriever
+    has started (its flag file), then SIGKILL the run: what a crash or an OOM kill leaves."""
+    (cwd / flag).unlink(missing_ok=True)
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{cwd}", "SLOW_SECONDS": seconds}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while not (cwd / flag).exists():
+            assert proc.poll() is None, "the run ended before the slow retriever started"
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def copy_demo(dst: Path) -> Path:
+    """The packaged demo dataset's files (BEIR layout: corpus, queries, test qrels) copied to
+    ``dst``, for a test to change."""
+    (dst / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        (dst / name).write_bytes((REPO / "datasets" / "demo" / name).read_bytes())
+    return dst
+
+
+@pytest.fixture
+def demo_copy(tmp_path: Path) -> Path:
+    """A copy of the packaged demo dataset (:func:`copy_demo`) in ``tmp_path/demo``."""
+    return copy_demo(tmp_path / "demo")
+
+
+def bm25_config(tmp_path: Path, dataset: str = "demo", name: str = "bench.yaml") -> Path:
+    cfg = tmp_path / name
+    cfg.write_text(
+        f"dataset: {dataset}\nmetrics: [ndcg@10, mrr@10]\nlatency_queries: 2\nwarmup_queries: 0\n"
+        "retrievers:\n  bm25: {type: bm25}\n",
+        encoding="utf-8",
+    )
+    return cfg
+
+
+#: the run settings of a quick run with statistics (a config's lines between its dataset and retrievers)
+QUICK_RUN = (
+    "depth: 20\nlatency_queries: 3\nwarmup_queries: 0\nmetrics: [ndcg@10, mrr@10]\nbaseline: bm25\n"
+    "stats: {bootstrap: 200, permutations: 500}\n"
+)
 
 
 def shared(name: str) -> Path:

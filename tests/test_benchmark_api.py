@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import BenchmarkResults, Results, benchmark
+import harness.results
+from harness import Results, benchmark
 from harness.cli import main as cli_main
 from harness.datasets import demo_path
 from harness.errors import InputError
@@ -79,7 +80,7 @@ def test_same_numbers_and_folder_as_harness_run(team, tmp_path: Path) -> None:
         warmup_queries=1,
         show_progress=False,
     )
-    assert isinstance(results, Results) and BenchmarkResults is Results
+    assert isinstance(results, Results) and Results is harness.results.Results
     api_out = results.save(tmp_path / "api")
 
     cli = json.loads((cli_out / "results.json").read_text())

@@ -75,7 +75,7 @@ def test_no_pickle_files(tmp_path):
     assert not list(cache.dir.glob("*.tmp"))
 
 
-# ---------------------------------------------------------------- chunk validation (issue 13 row 12)
+# ---------------------------------------------------------------- chunk validation
 def _fresh_chunk(tmp_path, rows: int = 3, dim: int = 4):
     texts = [f"t{i}" for i in range(rows)]
     keys = [text_key(t) for t in texts]

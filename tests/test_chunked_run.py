@@ -4,20 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+from tests.conftest import run_harness as harness
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def harness(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600
-    )
 
 
 def test_chunkings_are_rows_and_none_equals_the_unchunked_run(tmp_path):

@@ -1,4 +1,4 @@
-"""Chunking as a library (issue 14, items 2 and 3): chunkers, spans, the on-disk cache, relevance
+"""Chunking as a library (:mod:`harness.chunking`): chunkers, spans, the on-disk cache, relevance
 through parent ids and answers, and the document-level collapse of a chunk ranking."""
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -10,7 +14,8 @@ import pytest
 
 from harness.cli import main
 from harness.io import atomic
-from tests.conftest import shared
+from tests.conftest import bm25_config, shared
+from tests.conftest import run_harness as harness
 from tests.test_check import base_scores, make_results
 
 
@@ -363,3 +368,46 @@ def test_nightly_nfcorpus_config_names_the_shared_data():
     assert cfg.dataset.split == "test" and list(cfg.retrievers) == ["bm25"]
     assert cfg.metrics == ["ndcg@10", "mrr@10", "recall@100", "hit_rate@5", "precision@5", "map@100"]
     assert "configs/nightly-nfcorpus.yaml" in (repo / "docs" / "nightly.md").read_text()
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------- make nightly: 0 / 1 / 2
+def fake_venv(tmp_path: Path) -> Path:
+    """A folder make takes for an installed .venv: bin/harness runs this checkout with this Python."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    script = venv / "bin" / "harness"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m harness "$@"\n', encoding="utf-8")
+    script.chmod(0o755)
+    stamp = venv / ".installed"
+    stamp.touch()
+    newer = max((REPO / "pyproject.toml").stat().st_mtime, stamp.stat().st_mtime) + 10
+    os.utime(stamp, (newer, newer))
+    return venv
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_make_nightly_exits_1_on_a_regression_and_2_on_bad_input(tmp_path):
+    venv, cfg, out = fake_venv(tmp_path), bm25_config(tmp_path), tmp_path / "nightly"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    env.pop("MAKEFLAGS", None)
+    env.pop("MAKELEVEL", None)
+
+    def make(baseline: str) -> subprocess.CompletedProcess:
+        args = [f"VENV={venv}", f"NIGHTLY_CONFIG={cfg}", f"NIGHTLY_OUT={out}", f"NIGHTLY_BASELINE={baseline}"]
+        return subprocess.run(["make", "-C", str(REPO), "nightly", *args], capture_output=True, text=True, env=env)
+
+    # the committed baseline has four retrievers; this config runs one: three missing -> exit 1
+    regressed = make(str(REPO / "results" / "baselines" / "demo" / "nightly.json"))
+    assert regressed.returncode == 1, regressed.stdout + regressed.stderr
+    assert "FAIL" in regressed.stdout + regressed.stderr
+    bad = make(str(tmp_path / "no-such-baseline.json"))
+    assert bad.returncode == 2 and "not found" in bad.stderr
+    saved = harness("baseline", "save", str(out), "--to", str(tmp_path / "base.json"))
+    assert saved.returncode == 0, saved.stderr
+    same = make(str(tmp_path / "base.json"))
+    assert same.returncode == 0, same.stdout + same.stderr

@@ -6,12 +6,12 @@ import csv
 import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness import evaluate
+from tests.conftest import run_harness
 
 QRELS = "q1 0 d1 1\nq1 0 d2 2\nq1 0 d9 -1\nq2 0 d3 1\nq3 0 d4 0\n"
 RUN_A = "q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\nq1 Q0 d2 3 0.5 a\nq3 Q0 d4 1 1.0 a\nq9 Q0 d1 1 1.0 a\n"
@@ -19,13 +19,7 @@ RUN_B = "# run b\nq1 Q0 d2 1 3 b\nq1 Q0 d1 2 3 b extra text\nq2 Q0 d3 1 0.5 b\n"
 
 
 def cli(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "evaluate", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
+    return run_harness("evaluate", *args, cwd=cwd)
 
 
 @pytest.fixture
@@ -37,21 +31,15 @@ def files(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
+def per_query_of_both(files: dict[str, Path], metrics: str, fmt: str) -> subprocess.CompletedProcess[str]:
+    """``harness evaluate`` of both runs, per query, in ``fmt``."""
+    q, a, b = files["qrels"], files["a"], files["b"]
+    return cli("--qrels", q, "--run", a, "--run", b, "--metrics", metrics, "--format", fmt, "--per-query")
+
+
 def test_json_shape_and_values(files):
     metrics = "ndcg@10,mrr,precision@1,recall@2,hit_rate@1,map,r_precision"
-    r = cli(
-        "--qrels",
-        files["qrels"],
-        "--run",
-        files["a"],
-        "--run",
-        files["b"],
-        "--metrics",
-        metrics,
-        "--format",
-        "json",
-        "--per-query",
-    )
+    r = per_query_of_both(files, metrics, "json")
     assert r.returncode == 0, r.stderr
     assert r.stderr == ""
     out = json.loads(r.stdout)
@@ -91,19 +79,7 @@ def test_json_without_per_query(files):
 
 
 def test_csv_is_full_precision(files):
-    r = cli(
-        "--qrels",
-        files["qrels"],
-        "--run",
-        files["a"],
-        "--run",
-        files["b"],
-        "--metrics",
-        "ndcg@10,mrr",
-        "--format",
-        "csv",
-        "--per-query",
-    )
+    r = per_query_of_both(files, "ndcg@10,mrr", "csv")
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert rows[0] == ["run", "query", "ndcg@10", "mrr"]

@@ -4,17 +4,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.datasets import demo_path, load_dataset
-
-
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=300)
+from tests.conftest import run_harness as harness
 
 
 def write_run(path: Path, qrels: dict[str, dict[str, int]], rank: dict[str, int]) -> Path:

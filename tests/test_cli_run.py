@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from harness.cli.run import dataset_label
+from harness.config import DatasetConfig
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_run
+from tests.conftest import bm25_config, copy_demo
+from tests.conftest import run_harness as harness
 
 pytestmark = pytest.mark.slow
-
-
-def harness(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd, timeout=600
-    )
 
 
 def write_config(tmp_path: Path, body: str) -> Path:
@@ -93,3 +89,53 @@ def test_bad_config_is_one_line_exit_2(tmp_path):
     proc = harness("run", "--config", str(cfg))
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "bench.yaml:2: retrievers.bm25.k1" in proc.stderr
+
+
+# ---------------------------------------------------------------------- warnings at the end; --strict
+def demo_with_a_missing_judged_doc(tmp_path: Path) -> Path:
+    folder = copy_demo(tmp_path / "demo-plus")
+    with (folder / "qrels" / "test.tsv").open("a", encoding="utf-8") as f:
+        f.write("q01\tnot-in-corpus\t1\n")
+    return folder
+
+
+@pytest.mark.slow
+def test_data_warnings_are_repeated_after_the_table_and_strict_makes_them_errors(tmp_path):
+    cfg = bm25_config(tmp_path, str(demo_with_a_missing_judged_doc(tmp_path)))
+    proc = harness("run", "--config", str(cfg), "--out", str(tmp_path / "out"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    tail = proc.stderr.strip().splitlines()[-2:]
+    assert tail[0].startswith("1 warning") and "--strict" in tail[0]
+    assert "1 judged documents are not in corpus.jsonl" in tail[1]
+    strict = harness("run", "--config", str(cfg), "--out", str(tmp_path / "strict"), "--no-progress", "--strict")
+    assert strict.returncode == 2
+    assert strict.stderr.startswith("error: ") and "(an error under --strict)" in strict.stderr
+    assert strict.stderr.count("\n") == 1 and not (tmp_path / "strict" / "results.json").exists()
+
+
+# ---------------------------------------------------------------------- default folder names
+def test_a_corpus_golden_dataset_names_its_folder_after_the_golden_file():
+    assert dataset_label(DatasetConfig(corpus="docs/", golden="support/questions.csv")) == "questions"
+    assert dataset_label(DatasetConfig(corpus="docs/", golden="q.jsonl", name="support")) == "support"
+    assert dataset_label(DatasetConfig(path="../data/scifact")) == "scifact"
+    assert dataset_label(DatasetConfig()) == "demo"
+
+
+@pytest.mark.slow
+def test_default_out_folder_of_a_golden_set_is_not_called_demo(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("Espresso needs a fine grind.", encoding="utf-8")
+    (docs / "b.md").write_text("Cold brew steeps for twelve hours.", encoding="utf-8")
+    rows = "question,relevant_ids\nhow fine for espresso,a.md\nhow long cold brew,b.md\n"
+    (tmp_path / "support.csv").write_text(rows, encoding="utf-8")
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text(
+        "dataset: {corpus: docs, golden: support.csv}\nmetrics: [ndcg@10]\nlatency_queries: 1\n"
+        "warmup_queries: 0\nretrievers:\n  bm25: {type: bm25}\n",
+        encoding="utf-8",
+    )
+    proc = harness("run", "--config", str(cfg), "--no-progress", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    made = [p.name for p in (tmp_path / "results").iterdir()]
+    assert len(made) == 1 and made[0].endswith("-support") and "demo" not in made[0], made

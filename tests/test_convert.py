@@ -76,23 +76,16 @@ def test_convert_needs_one_source(tmp_path, capsys):
     assert "go together" in capsys.readouterr().err
 
 
-def test_jsonl_golden_scores_like_its_beir_conversion_on_a_run(tmp_path):
+def _golden_and_its_conversion(tmp_path: Path):
+    """The demo as a JSONL golden set (loaded), converted by ``harness convert`` into ``tmp_path/b``."""
     golden = _demo_as_golden_jsonl(tmp_path / "golden.jsonl")
-    ds = load_golden(corpus=demo_path() / "corpus.jsonl", golden=golden)
-    assert (
-        cli_main(
-            [
-                "convert",
-                "--corpus",
-                str(demo_path() / "corpus.jsonl"),
-                "--golden",
-                str(golden),
-                "--out",
-                str(tmp_path / "b"),
-            ]
-        )
-        == 0
-    )
+    corpus = str(demo_path() / "corpus.jsonl")
+    assert cli_main(["convert", "--corpus", corpus, "--golden", str(golden), "--out", str(tmp_path / "b")]) == 0
+    return load_golden(corpus=demo_path() / "corpus.jsonl", golden=golden)
+
+
+def test_jsonl_golden_scores_like_its_beir_conversion_on_a_run(tmp_path):
+    ds = _golden_and_its_conversion(tmp_path)
     beir = load_beir(tmp_path / "b")
     # one fixed run (every query ranks the corpus in a query-dependent order) scored against both
     ids = [d.id for d in ds.corpus]
@@ -110,22 +103,7 @@ def test_jsonl_golden_scores_like_its_beir_conversion_on_a_run(tmp_path):
 
 @pytest.mark.slow
 def test_jsonl_golden_benchmarks_like_its_beir_conversion(tmp_path):
-    golden = _demo_as_golden_jsonl(tmp_path / "golden.jsonl")
-    ds = load_golden(corpus=demo_path() / "corpus.jsonl", golden=golden)
-    assert (
-        cli_main(
-            [
-                "convert",
-                "--corpus",
-                str(demo_path() / "corpus.jsonl"),
-                "--golden",
-                str(golden),
-                "--out",
-                str(tmp_path / "b"),
-            ]
-        )
-        == 0
-    )
+    ds = _golden_and_its_conversion(tmp_path)
     retrievers = {"bm25": {"type": "bm25"}}
     via_golden = benchmark(ds, retrievers, metrics=METRICS, **FAST)
     via_beir = benchmark(str(tmp_path / "b"), retrievers, metrics=METRICS, **FAST)

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from harness.api import benchmark
-from harness.report.table import build_table, to_markdown
+from harness.results.table import build_table, to_markdown
 
 
 class Slow:

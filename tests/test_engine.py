@@ -7,11 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -21,69 +17,33 @@ from harness.errors import InputError
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, evaluate_run
 from harness.results import Results
+from tests.conftest import QUICK_RUN, SLOW_RETRIEVER, kill_when_started
+from tests.conftest import run_harness as harness
 
 REPO = Path(__file__).resolve().parent.parent
 V1 = REPO / "tests" / "data" / "v1_results"
 
 
-def harness(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 300):
-    full = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=cwd, env=full, timeout=timeout
-    )
-
-
-SLOW = textwrap.dedent("""
-    import os, pathlib, time
-
-    class Slow:
-        def index(self, corpus):
-            pathlib.Path("slow-started.flag").write_text("1")
-
-        def search(self, queries, k):
-            time.sleep(float(os.environ.get("SLOW_SECONDS", "0")))
-            return {q.id: [(q.id + "-none", 1.0)] for q in queries}
-""")
-
-CONFIG = textwrap.dedent("""
-    dataset: demo
-    depth: 20
-    latency_queries: 3
-    warmup_queries: 0
-    metrics: [ndcg@10, mrr@10]
-    baseline: bm25
-    stats: {bootstrap: 200, permutations: 500}
+CONFIG = (
+    "\ndataset: demo\n"
+    + QUICK_RUN
+    + textwrap.dedent("""
     retrievers:
       bm25: {type: bm25}
       slow: {type: python, class: "slow:Slow", allow_unknown_docs: true}
       bm25_k12: {type: bm25, k1: 1.2}
-""")
+""").lstrip("\n")
+)
 
 
 def _write(tmp: Path) -> None:
-    (tmp / "slow.py").write_text(SLOW)
+    (tmp / "slow.py").write_text(SLOW_RETRIEVER)
     (tmp / "run.yaml").write_text(CONFIG)
 
 
 def test_sigkill_keeps_finished_runs_and_resume_matches_an_uninterrupted_run(tmp_path):
     _write(tmp_path)
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "SLOW_SECONDS": "120"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--config", "run.yaml", "--out", "out", "--no-progress"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 240
-        while not (tmp_path / "slow-started.flag").exists():
-            assert proc.poll() is None, "the run ended before the slow retriever started"
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_when_started(tmp_path, "run", "--config", "run.yaml", "--out", "out", "--no-progress", seconds="120")
     out = tmp_path / "out"
     # bm25 finished before the kill: its run and record are on disk, and results.json names it
     record = json.loads((out / "runs" / f"{run_stem('bm25')}.json").read_text())
@@ -113,26 +73,11 @@ def test_sigkill_keeps_finished_runs_and_resume_matches_an_uninterrupted_run(tmp
 
 def test_a_fresh_run_into_a_finished_folder_keeps_it_whole_until_it_completes(tmp_path):
     _write(tmp_path)
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "SLOW_SECONDS": "0"}
-    first = subprocess.run(
-        [sys.executable, "-m", "harness", "run", "--config", "run.yaml", "--out", "out", "--no-progress"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    first = harness("run", "--config", "run.yaml", "--out", "out", "--no-progress", cwd=tmp_path,
+                    env={"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "SLOW_SECONDS": "0"})  # fmt: skip
     assert first.returncode == 0, first.stderr
     before = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
-    (tmp_path / "slow-started.flag").unlink()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--config", "run.yaml", "--out", "out", "--no-progress"],
-        cwd=tmp_path, env={**env, "SLOW_SECONDS": "120"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 240
-        while not (tmp_path / "slow-started.flag").exists():
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_when_started(tmp_path, "run", "--config", "run.yaml", "--out", "out", "--no-progress", seconds="120")
     after = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
     assert after == before  # the finished folder is untouched; the new bm25 waits in the staging folder
     staged = tmp_path / ".out.harness-next" / "runs" / f"{run_stem('bm25')}.json"

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_harness as harness
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 DOC = REPO / "docs" / "own-retriever.md"
@@ -114,3 +116,25 @@ def test_doc_snippets_are_the_example_files() -> None:
 def test_doc_links_exist() -> None:
     for link in re.findall(r"\]\(\.\./([^)#]+)\)", DOC.read_text()):
         assert (REPO / link).exists(), link
+
+
+# ---------------------------------------------------------------------- the README as written
+def quick_start() -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("## Quick start", 1)[1].split("```", 2)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines()[1:] if line.strip()]
+
+
+def test_readme_quick_start_runs_in_a_new_shell_after_the_setup_commands():
+    lines = quick_start()
+    # the commands live in .venv/bin: the block starts by putting them on PATH
+    assert lines[0] == "source .venv/bin/activate", lines[0]
+    subcommands = harness("--help").stdout
+    for line in lines[1:]:
+        words = line.split()
+        assert words[0] == "harness", line
+        assert words[1] in subcommands, line
+        for flag in ("--config", "--qrels", "--run", "--baseline", "--current"):
+            if flag in words:
+                target = words[words.index(flag) + 1]
+                assert (REPO / target).exists() or target.startswith("/tmp/"), f"{line}: {target} does not exist"

@@ -1,4 +1,4 @@
-"""Golden sets and corpora in the shapes RAG teams hold them (issue 14, item 1): every format loads
+"""Golden sets and corpora in the shapes RAG teams hold them (:mod:`harness.io`): every format loads
 to the same GoldenDataset, and every misfit is an InputError naming file, line and column."""
 
 from __future__ import annotations

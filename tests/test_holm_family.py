@@ -57,7 +57,7 @@ def test_compare_uses_the_family():
 
 
 def test_legend_names_the_family():
-    from harness.report.table import build_table
+    from harness.results.table import build_table
     from tests.test_report import make_results
 
     results = make_results()

@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import shared
 
 from harness.errors import InputError
 from harness.io.beir import available_splits, load_beir, read_corpus, read_queries
+from tests.conftest import shared
 
 DOCS = [
     {"_id": "d1", "title": "Espresso", "text": "Hot water forced through COFFEE.", "lang": "en"},

@@ -121,16 +121,16 @@ def test_merge_refuses_a_conflict_naming_both(tmp_path, capsys):
 
 
 # ---------------------------------------------------------------------- the server
-def _post(port: int, path: str, body: dict) -> tuple[int, dict]:
+def _post(port: int, path: str, body: dict, token: str = "") -> tuple[int, dict]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", "X-Judge-Token": token})
     r = conn.getresponse()
     return r.status, json.loads(r.read())
 
 
-def _get(port: int, path: str) -> tuple[int, dict]:
+def _get(port: int, path: str, token: str = "") -> tuple[int, dict]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    conn.request("GET", path)
+    conn.request("GET", path, headers={"X-Judge-Token": token})
     r = conn.getresponse()
     return r.status, json.loads(r.read()) if path.startswith("/api") else r.read().decode()
 
@@ -139,28 +139,30 @@ def test_server_grades_undoes_and_saves_each_grade(tmp_path):
     pool = _pool(tmp_path, {("q1", f"d{i}"): None for i in range(4)})
     judging = Judging(pool)
     server = make_server(judging)
-    port = server.server_address[1]
+    port, tok = server.server_address[1], judging.token
     t = threading.Thread(target=server.serve_forever, daemon=True)
     t.start()
     try:
-        status, page = _get(port, "/")
+        status, page = _get(port, f"/?token={tok}")
         assert status == 200 and "keydown" in page and "http" not in page.split("<script>")[1]  # no external assets
-        _, item = _get(port, "/api/item?i=next")
+        _, item = _get(port, "/api/item?i=next", tok)
         assert (item["i"], item["graded"], item["total"]) == (0, 0, 4)
-        _, r = _post(port, "/api/grade", {"i": 0, "grade": 3})
+        _, r = _post(port, "/api/grade", {"i": 0, "grade": 3}, tok)
         assert r["next"] == 1 and [x.grade for x in read_pool(pool)] == [3, None, None, None]
-        _post(port, "/api/grade", {"i": 1, "grade": 0})
-        _, r = _post(port, "/api/undo", {})
+        _post(port, "/api/grade", {"i": 1, "grade": 0}, tok)
+        _, r = _post(port, "/api/undo", {}, tok)
         assert r["undone"] == 1 and [x.grade for x in read_pool(pool)] == [3, None, None, None]
         assert pool.read_text() == dumps(read_pool(pool), "csv")  # one row re-encoded = the whole file written
-        assert _post(port, "/api/grade", {"i": 9, "grade": 1})[0] == 400
-        assert _post(port, "/api/grade", {"i": 1, "grade": 7})[0] == 400
+        assert _post(port, "/api/grade", {"i": 9, "grade": 1}, tok)[0] == 400
+        assert _post(port, "/api/grade", {"i": 1, "grade": 7}, tok)[0] == 400
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        conn.request("POST", "/api/grade", "i=1&grade=1", {"Content-Type": "application/x-www-form-urlencoded"})
-        assert conn.getresponse().status == 415  # a cross-site form cannot grade
+        form = {"Content-Type": "application/x-www-form-urlencoded", "X-Judge-Token": tok}
+        conn.request("POST", "/api/grade", "i=1&grade=1", form)
+        assert conn.getresponse().status == 415  # a form cannot grade (and cannot carry the token either)
     finally:
         server.shutdown()
         server.server_close()
+        judging.close()
 
 
 def test_killed_server_process_loses_no_acknowledged_grade(tmp_path):
@@ -173,14 +175,15 @@ def test_killed_server_process_loses_no_acknowledged_grade(tmp_path):
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
-        port = int(re.search(r"127\.0\.0\.1:(\d+)/", proc.stdout.readline())[1])
+        port, tok = re.search(r"127\.0\.0\.1:(\d+)/\?token=(\S+)", proc.stdout.readline()).groups()
+        port = int(port)
         acked = {}
         for i in range(12):
-            status, _ = _post(port, "/api/grade", {"i": i, "grade": i % 4})
+            status, _ = _post(port, "/api/grade", {"i": i, "grade": i % 4}, tok)
             assert status == 200
             acked[i] = i % 4
         # a grade in flight while the process dies: before or after, never half a file
-        threading.Thread(target=lambda: _safe_post(port), daemon=True).start()
+        threading.Thread(target=lambda: _safe_post(port, tok), daemon=True).start()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -192,9 +195,9 @@ def test_killed_server_process_loses_no_acknowledged_grade(tmp_path):
     assert len(rows) == 30
 
 
-def _safe_post(port: int) -> None:
+def _safe_post(port: int, tok: str) -> None:
     with contextlib.suppress(OSError, http.client.HTTPException, ValueError):
-        _post(port, "/api/grade", {"i": 20, "grade": 1})
+        _post(port, "/api/grade", {"i": 20, "grade": 1}, tok)
 
 
 def test_serve_refuses_a_bad_pool_before_listening(tmp_path, capsys):
@@ -220,7 +223,7 @@ def demo_folder(tmp_path_factory) -> Path:
 
 @pytest.mark.slow
 def test_results_record_judged_at_10_and_the_table_shows_it(demo_folder, capsys):
-    from harness.report.table import build_table
+    from harness.results.table import build_table
 
     res = Results.load(demo_folder)
     assert set(res.judged_at_10) == {"bm25", "bm25_k2"} and all(0 < v < 0.9 for v in res.judged_at_10.values())

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from harness.judging.pool import read_pool
+from tests.conftest import run_harness as harness
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parent.parent
@@ -129,7 +130,7 @@ class DevTools:
         self.sock.close()
 
 
-def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
+def start_chromium(url: str, profile: Path, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     cmd = [
         str(CHROMIUM),
         "--headless",
@@ -143,6 +144,7 @@ def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
         f"--user-data-dir={profile}",
         "--remote-debugging-address=127.0.0.1",
         "--remote-debugging-port=0",
+        *extra,
         url,
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -158,12 +160,6 @@ def start_chromium(url: str, profile: Path) -> tuple[subprocess.Popen, str]:
         assert proc.poll() is None, proc.stderr.read()[-2000:]
         time.sleep(0.1)
     raise AssertionError("Chromium did not open its DevTools port")
-
-
-def harness(*args: str, **kw) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=300,
-                          env=env, **kw)  # fmt: skip
 
 
 def _sha(folder: Path) -> dict[str, str]:
@@ -200,7 +196,7 @@ def test_grade_five_by_keyboard_kill_merge_rescore(tmp_path):
     browser = None
     try:
         line = server.stdout.readline()
-        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=\S+", line)
         assert m, (line, server.stderr.read() if server.poll() is not None else "")
         with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
             browser, ws = start_chromium(m[0], Path(profile))
@@ -256,9 +252,9 @@ def test_grade_five_by_keyboard_kill_merge_rescore(tmp_path):
     # the re-score is exactly the stored runs scored against the merged judgments
     from harness.engine.rescore import rescore
     from harness.engine.score import score
-    from harness.engine.store import read_runs
     from harness.io.trec import read_qrels
     from harness.results import Results
+    from harness.results.store import read_runs
 
     res = Results.load(out)
     again = rescore(res, q2)

@@ -182,7 +182,7 @@ def test_unknown_doc_and_misuse_are_errors(tiny_dataset, stage_factory, cache_di
 @pytest.mark.slow
 def test_mmr_raises_ild_over_dense_on_the_demo(demo_dataset, cache_dir):
     from harness.api import benchmark
-    from harness.report.table import to_markdown
+    from harness.results.table import to_markdown
 
     res = benchmark(
         demo_dataset,

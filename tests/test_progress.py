@@ -14,6 +14,7 @@ import pytest
 
 from harness import progress
 from harness.progress import NullProgress, PlainProgress, RichProgress, current, for_stream, session, use
+from tests.conftest import run_harness as harness
 
 LINE = re.compile(r"^\d\d:\d\d:\d\d harness: ")
 
@@ -258,3 +259,22 @@ def test_numbered_counts_every_graph_of_a_run_once():
         "[3/4] bm25[t128]",
         "[4/4] dense[t128]",
     ]
+
+
+# ---------------------------------------------------------------------- piped progress
+@pytest.mark.slow
+def test_piped_progress_closes_every_counted_stage_and_no_library_bar_leaks(tmp_path):
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text(
+        "dataset: demo\nmetrics: [ndcg@10]\nlatency_queries: 5\nwarmup_queries: 0\n"
+        "retrievers:\n  bm25: {type: bm25}\n  dense: {type: dense}\n",
+        encoding="utf-8",
+    )
+    env = {"HARNESS_CACHE_DIR": str(tmp_path / "c")}
+    proc = harness("run", "--config", str(cfg), "--out", str(tmp_path / "out"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    log = proc.stderr
+    assert "Loading weights" not in log and "%|" not in log and "it/s]" not in log
+    assert re.search(r"\[1/2\] bm25: searching: 83/83 \(100%\) in \d+s", log), log
+    assert re.search(r"\[1/2\] bm25: latency: 5/5 \(100%\)", log), log
+    assert re.search(r"\[2/2\] dense: encoding docs: 187/187 \(100%\)", log), log

@@ -6,27 +6,26 @@ import csv
 import io
 import json
 import math
-import subprocess
-import sys
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from rich.console import Console
 
-from harness.api import BenchmarkResults
 from harness.engine import score
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_run
-from harness.report import TABLE_FILES, build_table, render_table, to_markdown, write_reports
-from harness.report.csv_table import to_csv
-from harness.report.drilldown import drilldown, first_relevant_rank, worst_queries
-from harness.report.html_table import to_html
-from harness.report.latex_table import to_latex
-from harness.report.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
-from harness.report.terminal import make_console, print_results
 from harness.results import Results
+from harness.results.csv_table import to_csv
+from harness.results.drilldown import drilldown, first_relevant_rank, worst_queries
+from harness.results.html_table import to_html
+from harness.results.latex_table import to_latex
+from harness.results.plots import CURVES_FILE, SCATTER_FILE, metric_at_k
+from harness.results.render import TABLE_FILES, build_table, render_table, to_markdown, write_renderings
+from harness.results.terminal import make_console, print_results
 from harness.run import Run
+from tests.conftest import run_harness as harness
 
 N_Q = 30
 QIDS = [f"q{i:02d}" for i in range(N_Q)]
@@ -80,7 +79,6 @@ def make_results(with_failure: bool = True) -> Results:
         efficiency=efficiency,
         failures=failures,
         manifest=manifest,
-        results_cls=BenchmarkResults,
     )
 
 
@@ -207,7 +205,7 @@ def test_alpha_comes_from_the_manifest_and_report_imports_no_config():
     assert "p < 0.05" in to_markdown(res)
     import ast
 
-    for path in Path(__import__("harness.report").report.__file__).parent.glob("*.py"):
+    for path in Path(__import__("harness.results").results.__file__).parent.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -225,8 +223,8 @@ def test_console_is_wide_when_not_a_terminal(monkeypatch):
     assert make_console(io.StringIO()).width == 250
 
 
-def test_write_reports_writes_tables_and_plots(tmp_path, results):
-    written = write_reports(results, tmp_path)
+def test_write_renderings_writes_tables_and_plots(tmp_path, results):
+    written = write_renderings(results, tmp_path)
     names = {p.name for p in written}
     assert set(TABLE_FILES) | {CURVES_FILE, SCATTER_FILE} <= names
     for name in names:
@@ -238,7 +236,7 @@ def test_write_reports_writes_tables_and_plots(tmp_path, results):
 def test_no_latency_no_scatter(tmp_path):
     res = make_results(with_failure=False)
     res.efficiency = {}
-    names = {p.name for p in write_reports(res, tmp_path)}
+    names = {p.name for p in write_renderings(res, tmp_path)}
     assert CURVES_FILE in names and SCATTER_FILE not in names
     assert "p50 ms" not in (tmp_path / "table.md").read_text()
 
@@ -279,7 +277,7 @@ def test_drilldown_without_dataset_says_so(results):
 
 
 def test_drilldown_text_and_not_in_the_top_n(results):
-    from harness.report.drilldown import Loss, print_drilldown, snippet
+    from harness.results.drilldown import Loss, print_drilldown, snippet
 
     loss = drilldown(results, n=1, retriever="worse")[0]["worse"][0]
     for line in loss.docs:
@@ -357,10 +355,6 @@ def rescore_with_pytrec_eval(folder: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def harness(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=600)
-
-
 @pytest.mark.slow
 def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     cfg = tmp_path / "bench.yaml"
@@ -398,3 +392,41 @@ def test_run_writes_every_format_and_rescores_exactly(tmp_path):
     assert "worst queries on ndcg@10" in proc.stdout and "1st rel. bm25" in proc.stdout
     assert "text unavailable" not in proc.stdout and "what bm25_k12 ranked first" in proc.stdout
     assert np.isfinite(res["summary"]["bm25"]["ndcg@10"])
+
+
+# ---------------------------------------------------------------------- plot axes
+def _draw(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return fig.axes
+
+
+def test_latency_axis_is_labelled_in_plain_numbers():
+    from matplotlib.figure import Figure
+
+    from harness.results.plots import fmt_plain, plain_log_x
+
+    assert [fmt_plain(x) for x in (0.05, 0.1, 0.2, 1.0, 20.0, 5000.0)] == ["0.05", "0.1", "0.2", "1", "20", "5,000"]
+    for values in ([0.061, 0.065, 0.09], [0.0612], [0.3, 4.0, 850.0], [12.0, 13.0]):
+        fig = Figure()
+        ax = fig.subplots()
+        ax.plot(values, [0.5] * len(values), "o")
+        plain_log_x(ax, values)
+        (ax,) = _draw(fig)
+        labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+        lo, hi = ax.get_xlim()
+        assert len(labels) >= 2 and lo < min(values) and max(values) < hi, (values, labels)
+        assert all(re.fullmatch(r"[0-9.,]+", t) for t in labels), labels  # no 6x10^-2, no mathtext
+
+
+def test_metric_at_k_axis_frames_the_curves():
+    from harness.results.plots import metric_at_k_figure, value_limits
+
+    lo, hi = value_limits(np.array([0.75, 0.8, 0.9]))
+    assert 0.72 <= lo < 0.75 and 0.9 < hi <= 0.93
+    assert value_limits(np.array([0.0, 1.0])) == (0.0, pytest.approx(1.02))
+    curves = {"a": {"ndcg": np.linspace(0.75, 0.88, 20)}, "b": {"ndcg": np.linspace(0.77, 0.9, 20)}}
+    (ax,) = _draw(metric_at_k_figure(curves))
+    lo, hi = ax.get_ylim()
+    assert (0.9 - 0.75) / (hi - lo) > 0.75  # the curves fill most of the axis, not its top fifth

@@ -18,7 +18,8 @@ import harness
 from harness.errors import InputError
 from harness.metrics.evaluate import mean
 from harness.model import Query
-from harness.report.slices import (
+from harness.results import Results
+from harness.results.slices import (
     OVERALL,
     UNTAGGED,
     print_slices,
@@ -27,7 +28,6 @@ from harness.report.slices import (
     tags_of_results,
     to_markdown,
 )
-from harness.results import Results
 from harness.stats import holm
 
 REPO = Path(__file__).resolve().parent.parent
@@ -190,7 +190,7 @@ def test_print_by_tag(demo_results: Results) -> None:
     from rich.console import Console
 
     console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
-    from harness.report.slices import print_by_tag
+    from harness.results.slices import print_by_tag
 
     report = print_by_tag(demo_results, console)
     assert report is not None and report.slices[0].means == demo_results.summary

@@ -9,11 +9,9 @@ import json
 import math
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +25,11 @@ from harness.cli import main
 from harness.config import parse_config
 from harness.errors import InputError
 from harness.results import Results
+from harness.results.render import render_table as render
+from harness.results.suite_table import print_suite
 from harness.stats.exact import min_p, min_pairs, sign_flip_p
 from harness.suite import SuiteResults, aggregate, plan_suite
-from harness.suite.render import print_suite, render
+from tests.conftest import QUICK_RUN, kill_when_started, run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -69,20 +69,11 @@ def make_tiny(folder: Path, prefix: str = "tiny-") -> Path:
     return folder
 
 
-SUITE = textwrap.dedent("""
-    datasets:
-      support: demo
-      tiny: {path: tiny, split: test}
-    depth: 20
-    latency_queries: 3
-    warmup_queries: 0
-    metrics: [ndcg@10, mrr@10]
-    baseline: bm25
-    stats: {bootstrap: 200, permutations: 500}
-    retrievers:
-      bm25: {type: bm25}
-      bm25_k12: {type: bm25, k1: 1.2, b: 0.9}
-""")
+SUITE = (
+    "\ndatasets:\n  support: demo\n  tiny: {path: tiny, split: test}\n"
+    + QUICK_RUN
+    + "retrievers:\n  bm25: {type: bm25}\n  bm25_k12: {type: bm25, k1: 1.2, b: 0.9}\n"
+)
 
 
 def write_suite_config(tmp_path: Path, text: str = SUITE) -> Path:
@@ -305,9 +296,7 @@ SLOW_ON_TINY = textwrap.dedent("""
 
 
 def _harness(tmp_path: Path, *args: str, slow: str = "0") -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "SLOW_SECONDS": slow}
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
+    return run_harness(*args, cwd=tmp_path, cwd_on_path=True, env={"SLOW_SECONDS": slow})
 
 
 @pytest.mark.slow
@@ -316,20 +305,7 @@ def test_sigkill_in_the_second_dataset_then_resume_equals_an_uninterrupted_suite
         tmp_path, SUITE + '  slow: {type: python, class: "slowtiny:SlowOnTiny", allow_unknown_docs: true}\n'
     )
     (tmp_path / "slowtiny.py").write_text(SLOW_ON_TINY)
-    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "SLOW_SECONDS": "300"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "run", "--config", "suite.yaml", "--out", "out", "--no-progress"],
-        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 300
-        while not (tmp_path / "slow-started.flag").exists():
-            assert proc.poll() is None, "the suite ended before the second dataset's slow retriever started"
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_when_started(tmp_path, "run", "--config", "suite.yaml", "--out", "out", "--no-progress")
     out = tmp_path / "out"
     assert json.loads((out / "suite.json").read_text())["complete"] is False
     assert Results.load(out / "support").complete is True  # the first dataset finished before the kill

@@ -24,7 +24,7 @@ import harness
 from harness.errors import InputError
 from harness.metrics.evaluate import mean
 from harness.stats import compare
-from harness.sweep import check_sweep_folder, load_sweep_config, run_sweep, write_sweep
+from harness.sweep import load_sweep_config, run_sweep, validate_sweep_folder, write_sweep
 from harness.sweep.render import print_sweep, to_markdown
 
 REPO = Path(__file__).resolve().parent.parent
@@ -236,7 +236,7 @@ def test_outputs_and_refusal(train_sweep, tmp_path: Path) -> None:
     mine.mkdir()
     (mine / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match="holds other files"):
-        check_sweep_folder(mine)
+        validate_sweep_folder(mine)
     assert (mine / "notes.txt").read_text() == "mine"
 
 

@@ -12,10 +12,10 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console
 
-from harness.report import build_table
-from harness.report.table import fmt_ci, fmt_cost, fmt_metric, row_label
-from harness.report.terminal import CI_TITLE, print_results
 from harness.results import Results
+from harness.results.render import build_table
+from harness.results.table import fmt_ci, fmt_cost, fmt_metric, row_label
+from harness.results.terminal import CI_TITLE, print_results
 
 DEMO_METRICS = ["ndcg@10", "mrr@10", "recall@100", "hit_rate@5", "precision@5", "map@100", "ild@10"]
 SCIFACT_METRICS = ["ndcg@10", "mrr@10", "recall@100", "recall@1000", "hit_rate@5", "precision@5", "map@100", "ild@10"]

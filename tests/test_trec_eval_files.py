@@ -13,11 +13,11 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import shared
 
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_run
 from harness.run import Run
+from tests.conftest import shared
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from harness import __version__
+from harness import __version__, cleanup
 from harness.errors import HarnessError, ScrubFilter
 from harness.progress import quiet_third_party
 
@@ -25,6 +25,7 @@ COMMANDS = [
     "compare",
     "report",
     "check",
+    "power",
     "baseline",
     "history",
     "sweep",
@@ -34,6 +35,7 @@ COMMANDS = [
     "pool",
     "judge",
     "load",
+    "inspect",
 ]
 
 
@@ -77,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     debug = bool(args.debug or os.environ.get("HARNESS_DEBUG"))
     _setup_logging(debug)
+    cleanup.install_signal_handlers()  # SIGTERM/SIGHUP: stop a private PostgreSQL, drop owned tables first
     # the harness's own display is the only progress a command shows: a library's bar ("Loading
     # weights: 0%|") written into a CI log before or beside it says nothing about the run
     quiet_third_party()
@@ -114,6 +117,7 @@ def _interrupted(e: KeyboardInterrupt) -> int:
     with contextlib.suppress(ValueError):  # a second Ctrl-C while this line is written changes nothing
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     print(f"error: interrupted{': ' + str(e) if str(e) else ''}", file=sys.stderr)
+    cleanup.run_all()  # os._exit below skips atexit: a private PostgreSQL, a table of ours, go now
     if any(t.is_alive() and t is not threading.main_thread() for t in threading.enumerate()):
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

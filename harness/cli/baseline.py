@@ -90,9 +90,9 @@ def baseline_payload(results: Results, *, retrievers: list[str] | None = None, s
 
 
 def save(args: argparse.Namespace) -> int:
-    from harness.cli.check import load_results
+    from harness.cli.check import read_results
 
-    results = load_results(args.results, "results", allow_incomplete=args.allow_incomplete)
+    results = read_results(args.results, "results", allow_incomplete=args.allow_incomplete)
     names = [x.strip() for v in args.retrievers for x in v.split(",") if x.strip()] if args.retrievers else None
     target = Path(args.to).expanduser()
     if target.is_dir() or args.to.endswith(("/", "\\")):
@@ -129,7 +129,7 @@ def _refuse_own_input(target: Path, results: Results, source: Path) -> None:
     Compared by resolved path and, where the file exists, by inode (links and ``..`` do not get around it)."""
     import os
 
-    from harness.engine.folder import RUNS, harness_files
+    from harness.results.folder import RUNS, harness_files
 
     folder = results.folder
     resolved = target.resolve()

@@ -13,10 +13,11 @@ or inside a results folder's ``results.json``/``runs/``, and an existing file is
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from harness import defaults
-from harness.cli.command import add_allow_incomplete, add_command, gate_tolerances
+from harness.cli.command import add_allow_incomplete, add_command, gate_power_options, gate_tolerances
 from harness.errors import InputError
 from harness.gate import (
     DEFAULT_ALPHA,
@@ -29,7 +30,7 @@ from harness.gate import (
     outputs,
 )
 from harness.gate import load as load_gate
-from harness.gate.render import error_markdown, to_markdown, to_text
+from harness.gate.render import error_markdown, to_json, to_markdown, to_text
 from harness.results import Results
 
 #: ``harness check --help``: its line in ``harness --help``, a blank line, its description
@@ -76,6 +77,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="load.json: allowed relative fall of QPS per level (default %(default)s = -30%%)",
     )
     p.add_argument("--allow-dataset-change", action="store_true", help="compare on the common queries instead")
+    p.add_argument(
+        "--non-inferiority",
+        type=float,
+        metavar="MARGIN",
+        help="every checked metric must show it is no worse than -MARGIN: its one-sided lower confidence bound "
+        "of the mean paired difference must be above -MARGIN (replaces the regression rule; docs/power.md)",
+    )
+    p.add_argument(
+        "--ni-alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help="one-sided alpha of the non-inferiority bound (default %(default)s; 0.025 as clinical trials)",
+    )
+    p.add_argument(
+        "--require-power",
+        type=float,
+        nargs="?",
+        const=0.8,
+        metavar="P",
+        help="exit 2 when the check is blind: the drop it detects at power P (default 0.8) is larger than the "
+        "tolerance",
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text", help="stdout: the table or JSON")
     p.add_argument("--summary", metavar="FILE.md", help="write a markdown summary (for $GITHUB_STEP_SUMMARY)")
     p.add_argument("--junit", metavar="FILE.xml", help="write JUnit XML: one test case per retriever x metric")
     p.add_argument(
@@ -91,10 +115,10 @@ def _split(values: list[str] | None) -> list[str] | None:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
-def load_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
+def read_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
     """:meth:`Results.load` with unreadable files as :class:`InputError` too (one line, exit 2), and
-    an incomplete or altered results folder refused (:mod:`harness.engine.integrity`)."""
-    from harness.engine.integrity import check_results
+    an incomplete or altered results folder refused (:mod:`harness.results.integrity`)."""
+    from harness.results.integrity import check_results
 
     try:
         return check_results(Results.load(path), allow_incomplete=allow_incomplete)
@@ -121,8 +145,9 @@ def build_report(args: argparse.Namespace) -> CheckReport:
 
 def _build_quality_report(args: argparse.Namespace) -> CheckReport:
     tol = gate_tolerances(args)
-    baseline = load_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
-    current = load_results(args.current, "current", allow_incomplete=args.allow_incomplete)
+    power = gate_power_options(args, tol)
+    baseline = read_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
+    current = read_results(args.current, "current", allow_incomplete=args.allow_incomplete)
     return check(
         baseline,
         current,
@@ -135,6 +160,7 @@ def _build_quality_report(args: argparse.Namespace) -> CheckReport:
         permutations=args.permutations,
         baseline_label=args.baseline,
         current_label=args.current,
+        **power,
     )
 
 
@@ -155,17 +181,50 @@ def run(args: argparse.Namespace) -> int:
             _write_error(args, str(e))
             raise
     try:
+        gate_power_options(args)
         report = build_report(args)
+        if args.require_power is not None and report.blind:
+            more = f" (and {len(report.blind) - 1} more blind check(s))" if len(report.blind) > 1 else ""
+            raise InputError(f"{report.blind[0]}{more}", field=f"--require-power {args.require_power:g}")
     except InputError as e:
         _write_error(args, str(e))
+        if args.format == "json":
+            sys.stdout.write(json.dumps({"exit": 2, "error": str(e)}, indent=2) + "\n")
         raise
-    sys.stdout.write(to_text(report))
-    outputs.write(args.summary, to_markdown(report), "--summary")
+    if args.format == "json":
+        sys.stdout.write(json.dumps(to_json(report), indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(to_text(report))
+    page = _write_page_section(args, report)
+    outputs.write(args.summary, to_markdown(report, page), "--summary")
     outputs.write(args.junit, junit.to_junit(report), "--junit")
     if args.history:
         line = history.append(args.history, history.night(report))
         print(f"history: night {line} appended to {args.history}")
     return report.exit_code
+
+
+def _write_page_section(args: argparse.Namespace, report: CheckReport) -> str | None:
+    """The verdicts, with links to the queries behind each regression, in the current folder's
+    report.html (harness.results.page.check); the page's path, or None where there is no such folder."""
+    import logging
+
+    from harness.results.page.check import SECTION_ID, section, write_section
+
+    if load_gate.load_only(args.baseline) or load_gate.load_only(args.current) or not report.rows:
+        return None
+    try:
+        baseline = read_results(args.baseline, "baseline", allow_incomplete=True)
+        current = read_results(args.current, "current", allow_incomplete=True)
+        page = write_section(current, section(report, baseline, current, baseline_label=args.baseline))
+    except (InputError, OSError) as e:  # a saved baseline file, a read-only folder: the verdict stands
+        logging.getLogger("harness").warning("report.html not updated: %s", e)
+        return None
+    if page is None:
+        return None
+    if args.format != "json":  # stdout is one JSON document there
+        print(f"page: {page} (#{SECTION_ID})")
+    return f"{page}#{SECTION_ID}"
 
 
 def _write_error(args: argparse.Namespace, message: str) -> None:

@@ -18,7 +18,6 @@ log = logging.getLogger("harness")
 
 def register(sub: argparse._SubParsersAction) -> None:
     from harness.config import StatsConfig
-    from harness.metrics.names import DEFAULT_METRICS
 
     d = StatsConfig()
     p = sub.add_parser(
@@ -30,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN_FILE", help="TREC run files (named after the file stem)")
     p.add_argument("--qrels", required=True, help="TREC qrels (4 columns) or BEIR tsv (query-id corpus-id score)")
     p.add_argument("--baseline", metavar="NAME", help="the run the others are tested against (default: the first)")
-    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
+    p.add_argument("--metrics", default=",".join(defaults.METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--out", metavar="DIR", help="also write a results folder (tables, plots, runs, results.json)")
     p.add_argument("--dataset", help="BEIR folder or 'demo' the runs came from (recorded, for query text in reports)")
     p.add_argument("--split", default=defaults.SPLIT, help="the dataset's split (with --dataset; default test)")
@@ -68,10 +67,9 @@ def _dataset_entry(args: argparse.Namespace, n_queries: int, n_judgments: int) -
 
 def build_results(args: argparse.Namespace):
     """Score the run files with :func:`harness.engine.score` (the scorer ``harness run`` uses), for
-    a :class:`~harness.api.BenchmarkResults` with no efficiency (nothing was timed here)."""
+    a :class:`~harness.results.Results` with no efficiency (nothing was timed here)."""
     from pydantic import ValidationError
 
-    from harness.api import BenchmarkResults
     from harness.cli.evaluate import _run_names
     from harness.config import StatsConfig
     from harness.engine import score
@@ -103,7 +101,7 @@ def build_results(args: argparse.Namespace):
         if baseline not in by_path:
             raise InputError(f"baseline {baseline!r} is not one of the runs ({', '.join(names)})", field="--baseline")
         baseline = by_path[baseline]
-    from harness.engine.integrity import check_stored_run
+    from harness.results.integrity import check_stored_run
 
     for path in args.runs:
         check_stored_run(path, allow_incomplete=args.allow_incomplete)
@@ -146,7 +144,6 @@ def build_results(args: argparse.Namespace):
         seed=args.seed,
         stats=stats.model_dump(),
         manifest=manifest,
-        results_cls=BenchmarkResults,
         judged_only=args.judged_only,
     )
 
@@ -190,7 +187,7 @@ def _paired_queries(qrels: dict, runs: dict, paths: list[str]) -> tuple[dict, di
 
 def run(args: argparse.Namespace) -> int:
     from harness.engine import check_out_dir
-    from harness.report.terminal import print_results
+    from harness.results.terminal import print_results
 
     if args.out:
         check_out_dir(Path(args.out))

@@ -9,12 +9,13 @@ import json
 import sys
 from pathlib import Path
 
+from harness import defaults
 from harness.cli.command import add_allow_incomplete
 from harness.engine import score
 from harness.io.qrels_columnar import read_qrels_columnar
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, check_overlap
-from harness.metrics.names import DEFAULT_METRICS, parse_metrics
+from harness.metrics.names import parse_metrics
 from harness.results import Results
 
 
@@ -28,13 +29,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--run", required=True, action="append", dest="runs", metavar="FILE", help="TREC run file (repeat for several)"
     )
-    p.add_argument("--metrics", default=",".join(DEFAULT_METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
+    p.add_argument("--metrics", default=",".join(defaults.METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
     p.add_argument("--per-query", action="store_true", help="also report every query's values")
     p.add_argument(
         "--judged-only", action="store_true", help="drop unjudged documents from each ranking first (trec_eval -J)"
     )
     p.add_argument("--format", choices=["table", "json", "csv", "markdown"], default="table")
     add_allow_incomplete(p)
+    from harness.cli.judge_tools import add_ppi_arguments
+
+    add_ppi_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -70,11 +74,15 @@ def _compiled_qrels(path: str) -> CompiledQrels:
 def run(args: argparse.Namespace) -> int:
     metrics = parse_metrics(args.metrics)
     qrels = _compiled_qrels(args.qrels)
-    from harness.engine.integrity import check_stored_run
+    from harness.results.integrity import check_stored_run
 
     for path in args.runs:
         check_stored_run(path, allow_incomplete=args.allow_incomplete)
     runs = {name: read_run(path, name=name) for name, path in zip(_run_names(args.runs), args.runs)}
+    if args.auto_qrels:  # prediction-powered intervals: people's judgments (--qrels) and a judge's
+        from harness.cli.judge_tools import print_ppi
+
+        return print_ppi(args, runs, [m.name for m in metrics], fmt=args.format)
     for run, path in zip(runs.values(), args.runs):
         warning = check_overlap(qrels, run, run_label=path, qrels_label=args.qrels)
         if warning:

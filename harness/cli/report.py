@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
 from harness.cli.command import add_allow_incomplete, add_command
+
+if TYPE_CHECKING:
+    from harness.results import Results
 
 log = logging.getLogger("harness")
 
@@ -50,16 +54,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["tag"],
         help="also the table per slice of queries (their tags): counts, CIs, Holm-corrected tests within each slice",
     )
+    p.add_argument("--html", action="store_true", help="(re-)write report.html, the page with the query explorer")
+    p.add_argument("--serve", action="store_true", help="serve the folder's page on 127.0.0.1 (Ctrl-C stops)")
+    p.add_argument("--port", type=int, default=8766, help="with --serve: port on 127.0.0.1 (default 8766; 0: any)")
     add_allow_incomplete(p)
+    from harness.cli.judge_tools import add_ppi_arguments
+
+    add_ppi_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.api import BenchmarkResults as Results
     from harness.errors import InputError
-    from harness.report import write_reports
-    from harness.report.drilldown import attach_folder, drilldown, print_drilldown
-    from harness.report.terminal import make_console, print_results
+    from harness.results import Results
+    from harness.results.drilldown import attach_folder, drilldown, print_drilldown
+    from harness.results.render import write_renderings
+    from harness.results.terminal import make_console, print_results
     from harness.suite import is_suite
 
     if is_suite(args.folder):  # a suite folder: its suite table (docs/suites.md)
@@ -72,25 +82,37 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--docs needs a number of documents >= 0", field="--docs")
     if args.write and args.no_write:
         raise InputError("--write and --no-write contradict each other", field="--write")
-    from harness.engine.integrity import check_results
+    from harness.results.integrity import check_results
 
     results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
+    if args.auto_qrels:  # prediction-powered intervals over the stored runs (docs/judging.md)
+        from harness.cli.judge_tools import report_ppi
+
+        return report_ppi(args, results)
     if args.qrels or args.judged_only:
         from harness.engine.rescore import rescore
 
-        if args.write:
-            raise InputError(
-                "--write re-renders the folder as it was scored; a re-score is printed only", field="--write"
-            )
-        results = rescore(results, args.qrels, judged_only=args.judged_only, results_cls=Results)
+        if args.write or args.html or args.serve:
+            flag = "--write" if args.write else "--html" if args.html else "--serve"
+            raise InputError(f"{flag} renders the folder as it was scored; a re-score is printed only", field=flag)
+        results = rescore(results, args.qrels, judged_only=args.judged_only)
+    if args.serve:
+        return serve_page(results, args.port)
     console = make_console()
+    if args.html and not args.write:
+        from harness.results.page.render import write_report_page
+
+        folder = results.folder
+        images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
+        written = write_report_page(attach_folder(results), folder, images)
+        log.info("wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     if args.write:
         attach_folder(results)
-        written = write_reports(results, results.folder)
+        written = write_renderings(results, results.folder)
         log.info("re-wrote %s in %s", ", ".join(p.name for p in written), results.folder)
     print_results(results, console)
     if args.by == "tag":
-        from harness.report.slices import print_by_tag
+        from harness.results.slices import print_by_tag
 
         print_by_tag(results, console)
     if args.worst is not None:
@@ -98,4 +120,34 @@ def run(args: argparse.Namespace) -> int:
             results, n=args.worst, metric=args.metric, retriever=args.retriever, baseline=args.baseline, docs=args.docs
         )
         print_drilldown(found, metric, baseline, notes, console)
+    return 0
+
+
+def serve_page(results: Results, port: int) -> int:
+    """``--serve``: the folder's page (built now, not read from disk) on 127.0.0.1 until Ctrl-C."""
+    from harness.errors import InputError
+    from harness.results.drilldown import attach_folder
+    from harness.results.page.render import CAPTIONS, PAGE_FILE, read_check_section, render
+    from harness.results.page.serve import make_server
+
+    if not 0 <= port <= 65535:
+        raise InputError("must be 0..65535", field="--port")
+    folder = results.folder
+    images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
+    images += sorted(folder.glob("perquery_*.png"))
+    page = render(
+        attach_folder(results), images=images, captions=CAPTIONS, check_section=read_check_section(folder / PAGE_FILE)
+    )
+    try:
+        server = make_server(page, port)
+    except OSError as e:
+        raise InputError(f"cannot listen on 127.0.0.1:{port} ({e.strerror or e})", field="--port") from None
+    host, bound = server.server_address[:2]
+    print(f"report of {folder} at http://{host}:{bound}/ - Ctrl-C stops", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0

@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 
-from harness.loader import NoAttribute, load
+from harness.imports import NoAttribute, import_target
 from harness.registry import BUILTIN, ENTRY_POINT_GROUP
 
 
@@ -50,7 +50,7 @@ def _plugins() -> dict[str, tuple[str, str]]:
 def describe(target: str) -> tuple[str, bool]:
     """First line of the spec class's docstring, or why it cannot be loaded."""
     try:
-        obj = load(target)
+        obj = import_target(target)
     except ImportError as e:
         return f"not available: {e}", False
     except (NoAttribute, ValueError):

@@ -108,15 +108,15 @@ def run(args: argparse.Namespace) -> int:
                 metrics=metrics,
             )
         except KeyboardInterrupt:
-            from harness.engine.folder import interrupted_note
+            from harness.results.folder import interrupted_note
 
             raise KeyboardInterrupt(interrupted_note(out, sys.argv[1:])) from None
-    from harness.report.terminal import print_results  # after the run: matplotlib & co. not resident during it
+    from harness.results.terminal import print_results  # after the run: matplotlib & co. not resident during it
 
     print_results(results)
     if config.slices == "tag":
-        from harness.report.slices import print_by_tag
-        from harness.report.terminal import make_console
+        from harness.results.slices import print_by_tag
+        from harness.results.terminal import make_console
 
         print_by_tag(results, make_console())
     log.info("results written to %s", results.folder or out)

@@ -7,6 +7,7 @@ config with ``datasets:``, a folder with ``suite.json``), so the one-dataset pat
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -26,9 +27,9 @@ def run_suite_cli(
 ) -> int:
     """``harness run`` of a suite config: every dataset into ``out/<dataset>/``, then the suite."""
     from harness.api import run_config
+    from harness.results.suite_table import print_suite
     from harness.suite import plan_suite, run_suite
     from harness.suite.plan import preflight
-    from harness.suite.render import print_suite
     from harness.suite.run import check_suite_dir
 
     if args.dataset:
@@ -70,8 +71,8 @@ def report_suite(args: argparse.Namespace) -> int:
     """``harness report DIR`` of a suite folder: the suite tables; ``--write`` re-aggregates
     ``suite.json`` from the per-dataset folders and re-writes the suite tables."""
     from harness.results import Results
+    from harness.results.suite_table import print_suite
     from harness.suite import SuiteResults, aggregate
-    from harness.suite.render import print_suite
     from harness.suite.run import write_suite
 
     for flag in ("worst", "by"):
@@ -79,6 +80,17 @@ def report_suite(args: argparse.Namespace) -> int:
             raise InputError(
                 f"--{flag} works on one dataset's folder: harness report DIR/<dataset> --{flag} ...", field=f"--{flag}"
             )
+    qrels, judged_only = getattr(args, "qrels", None), getattr(args, "judged_only", False)
+    if qrels is not None:
+        if not Path(qrels).is_file():
+            raise InputError("judgments not found", path=qrels, field="--qrels")
+        raise InputError(
+            "one qrels file cannot judge several datasets; name a dataset's folder instead: "
+            "harness report DIR/<dataset> --qrels FILE",
+            field="--qrels",
+        )
+    if judged_only and args.write:
+        raise InputError("--write re-renders the suite as it was scored; a re-score is printed only", field="--write")
     suite = SuiteResults.load(args.folder)
     if not suite.complete and not suite.datasets:
         raise InputError(
@@ -94,13 +106,34 @@ def report_suite(args: argparse.Namespace) -> int:
         fresh._folder = suite.folder
         suite = fresh
         log.info("re-wrote suite.json and the suite tables in %s", suite.folder)
+    if judged_only:
+        suite = _rescore_judged_only(suite, allow_incomplete=getattr(args, "allow_incomplete", False))
     print_suite(suite)
     return 0
 
 
+def _rescore_judged_only(suite, *, allow_incomplete: bool):
+    """``harness report SUITE --judged-only``: every dataset's stored runs re-scored with unjudged
+    documents removed (each against its own ``qrels.tsv``), aggregated again; nothing is written."""
+    from harness.engine.rescore import rescore
+    from harness.results import Results
+    from harness.results.integrity import check_results
+    from harness.suite import aggregate
+
+    assert suite.folder is not None
+    per = {}
+    for d in suite.datasets:
+        res = check_results(Results.load(suite.folder / d), allow_incomplete=allow_incomplete)
+        per[d] = rescore(res, judged_only=True)
+    fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete)
+    fresh._folder = suite.folder
+    log.info("re-scored judged-only (trec_eval -J) from each dataset's runs/ and qrels.tsv; nothing written")
+    return fresh
+
+
 def check_suite(args: argparse.Namespace) -> int:
     """``harness check`` of two suite folders: one check per dataset, one verdict and exit code."""
-    from harness.cli.command import gate_tolerances
+    from harness.cli.command import gate_power_options, gate_tolerances
     from harness.gate import outputs
     from harness.suite.check import check_suites, to_junit, to_markdown, to_text
 
@@ -109,6 +142,7 @@ def check_suite(args: argparse.Namespace) -> int:
             "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
         )
     tol = gate_tolerances(args)
+    power = gate_power_options(args, tol)
     metrics = [x.strip() for v in (args.metrics or []) for x in v.split(",") if x.strip()] or None
     retrievers = [x.strip() for v in (args.retrievers or []) for x in v.split(",") if x.strip()] or None
     sc = check_suites(
@@ -121,8 +155,19 @@ def check_suite(args: argparse.Namespace) -> int:
         allow_dataset_change=args.allow_dataset_change,
         test=args.test,
         permutations=args.permutations,
+        **power,
     )
-    sys.stdout.write(to_text(sc))
+    blind = [line for r in sc.reports.values() for line in r.blind]
+    if getattr(args, "require_power", None) is not None and blind:
+        more = f" (and {len(blind) - 1} more blind check(s))" if len(blind) > 1 else ""
+        raise InputError(f"{blind[0]}{more}", field=f"--require-power {args.require_power:g}")
+    if getattr(args, "format", "text") == "json":
+        from harness.gate.render import to_json
+
+        payload = {"exit": sc.exit_code, "datasets": {d: to_json(r) for d, r in sc.reports.items()}}
+        sys.stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(to_text(sc))
     outputs.write(args.summary, to_markdown(sc), "--summary")
     outputs.write(args.junit, to_junit(sc), "--junit")
     return sc.exit_code

@@ -36,15 +36,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.report.terminal import make_console
-    from harness.sweep import check_sweep_folder, load_sweep_config, run_sweep, write_sweep
+    from harness.results.terminal import make_console
+    from harness.sweep import load_sweep_config, run_sweep, validate_sweep_folder, write_sweep
     from harness.sweep.render import print_sweep
     from harness.sweep.spec import DEFAULT_MAX_POINTS
 
     max_points = DEFAULT_MAX_POINTS if args.max_points is None else args.max_points
     config, sweep = load_sweep_config(args.config, max_points=max_points)
     if args.out:
-        check_sweep_folder(args.out)  # fail before the work, not after
+        validate_sweep_folder(args.out)  # fail before the work, not after
     result = run_sweep(
         config,
         sweep,

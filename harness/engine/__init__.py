@@ -6,7 +6,7 @@ from harness.engine.graph import Graph, Node
 from harness.engine.schedule import DEFAULT_TIMEOUT_S, Outcome, Settings, execute
 from harness.engine.score import score
 from harness.engine.session import Session, run_graph
-from harness.engine.store import RunStore, check_out_dir, owned, run_stem
+from harness.results.store import RunStore, check_out_dir, owned, run_stem
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

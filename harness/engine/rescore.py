@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.engine.score import score
-from harness.engine.store import read_runs
 from harness.errors import InputError
 from harness.io.trec import read_qrels
 from harness.metrics.evaluate import check_overlap
 from harness.metrics.names import parse_metrics
 from harness.results import Results
+from harness.results.store import read_runs
 
 log = logging.getLogger("harness")
 
@@ -30,7 +30,6 @@ def rescore(
     qrels: str | os.PathLike[str] | None = None,
     *,
     judged_only: bool = False,
-    results_cls: type[Results] = Results,
 ) -> Results:
     """``results`` scored again from its folder's runs against ``qrels`` (default: the folder's
     own ``qrels.tsv``), with the statistics settings it was made with."""
@@ -73,7 +72,7 @@ def rescore(
     }
     recorded = config.get("stats") if isinstance(config.get("stats"), dict) else {}
     stats = {k: recorded[k] for k in ("bootstrap", "permutations", "alpha") if recorded.get(k) is not None}
-    return score(
+    rescored = score(
         runs,
         judgments,
         metrics,
@@ -84,6 +83,11 @@ def rescore(
         failures=results.failures,
         manifest=manifest,
         query_tags=results.query_tags,
-        results_cls=results_cls,
         judged_only=judged_only,
     )
+    # the header counts the queries scored now: new judgments may judge fewer (or more) queries
+    # than the dataset the folder was run on
+    dataset = dict(rescored.manifest.get("dataset") or {})
+    dataset.update(queries=len(rescored.query_ids), judgments=sum(len(j) for j in judgments.values()))
+    rescored.manifest["dataset"] = dataset
+    return rescored

@@ -3,7 +3,7 @@
 :func:`execute` yields one :class:`Outcome` per node *as it finishes*, so the caller can store each
 run durably before the next node starts: a crash, a kill or a late error then costs at most the
 node in flight. It scores nothing and writes nothing (:func:`harness.engine.score` scores;
-:class:`harness.engine.store.RunStore` writes).
+:class:`harness.results.store.RunStore` writes).
 
 A node's own code runs in a worker thread with a deadline. Anything it raises, ``SystemExit``,
 ``KeyboardInterrupt`` and ``GeneratorExit`` included, fails that node only (and the nodes built on
@@ -23,7 +23,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from harness.efficiency import Cost, measure, time_each
 from harness.engine.graph import Graph, Node
 from harness.errors import HarnessError, RetrieverError, scrub
 from harness.model import GoldenDataset
+from harness.outcome import Outcome
 from harness.protocol import Cancellable, HasParams, ReportsCost, Retriever, Stage
 from harness.run import Run
 from harness.validate import validate_output
@@ -47,24 +48,6 @@ DEFAULT_TIMEOUT_S = defaults.TIMEOUT_S
 #: under the budget (stages are not repeated: a repeat would read their own cache)
 _QPS_REPEATS = 5
 _QPS_BUDGET_S = 1.0
-
-
-@dataclass
-class Outcome:
-    """What one node produced: its run and cost, or the error that stopped it."""
-
-    name: str
-    run: Run | None = None
-    cost: Cost | None = None
-    error: str | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    #: True when the run was read back from a results folder instead of computed (``--resume``)
-    reused: bool = False
-    seconds: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 @dataclass
@@ -241,7 +224,10 @@ def _execute(
     cost.latencies_s = lat
     cost.peak_rss_mb = max(m_index.peak_rss_mb, m_search.peak_rss_mb)
     if isinstance(obj, ReportsCost):
-        cost.extra = dict(obj.efficiency_extra(k))
+        # a step of the row too (ann recall reads a connected store's vectors): its memory counts
+        with measure() as m_extra:
+            cost.extra = dict(obj.efficiency_extra(k))
+        cost.peak_rss_mb = max(cost.peak_rss_mb, m_extra.peak_rss_mb)
     params = dict(obj.params()) if isinstance(obj, HasParams) else {}
     # the component is not kept: its index and model are freed before scoring starts (at 100k x 384
     # a flat index alone is 154 MB that would otherwise sit under every later node and the report)

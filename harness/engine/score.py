@@ -45,15 +45,13 @@ def score(
     manifest: Mapping[str, Any] | None = None,
     query_tags: Mapping[str, Sequence[str]] | None = None,
     complete: bool = True,
-    results_cls: type[Results] = Results,
     judged_only: bool = False,
 ) -> Results:
     """Per-query scores of every metric for every run, their means, and (with ``statistics``)
     bootstrap intervals and paired tests against ``baseline`` (Holm over the whole table).
 
     Runs are scored in the order given. ``efficiency``, ``failures``, ``manifest`` and
-    ``query_tags`` are carried into the results as they are; ``results_cls`` lets a caller get
-    its subclass of :class:`Results` (the API's renders tables) without a copy. ``judged_only``:
+    ``query_tags`` are carried into the results as they are. ``judged_only``:
     trec_eval ``-J`` (:mod:`harness.metrics.judged_only`); each run's ``judged@10`` is recorded
     either way (``Results.judged_at_10``), so a table can show how far its judgments reach.
     """
@@ -80,7 +78,7 @@ def score(
     # the judgments came in (a dataset's order, or a qrels.tsv's)
     order = np.argsort(np.asarray(cq.query_ids, dtype=object), kind="stable")
     query_ids = [cq.query_ids[i] for i in order]
-    res = results_cls(
+    res = Results(
         complete=complete,
         manifest=dict(manifest or {}),
         query_ids=query_ids,

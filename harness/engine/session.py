@@ -5,9 +5,9 @@ script and the CLI give the same numbers.
 
 A session executes each node once (:func:`harness.engine.schedule.execute`), stores each finished
 run as it finishes (:class:`harness.engine.RunStore`, when there is a results folder), then scores
-everything with the one scoring function (:func:`harness.engine.score`). The engine sits below the
-report layer and never imports an adapter, so the entry points hand it what it needs from above:
-the results class they return, the report writer, and an embedder for embedding metrics.
+everything with the one scoring function (:func:`harness.engine.score`). The results it returns
+render and save themselves (:mod:`harness.results`, the layer below); the engine never imports an
+adapter, so the entry points hand it an embedder for embedding metrics.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +26,18 @@ from harness.datasets import load_dataset, load_from_config
 from harness.efficiency import Cost
 from harness.engine.fingerprint import content_fingerprint
 from harness.engine.graph import Graph, Node
-from harness.engine.schedule import Outcome, Settings, execute
+from harness.engine.schedule import Settings, execute
 from harness.engine.score import score
-from harness.engine.store import RunStore
 from harness.errors import InputError
 from harness.manifest import build_manifest
 from harness.metrics.evaluate import CompiledQrels
 from harness.metrics.names import Metric, parse_metrics
 from harness.model import GoldenDataset
+from harness.outcome import Outcome
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, SpecBase
 from harness.results import Results
+from harness.results.store import RunStore
 from harness.validate import check_dataset_usable
 
 log = logging.getLogger("harness")
@@ -48,14 +49,10 @@ __all__ = ["Embedder", "Session", "nodes_from_specs", "recorded_spec", "run_grap
 Embedder = Callable[[Graph, GoldenDataset, Path, bool], Callable[[Sequence[str]], Any]]
 
 
-#: Session fields that are not keywords of :func:`run_graph`
-_POSITIONAL = ("graph", "dataset", "settings", "executor")
-
-
 @dataclass
 class Session:
     """One run of a validated config: what to run (graph, dataset, settings), how to score it, and
-    what the layers above hand the engine (``results_cls``, ``write_reports``, ``embedder``)."""
+    what the layers above hand the engine (``embedder``: document vectors from an adapter)."""
 
     graph: Graph
     dataset: GoldenDataset
@@ -67,8 +64,6 @@ class Session:
     cache_dir: Path
     chunking: dict[str, dict[str, Any]] | None = None
     executor: dict[str, Any] | str | None = None
-    results_cls: type[Results] = Results
-    write_reports: Callable[[Results, Path], Any] | None = None
     embedder: Embedder | None = None
 
     @classmethod
@@ -87,8 +82,7 @@ class Session:
         """The session of ``config`` (validated by :func:`harness.config.parse_config`): ``dataset`` /
         ``split`` override the config's, as the CLI flags do; ``objects`` are nodes for retrievers given
         as Python objects (their config entries are placeholders); ``retrievers`` runs a subset (with
-        what they build on), ``metrics`` scores a subset. ``wiring``: ``results_cls``,
-        ``write_reports``, ``embedder``."""
+        what they build on), ``metrics`` scores a subset. ``wiring``: ``embedder``."""
         objects = dict(objects or {})
         base = Path(config_dir) if config_dir is not None else Path.cwd()
         if dataset is not None:
@@ -144,11 +138,7 @@ class Session:
 
         executor = executor_from_config(self.executor) if self.executor is not None else None
         with use_executor(executor):
-            # every other field is a keyword of run_graph of the same name
-            rest = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _POSITIONAL}
-            return run_graph(
-                self.graph, self.dataset, self.settings, out=out, resume=resume, show_progress=show_progress, **rest
-            )
+            return run_graph(self, out=out, resume=resume, show_progress=show_progress)
 
 
 def nodes_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> list[Node]:
@@ -202,51 +192,85 @@ def _variants(ds: GoldenDataset, chunking: Mapping[str, Mapping[str, Any]] | Non
     return out
 
 
+@dataclass
+class _Run:
+    """One run in progress, the context every step of :func:`run_graph` reads: what to run (the
+    session, one graph per chunking and the config hash of every node) and what has finished."""
+
+    session: Session
+    metrics: list[Metric]
+    #: each chunking's dataset and the graph run on it (rows ``name[chunking]``)
+    parts: list[tuple[_Variant, Graph]]
+    #: every part's nodes in one graph (a pipeline's cost adds up its components')
+    full: Graph
+    variant_of: dict[str, _Variant]
+    hashes: dict[str, str | None]
+    qrels: CompiledQrels
+    manifest: dict[str, Any]
+    tags: dict[str, list[str]]
+    judged_only: bool
+    outcomes: dict[str, Outcome]
+    embed: Any = None
+    #: what the context metrics read (token counts computed once per chunking), when one is asked for
+    context: _ContextSource | None = None
+    #: each finished row's ranking of documents (a chunk ranking collapsed to its parents)
+    doc_runs: dict[str, Any] = field(default_factory=dict)
+
+
 def run_graph(
-    graph: Graph,
-    ds: GoldenDataset,
-    settings: Settings,
-    *,
-    metrics: Sequence[str | Metric],
-    baseline: str | None,
-    stats: Mapping[str, Any],
-    config_record: Mapping[str, Any],
-    cache_dir: Path,
-    out: str | os.PathLike[str] | None = None,
-    resume: bool = False,
-    show_progress: bool = False,
-    chunking: Mapping[str, Mapping[str, Any]] | None = None,
-    results_cls: type[Results] = Results,
-    write_reports: Callable[[Results, Path], Any] | None = None,
-    embedder: Embedder | None = None,
+    session: Session, *, out: str | os.PathLike[str] | None = None, resume: bool = False, show_progress: bool = False
 ) -> Results:
-    """Execute ``graph`` on ``ds`` (once per chunking, rows ``name[chunking]``) and score it; with
-    ``out``, store each run as it finishes.
+    """Execute the session's graph on its dataset (once per chunking, rows ``name[chunking]``) and
+    score it; with ``out``, store each run as it finishes (``resume`` reuses stored runs whose
+    config hash matches).
+
+    Four steps over one context (:class:`_Run`): :func:`_plan` (chunkings, config hashes, the
+    manifest), :func:`_execute` (each node once, each finished run stored at once),
+    :func:`_summarise` (score what finished) and publishing the folder.
 
     With chunkings, retrievers index and search the chunks; their chunk rankings are stored, and
     scored at document level (collapsed to parent documents, first chunk wins) against the
     dataset's judgments, so every chunking is judged on the same qrels. ``chunk_level`` holds the
     same metrics against chunk relevance.
-
-    What the engine may not import is passed in (see :class:`Session`): ``results_cls`` (the results
-    the entry points hand back), ``write_reports`` (the report layer's writer, for a results folder)
-    and ``embedder`` (document vectors for embedding metrics, from an adapter).
     """
-    metrics = parse_metrics(metrics)
+    run = _plan(session, show_progress)
+    store = RunStore(out, resume=resume) if out is not None else None
+    # the harness's own display (third-party bars silenced): on a terminal always unless switched
+    # off; off a terminal (CI logs, a pipe) plain timestamped lines only when asked
+    display = progress.session(sys.stderr, enabled=True if show_progress else None)
+    reporter = display.__enter__()
+    try:
+        if store is not None:
+            store.__enter__()
+        _execute(run, store, reporter, resume=resume)
+        reporter.phase("scoring and statistics")
+        results = _summarise(run, complete=True)
+        if store is not None:
+            _stored(lambda: store.publish(results))
+        return results
+    finally:
+        display.__exit__(None, None, None)
+        if store is not None:
+            store.__exit__(None, None, None)
+
+
+def _plan(session: Session, show_progress: bool) -> _Run:
+    """The run's context: one copy of the graph per chunking, every node's config hash, and the
+    manifest (the config as run)."""
+    s, settings, ds = session, session.settings, session.dataset
+    metrics = parse_metrics(s.metrics)
     record = {
-        **dict(config_record),
+        **dict(s.config_record),
         "depth": settings.depth,
-        "baseline": baseline,
+        "baseline": s.baseline,
         "metrics": [m.name for m in metrics],
         "seed": settings.seed,
         "latency_queries": settings.latency_queries,
         "warmup_queries": settings.warmup_queries,
         "timeout_s": settings.timeout_s,
     }
-    variants = _variants(ds, chunking, cache_dir)
-    parts = [(v, graph.suffixed(v.label) if v.label else graph) for v in variants]
-    full = Graph(n for _, g in parts for n in (g[x] for x in g.order))
-    variant_of = {n: v for v, g in parts for n in g.order}
+    variants = _variants(ds, s.chunking, s.cache_dir)
+    parts = [(v, s.graph.suffixed(v.label) if v.label else s.graph) for v in variants]
     hashes: dict[str, str | None] = {}
     for v, g in parts:
         hashes.update(
@@ -262,102 +286,106 @@ def run_graph(
                 }
             )
         )
-    cq = CompiledQrels(ds.qrels)
-    embed = _embed(embedder, graph, ds, cache_dir, show_progress) if any(m.needs_embeddings for m in metrics) else None
-    tags = {q.id: list(q.metadata.get("tags") or []) for q in ds.queries if isinstance(q.metadata.get("tags"), list)}
+    needs_embeddings = any(m.needs_embeddings for m in metrics)
+    variant_of = {n: v for v, g in parts for n in g.order}
     outcomes: dict[str, Outcome] = {}
-    doc_runs: dict[str, Any] = {}
-    context = _ContextSource(ds, variant_of, outcomes)
-    manifest = build_manifest(
-        dataset=ds,
-        config=record,
-        seed=settings.seed,
-        retrievers={},
-        latency_queries=min(settings.latency_queries, len(ds.queries)),
+    return _Run(
+        session=s,
+        metrics=metrics,
+        parts=parts,
+        full=Graph(n for _, g in parts for n in (g[x] for x in g.order)),
+        variant_of=variant_of,
+        hashes=hashes,
+        qrels=CompiledQrels(ds.qrels),
+        manifest=build_manifest(
+            dataset=ds,
+            config=record,
+            seed=settings.seed,
+            retrievers={},
+            latency_queries=min(settings.latency_queries, len(ds.queries)),
+        ),
+        tags={q.id: list(q.metadata.get("tags") or []) for q in ds.queries if isinstance(q.metadata.get("tags"), list)},
+        judged_only=bool(record.get("judged_only")),
+        outcomes=outcomes,
+        embed=_embed(s.embedder, s.graph, ds, s.cache_dir, show_progress) if needs_embeddings else None,
+        context=_ContextSource(ds, variant_of, outcomes) if any(m.needs_context for m in metrics) else None,
     )
 
-    def summarise(complete: bool) -> Results:
-        ok = [n for n in full.order if n in outcomes and outcomes[n].ok]
-        manifest["retrievers"] = {
-            n: {
-                "spec": full[n].spec,
-                "inputs": full[n].inputs,
-                "params": outcomes[n].params,
-                "status": "ok" if outcomes[n].ok else "failed",
-                "config_hash": hashes[n],
-                "reused": outcomes[n].reused,
-                **({"chunking": variant_of[n].label} if variant_of[n].label else {}),
-            }
-            for n in full.order
-            if n in outcomes
-        }
-        res = score(
-            {n: doc_runs[n] for n in ok},
-            cq,
-            metrics,
-            baseline=baseline if (complete and baseline in outcomes) else None,
-            seed=settings.seed,
-            stats=stats,
-            statistics=complete,
-            embed=embed,
-            context=context if any(m.needs_context for m in metrics) else None,
-            efficiency=_efficiency(full, outcomes, len(ds.queries)),
-            failures={n: o.error for n, o in outcomes.items() if o.error},
-            manifest=manifest,
-            query_tags=tags,
-            complete=complete,
-            results_cls=results_cls,
-            judged_only=bool(record.get("judged_only")),
-        )
-        if "_costs" in type(res).__private_attributes__:  # what .save() stores with each run
-            res._costs = {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None}  # type: ignore[attr-defined]
-        if complete and chunking:
-            judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
-            for n in ok:
-                v = variant_of[n]
-                chunk_qrels = v.dataset.qrels
-                if judged and chunk_qrels:
-                    res.chunk_level[n] = score({n: outcomes[n].run}, chunk_qrels, judged, statistics=False).summary[n]
-        return res
 
-    store = RunStore(out, resume=resume) if out is not None else None
-    # the harness's own display (third-party bars silenced): on a terminal always unless switched
-    # off; off a terminal (CI logs, a pipe) plain timestamped lines only when asked
-    session = progress.session(sys.stderr, enabled=True if show_progress else None)
-    reporter = session.__enter__()
-    try:
-        if store is not None:
-            store.__enter__()
-        reuse = store.stored(hashes) if (store is not None and resume) else {}
-        before, total = 0, sum(len(g) for _, g in parts)
-        for v, g in parts:
-            # one numbering over every chunking's graph: [3/6], not [1/2] twice
-            numbered = progress.Numbered(reporter, before, total)
-            before += len(g)
-            with progress.use(numbered, quiet=False):
-                for outcome in execute(g, v.dataset, settings, reuse={n: o for n, o in reuse.items() if n in g}):
-                    outcomes[outcome.name] = outcome
-                    if outcome.ok:
-                        doc_runs[outcome.name] = _document_run(outcome.run, v, ds)
-                    if store is not None:
-                        node = full[outcome.name]
-                        if not (outcome.reused and store.holds(outcome.name, hashes[outcome.name])):
-                            _stored(
-                                lambda o=outcome, n=node: store.save(
-                                    o, config_hash=hashes[o.name], spec=n.spec, inputs=n.inputs
-                                )
-                            )
-                        partial = summarise(complete=False)
-                        _stored(lambda p=partial: store.write_results(p, ds.qrels))
-        reporter.phase("scoring and statistics")
-        results = summarise(complete=True)
-        if store is not None:
-            _stored(lambda: store.publish(results, lambda d: write_reports(results, d) if write_reports else None))
-        return results
-    finally:
-        session.__exit__(None, None, None)
-        if store is not None:
-            store.__exit__(None, None, None)
+def _execute(run: _Run, store: RunStore | None, reporter: Any, *, resume: bool) -> None:
+    """Each node once, chunking by chunking; with a store, each finished run is stored at once and
+    the folder's summary brought up to date (``complete: false``) before the next node starts."""
+    ds = run.session.dataset
+    reuse = store.stored(run.hashes) if (store is not None and resume) else {}
+    settings = run.session.settings
+    before, total = 0, sum(len(g) for _, g in run.parts)
+    for v, g in run.parts:
+        # one numbering over every chunking's graph: [3/6], not [1/2] twice
+        numbered = progress.Numbered(reporter, before, total)
+        before += len(g)
+        with progress.use(numbered, quiet=False):
+            for outcome in execute(g, v.dataset, settings, reuse={n: o for n, o in reuse.items() if n in g}):
+                run.outcomes[outcome.name] = outcome
+                if outcome.ok:
+                    run.doc_runs[outcome.name] = _document_run(outcome.run, v, ds)
+                if store is not None:
+                    _store(run, store, outcome)
+
+
+def _store(run: _Run, store: RunStore, outcome: Outcome) -> None:
+    """One finished node into the results folder (unless ``--resume`` found it there), then the
+    summary of everything stored so far."""
+    node = run.full[outcome.name]
+    if not (outcome.reused and store.holds(outcome.name, run.hashes[outcome.name])):
+        _stored(lambda: store.save(outcome, config_hash=run.hashes[outcome.name], spec=node.spec, inputs=node.inputs))
+    partial = _summarise(run, complete=False)
+    _stored(lambda: store.write_results(partial, run.session.dataset.qrels))
+
+
+def _summarise(run: _Run, *, complete: bool) -> Results:
+    """Score every finished row (statistics only once ``complete``), with the manifest's record of
+    each node and, for chunked rows, their chunk-level metrics."""
+    s, outcomes, full, metrics = run.session, run.outcomes, run.full, run.metrics
+    ok = [n for n in full.order if n in outcomes and outcomes[n].ok]
+    run.manifest["retrievers"] = {
+        n: {
+            "spec": full[n].spec,
+            "inputs": full[n].inputs,
+            "params": outcomes[n].params,
+            "status": "ok" if outcomes[n].ok else "failed",
+            "config_hash": run.hashes[n],
+            "reused": outcomes[n].reused,
+            **({"chunking": run.variant_of[n].label} if run.variant_of[n].label else {}),
+        }
+        for n in full.order
+        if n in outcomes
+    }
+    res = score(
+        {n: run.doc_runs[n] for n in ok},
+        run.qrels,
+        metrics,
+        baseline=s.baseline if (complete and s.baseline in outcomes) else None,
+        seed=s.settings.seed,
+        stats=s.stats,
+        statistics=complete,
+        embed=run.embed,
+        context=run.context,
+        efficiency=_efficiency(full, outcomes, len(s.dataset.queries)),
+        failures={n: o.error for n, o in outcomes.items() if o.error},
+        manifest=run.manifest,
+        query_tags=run.tags,
+        complete=complete,
+        judged_only=run.judged_only,
+    )
+    # what .save() stores with each run
+    res.attach(res.runs, res.qrels, {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None})
+    if complete and s.chunking:
+        judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
+        for n in ok:
+            chunk_qrels = run.variant_of[n].dataset.qrels
+            if judged and chunk_qrels:
+                res.chunk_level[n] = score({n: outcomes[n].run}, chunk_qrels, judged, statistics=False).summary[n]
+    return res
 
 
 def _document_run(run: Any, variant: _Variant, ds: GoldenDataset) -> Any:

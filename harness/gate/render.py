@@ -31,9 +31,31 @@ def _provenance(info: Mapping[str, Any]) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def _ni(report: CheckReport) -> bool:
+    return any(r.rule == "non_inferiority" for r in report.rows)
+
+
+def _power_cells(report: CheckReport, r) -> list[str]:
+    """``mde`` (the drop detectable at the report's power) and, under non-inferiority, ``bound``."""
+    cells = [_f(r.mde)]
+    if _ni(report):
+        cells.append(_f(r.bound, signed=True) if r.rule == "non_inferiority" else "")
+    return cells
+
+
+def _power_header(report: CheckReport) -> list[str]:
+    return [f"mde@{report.power_target:.0%}"] + (["bound"] if _ni(report) else [])
+
+
+def power_lines(report: CheckReport) -> list[str]:
+    """The blind lines, then the notes on where the variance came from (text and markdown print them)."""
+    return [*report.blind, *report.power_notes]
+
+
 def to_text(report: CheckReport) -> str:
     """A plain aligned table (CI logs are not terminals)."""
     header = ["verdict", "retriever", "metric", "baseline", "current", "delta", "p-value", "tol", "queries"]
+    header += _power_header(report)
     body = [
         [
             r.verdict.replace("_", " ").upper() if r.failing else r.verdict.replace("_", " "),
@@ -45,11 +67,12 @@ def to_text(report: CheckReport) -> str:
             fmt_p(r.p_value),
             f"{r.tolerance:g}",
             str(r.queries),
+            *_power_cells(report, r),
         ]
         for r in report.sorted_rows()
     ]
     widths = [max(len(x) for x in col) for col in zip(header, *body)]
-    right = {3, 4, 5, 6, 7, 8}
+    right = set(range(3, len(header)))
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
@@ -58,28 +81,40 @@ def to_text(report: CheckReport) -> str:
     lines += [line(header), line(["-" * w for w in widths]), *map(line, body), ""]
     lines += [f"{'FAILURE' if bad else 'note'}: {text}" for text, bad in report.row_notes()]
     lines += [f"FAILURE: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
+    lines += power_lines(report)
     lines += [report.rule(), report.headline()]
     return "\n".join(lines) + "\n"
 
 
-def to_markdown(report: CheckReport) -> str:
-    """A CI job summary: headline, what was compared, the table with failures first."""
+def to_markdown(report: CheckReport, page: str | None = None) -> str:
+    """A CI job summary: headline, what was compared, the table with failures first; ``page``
+    names the current folder's report.html that ``harness check`` wrote its section into."""
     mark = "❌" if report.failed else "✅"
     out = [f"## {mark} harness check: {report.headline()}", ""]
     out.append(f"- baseline: `{report.baseline}`{_provenance(report.baseline_info)}")
     out.append(f"- current: `{report.current}`{_provenance(report.current_info)}")
     out.append(f"- {report.dataset_line()}")
     out.append(f"- {report.rule()}")
+    if page:
+        out.append(f"- page: `{page}` (section \"Against the baseline folder\": the queries behind each regression)")
     out += [f"- **FAILURE**: {_md(p)}" for p in report.problems]
     out += [f"- {'**FAILURE**' if bad else 'note'}: {_md(text)}" for text, bad in report.row_notes()]
     out += [f"- note: {_md(n)}" for n in report.notes]
-    out += ["", "| verdict | retriever | metric | baseline | current | delta | p-value | tolerance | queries |"]
-    out.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    out += [f"- {_md(n)}" for n in power_lines(report)]
+    extra = _power_header(report)
+    out += [
+        "",
+        "| verdict | retriever | metric | baseline | current | delta | p-value | tolerance | queries | "
+        + " | ".join(extra)
+        + " |",
+    ]
+    out.append("|---|---|---|---:|---:|---:|---:|---:|---:|" + "---:|" * len(extra))
     for r in report.sorted_rows():
         verdict = r.verdict.replace("_", " ")
         verdict = f"**{verdict.upper()}**" if r.failing else verdict
         cells = [verdict, _md(r.retriever), _md(r.metric), _f(r.baseline), _f(r.current)]
         cells += [_f(r.delta, signed=True), fmt_p(r.p_value), f"{r.tolerance:g}", str(r.queries)]
+        cells += _power_cells(report, r)
         out.append("| " + " | ".join(cells) + " |")
     out += ["", MARKER]
     return "\n".join(out) + "\n"
@@ -88,3 +123,46 @@ def to_markdown(report: CheckReport) -> str:
 def error_markdown(message: str) -> str:
     """The summary of a check that could not run (bad input), so a CI page says what went wrong."""
     return f"## ❌ harness check: ERROR\n\n`error: {message}`\n\n{MARKER}\n"
+
+
+def to_json(report: CheckReport, exit_code: int | None = None) -> dict[str, Any]:
+    """``harness check --format json``: per retriever x metric ``delta``, ``p``, ``mde``, ``bound`` (under
+    non-inferiority) and ``verdict`` with what they rest on, the blind lines, and the overall ``exit``."""
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in report.rows:
+        entry: dict[str, Any] = {
+            "verdict": r.verdict,
+            "rule": r.rule,
+            "baseline": r.baseline,
+            "current": r.current,
+            "delta": r.delta,
+            "p": r.p_value,
+            "tolerance": r.tolerance,
+            "queries": r.queries,
+            "mde": r.mde,
+            "sd_diff": r.sd_diff,
+            "sd_used": r.sd_used,
+            "sd_source": r.sd_source,
+        }
+        if r.rule == "non_inferiority":
+            entry.update(bound=r.bound, margin=r.margin)
+        if r.queries_needed is not None:
+            entry["queries_needed"] = r.queries_needed
+        if r.note:
+            entry["note"] = r.note
+        results.setdefault(r.retriever, {})[r.metric] = entry
+    return {
+        "exit": report.exit_code if exit_code is None else exit_code,
+        "headline": report.headline(),
+        "baseline": report.baseline,
+        "current": report.current,
+        "alpha": report.alpha,
+        "test": report.test_description,
+        "power": report.power_target,
+        "ni_alpha": report.ni_alpha if report.non_inferiority else None,
+        "non_inferiority": report.non_inferiority,
+        "dataset": report.dataset.model_dump(),
+        "results": results,
+        "blind": report.blind,
+        "notes": [*report.problems, *report.notes, *report.power_notes],
+    }

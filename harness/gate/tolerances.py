@@ -74,6 +74,7 @@ class Tolerances(BaseModel):
     metrics: {ndcg@10: 0.005}  # per metric
     retrievers:                # per retriever (its own `default` too)
       bm25: {default: 0.02, recall@100: 0.03}
+    non_inferiority: {ndcg@10: 0.02}  # optional: these metrics must show they are no worse than -margin
     ```
     """
 
@@ -83,8 +84,10 @@ class Tolerances(BaseModel):
     alpha: Finite | None = Field(None, gt=0, lt=1)
     metrics: dict[str, Finite] = Field(default_factory=dict)
     retrievers: dict[str, dict[str, Finite]] = Field(default_factory=dict)
+    #: per metric, a non-inferiority margin: replaces the regression rule for it (harness.gate.power)
+    non_inferiority: dict[str, Finite] = Field(default_factory=dict)
 
-    @field_validator("metrics")
+    @field_validator("metrics", "non_inferiority")
     @classmethod
     def _metrics(cls, v: dict[str, float]) -> dict[str, float]:
         return {_strict_metric(k): _non_negative(k, t) for k, t in v.items()}
@@ -141,5 +144,5 @@ class Tolerances(BaseModel):
             err = e.errors()[0]
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                msg = "unknown key (valid keys: default, alpha, metrics, retrievers)"
+                msg = "unknown key (valid keys: default, alpha, metrics, retrievers, non_inferiority)"
             raise InputError(msg, path=p, field=".".join(str(x) for x in err["loc"])) from None

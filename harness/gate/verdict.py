@@ -21,14 +21,15 @@ from pydantic import BaseModel, Field
 
 from harness import defaults
 from harness.errors import InputError
+from harness.gate import power as power_gate
 from harness.gate._scores import Scores
-from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, metric_key
+from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, check_tolerance, metric_key
 from harness.results import Results
 from harness.stats.tests import randomization_tests, t_test
 
-Verdict = Literal["regression", "failed", "missing", "not_significant", "improved", "new", "ok"]
-#: verdicts that fail the check
-FAILING: frozenset[str] = frozenset({"regression", "failed", "missing"})
+Verdict = Literal["regression", "inferior", "failed", "missing", "not_significant", "improved", "new", "ok"]
+#: verdicts that fail the check (``inferior``: non-inferiority not shown, :mod:`harness.gate.power`)
+FAILING: frozenset[str] = frozenset({"regression", "inferior", "failed", "missing"})
 #: display order: what needs a look first
 ORDER: dict[str, int] = {v: i for i, v in enumerate(Verdict.__args__)}  # type: ignore[attr-defined]
 TESTS = {
@@ -52,6 +53,19 @@ class CheckRow(BaseModel):
     tolerance: float = 0.0
     queries: int = 0
     note: str = ""
+    #: ``regression`` (tolerance and test) or ``non_inferiority`` (lower bound above -margin)
+    rule: str = "regression"
+    margin: float | None = None
+    #: one-sided lower confidence bound of the mean difference (non-inferiority only)
+    bound: float | None = None
+    #: power (harness.gate.power): observed sd of the differences, the sd used and which it is
+    sd_diff: float | None = None
+    sd_used: float | None = None
+    sd_source: str | None = None
+    #: the drop the check detects at the report's power target on these queries
+    mde: float | None = None
+    #: queries the tolerance needs (blind rows only)
+    queries_needed: int | None = None
 
     @property
     def failing(self) -> bool:
@@ -63,6 +77,13 @@ class CheckRow(BaseModel):
         if self.baseline is None or self.current is None or self.delta is None:
             return f"{what}: {self.verdict}" + (f" ({self.note})" if self.note else "")
         p = "no per-query scores, tolerance only" if self.p_value is None else f"p = {fmt_p(self.p_value)}"
+        if self.rule == "non_inferiority":
+            bound = "none" if self.bound is None else f"{self.bound:+.4f}"
+            return (
+                f"{what}: {self.verdict.replace('_', ' ')}: {self.baseline:.4f} -> {self.current:.4f} "
+                f"({self.delta:+.4f}; non-inferiority: lower bound {bound} vs margin -{self.margin:g}; {p}; "
+                f"{self.queries} queries)"
+            )
         return (
             f"{what}: {self.verdict.replace('_', ' ')}: {self.baseline:.4f} -> {self.current:.4f} "
             f"({self.delta:+.4f}; tolerance {self.tolerance:g}; {p}, alpha {alpha:g}; {self.queries} queries)"
@@ -103,6 +124,15 @@ class CheckReport(BaseModel):
     current_summary: dict[str, dict[str, float]] = Field(default_factory=dict)
     #: the baseline's means, for the history
     baseline_summary: dict[str, dict[str, float]] = Field(default_factory=dict)
+    #: non-inferiority margins per metric (canonical names), their one-sided alpha
+    non_inferiority: dict[str, float] = Field(default_factory=dict)
+    ni_alpha: float = DEFAULT_ALPHA
+    #: the power the mde and the blind lines are computed at
+    power_target: float = 0.8
+    #: one line per gated metric whose detectable drop is larger than its tolerance
+    blind: list[str] = Field(default_factory=list)
+    #: where the variance came from, non-inferiority's chance of passing
+    power_notes: list[str] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -136,7 +166,7 @@ class CheckReport(BaseModel):
     def headline(self) -> str:
         c = self.counts()
         parts = [f"{c['regression']} regression{'s' * (c['regression'] != 1)}"]
-        parts += [f"{c[v]} {v}" for v in ("failed", "missing") if c[v]]
+        parts += [f"{c[v]} {v}" for v in ("inferior", "failed", "missing") if c[v]]
         if self.problems:
             parts.append("dataset changed")
         checked = sum(c[v] for v in ORDER if v != "new")
@@ -147,10 +177,18 @@ class CheckReport(BaseModel):
         )
 
     def rule(self) -> str:
-        return (
+        text = (
             f"regression = a drop of more than the tolerance that is also significant: {self.test_description}, "
             f"p < {self.alpha:g}, on the per-query scores of the queries both results scored"
         )
+        if self.non_inferiority:
+            margins = ", ".join(f"{m} {v:g}" for m, v in self.non_inferiority.items())
+            text += (
+                f"; non-inferiority ({margins}) replaces it for those metrics: pass only when the one-sided "
+                f"{1 - self.ni_alpha:.1%} lower bound of the mean paired difference (Student t, n - 1 df) is above "
+                "-margin"
+            )
+        return text
 
     def dataset_line(self) -> str:
         d = self.dataset
@@ -183,8 +221,15 @@ def check(
     seed: int = defaults.SEED,
     baseline_label: str = "baseline",
     current_label: str = "current",
+    non_inferiority: float | None = None,
+    ni_alpha: float = DEFAULT_ALPHA,
+    power: float = 0.8,
 ) -> CheckReport:
     """Compare ``current`` with ``baseline`` per retriever x metric (see the module doc).
+
+    ``non_inferiority`` (a margin for every checked metric; else the tolerances' ``non_inferiority``
+    entries) replaces the regression rule by non-inferiority at one-sided ``ni_alpha``; every compared
+    row also gets the drop it can detect at ``power`` (:mod:`harness.gate.power`).
 
     Raises :class:`InputError` (exit 2) for input that cannot be checked: a non-finite score or
     tolerance, a baseline without scores, a retriever or metric asked for that the baseline lacks,
@@ -195,6 +240,10 @@ def check(
     if isinstance(permutations, bool) or not isinstance(permutations, int) or permutations < 1:
         raise InputError(f"must be an integer >= 1, got {permutations!r}", field="permutations")
     tol = Tolerances.coerce(tolerances)
+    check_alpha(ni_alpha, "ni_alpha")
+    check_alpha(power, "power")
+    if non_inferiority is not None:
+        check_tolerance(non_inferiority, "non_inferiority")
     alpha = check_alpha(alpha if alpha is not None else (tol.alpha if tol.alpha is not None else DEFAULT_ALPHA))
     base = baseline if isinstance(baseline, Scores) else Scores.of(baseline, "baseline", baseline_label)
     cur = current if isinstance(current, Scores) else Scores.of(current, "current", current_label)
@@ -236,6 +285,8 @@ def check(
 
     if retrievers is None:
         report.rows += _new_rows(base, cur, wanted if metrics is not None else None, tol)
+    margins = power_gate.margins_for(wanted, non_inferiority, tol.non_inferiority)
+    power_gate.add_power(report, base, cur, margins=margins, ni_alpha=ni_alpha, target=power)
     unknown = sorted(set(tol.retrievers) - set(base.summary) - set(cur.summary))
     if unknown:
         report.notes.append(f"tolerances name retrievers in neither result: {', '.join(unknown)}")

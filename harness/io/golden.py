@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from harness import defaults
 from harness.errors import DATA_WARNING, InputError
 from harness.io import jsontext
+from harness.io.grades import GradeError, parse_grade
 from harness.io.tabular import Row, check_id, read_rows
 from harness.io.tags import parse_tags
 from harness.model import GoldenDataset, Query
@@ -149,15 +150,12 @@ def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
         raw = raw.item()  # a numpy scalar from Parquet
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         raise bad()
-    if isinstance(raw, str):
-        text = raw.strip()
-        if _is_int(text):
-            raw = int(text)
-        else:
-            try:
-                raw = float(text) if text.isascii() else math.nan
-            except ValueError:
-                raise bad() from None
+    if isinstance(raw, str):  # text: the one grade parser (harness/io/grades.py), as qrels and pools
+        try:
+            raw = parse_grade(raw.strip())
+        except GradeError as e:
+            why = "is out of range (a 64-bit integer)" if "out of range" in str(e) else "must be an integer"
+            raise bad(why) from None
     if isinstance(raw, float):
         if not math.isfinite(raw) or raw != int(raw):
             raise bad()
@@ -167,8 +165,9 @@ def _grade(raw: Any, row: Row, column: str, doc: str) -> int:
     return raw
 
 
-def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
-    """``{doc_id: grade}`` from a list, a grade map, or ``a;b:2`` text."""
+def _relevant(value: Any, row: Row, column: str, *, allow_empty: bool = False) -> dict[str, int]:
+    """``{doc_id: grade}`` from a list, a grade map, or ``a;b:2`` text (``allow_empty``: an empty list
+    or map is ``{}``, not an error)."""
     if _missing(value):
         return {}
     if isinstance(value, str):
@@ -188,6 +187,8 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
             return out
     if isinstance(value, dict):
         if not value:
+            if allow_empty:
+                return {}
             raise _empty(row, column)
         return {check_id(str(k), row, column): _grade(v, row, column, str(k)) for k, v in value.items()}
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
@@ -211,7 +212,7 @@ def _relevant(value: Any, row: Row, column: str) -> dict[str, int]:
                     line=row.line,
                     field=column,
                 )
-        if not out:
+        if not out and not allow_empty:
             raise _empty(row, column)
         return out
     raise InputError(
@@ -245,8 +246,12 @@ def read_golden(
     fmt: str | None = None,
     split: str | None = None,
     judge_by: JudgeBy = "auto",
+    keep_unjudged: bool = False,
 ) -> GoldenRows:
-    """Read a golden set: its queries and id judgments (answer rows carry ``keywords``)."""
+    """Read a golden set: its queries and id judgments (answer rows carry ``keywords``).
+
+    ``keep_unjudged``: a row with empty judgments (no relevant ids, no answers) is kept as a query
+    without judgments instead of refused: ``harness inspect`` lists such rows, a run refuses them."""
     p = Path(path).expanduser()
     columns, rows = read_rows(p, "golden set", fmt=fmt, split=split)
     q_col = _pick(columns, _QUESTION)
@@ -298,8 +303,8 @@ def read_golden(
                 line=row.line,
                 field=id_col or "id",
             )
-        relevant = _relevant(cells.get(rel_col), row, rel_col) if rel_col else {}
-        has_rel = rel_col is not None and not _missing(cells.get(rel_col))
+        relevant = _relevant(cells.get(rel_col), row, rel_col, allow_empty=keep_unjudged) if rel_col else {}
+        has_rel = rel_col is not None and not _missing(cells.get(rel_col)) and (bool(relevant) or not keep_unjudged)
         answers: list[str] = []
         for c in ans_cols:
             answers += _as_text_list(cells.get(c), row, c, split_text=c in _ANSWER_LISTS)
@@ -330,7 +335,7 @@ def read_golden(
                     line=row.line,
                     field=ans_cols[0] if ans_cols else "answers",
                 )
-        if not has_rel and not answers:
+        if not has_rel and not answers and not keep_unjudged:
             raise InputError(
                 "row has neither relevant_ids nor answers: it could never score", path=row.path, line=row.line
             )
@@ -383,6 +388,7 @@ def assemble_golden(
     judge_by: str = "auto",
     corpus_format: str | None = None,
     golden_format: str | None = None,
+    keep_unjudged: bool = False,
 ) -> GoldenDataset:
     """A corpus and a golden set given separately, in the shapes RAG teams hold them (see
     this module and :mod:`harness.io.corpus`), as one :class:`GoldenDataset`.
@@ -400,7 +406,13 @@ def assemble_golden(
     gpath = Path(golden).expanduser()
     cpath = Path(corpus).expanduser()
     docs = read_any_corpus(cpath, fmt=corpus_format)
-    rows = read_golden(gpath, fmt=golden_format, split=split, judge_by=judge_by)  # type: ignore[arg-type]
+    rows = read_golden(
+        gpath,
+        fmt=golden_format,
+        split=split,
+        judge_by=judge_by,  # type: ignore[arg-type]
+        keep_unjudged=keep_unjudged,
+    )
     known = {d.id for d in docs}
     unknown = sorted({d for judged in rows.qrels.values() for d in judged if d not in known})
     if unknown and len(unknown) == len({d for judged in rows.qrels.values() for d in judged}):
@@ -435,10 +447,15 @@ def assemble_golden(
 
 
 def resolve_dataset_section(
-    section: Any, base_dir: str | os.PathLike[str] | None, load_path: Callable[..., GoldenDataset]
+    section: Any,
+    base_dir: str | os.PathLike[str] | None,
+    load_path: Callable[..., GoldenDataset],
+    *,
+    keep_unjudged: bool = False,
 ) -> GoldenDataset:
     """A config's ``dataset:`` value as a dataset. ``load_path(path, split, name=...)`` loads the
-    single-path forms (``demo``, BEIR, ``irds:``); relative paths are resolved against ``base_dir``."""
+    single-path forms (``demo``, BEIR, ``irds:``); relative paths are resolved against ``base_dir``.
+    ``keep_unjudged``: see :func:`read_golden`."""
     base = Path(base_dir) if base_dir is not None else Path.cwd()
 
     def resolve(value: Any, key: str) -> str:
@@ -476,6 +493,7 @@ def resolve_dataset_section(
             judge_by=section.get("judge_by") or "auto",
             corpus_format=section.get("corpus_format"),
             golden_format=section.get("golden_format"),
+            keep_unjudged=keep_unjudged,
         )
     for key in ("judge_by", "corpus_format", "golden_format"):
         if section.get(key) not in (None, "auto"):

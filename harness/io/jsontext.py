@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from harness.errors import InputError
@@ -27,14 +28,16 @@ def loads(
     field: str | None = None,
     what: str = "JSON",
     invalid: str | None = None,
+    parse_float: Callable[[str], Any] | None = None,
 ) -> Any:
     """``json.loads(text)``; errors as ``FILE:LINE: field: invalid JSON (... at column N)``.
 
     ``line`` is the line ``text`` starts on (a JSONL line); for a whole file leave it None and the
     error gives the line inside the file. ``invalid`` replaces the words before a syntax error's
-    position (default ``invalid JSON``)."""
+    position (default ``invalid JSON``). ``parse_float``: as :func:`json.loads` (``str`` keeps a
+    number's literal text, for a reader that must see ``1e1`` as written)."""
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, parse_float=parse_float)
     except json.JSONDecodeError as e:
         where = f"at column {e.colno}" if line is not None else f"at line {e.lineno}, column {e.colno}"
         raise InputError(

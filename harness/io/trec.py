@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.errors import DATA_WARNING, InputError
 from harness.io import atomic
+from harness.io.grades import GradeError, is_grade_text, parse_grade
 from harness.io.lines import iter_lines
 from harness.io.trec_columnar import read_run_columnar, worth_it
 from harness.model import Qrels
@@ -31,34 +32,20 @@ from harness.run import Run
 
 log = logging.getLogger("harness")
 
-#: A plain ASCII integer, optionally written with a zero fraction (``2.0``, as some exports do).
-_INT = re.compile(r"[+-]?[0-9]+(?:\.0*)?\Z")
 #: A plain ASCII decimal number (``float()`` would also take ``1_0``, ``٣.٥``, `` nan`` and ``infinity``).
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _grade(token: str, path: Path, lineno: int) -> int:
-    if not _INT.match(token):
-        hint = ""
-        if any(c.isdigit() for c in token) and not token.isascii():
-            hint = " (non-ASCII digits are not accepted)"
-        elif "_" in token:
-            hint = " (no '_' separators)"
-        raise InputError(
-            f"relevance grade {token!r:.40} is not an integer{hint}", path=path, line=lineno, field="grade"
-        )
-    value = int(token.partition(".")[0])
-    if not INT64_MIN <= value <= INT64_MAX:
-        raise InputError(
-            f"relevance grade {token:.40} is out of range (a 64-bit integer)", path=path, line=lineno, field="grade"
-        )
-    return value
+    try:
+        return parse_grade(token)
+    except GradeError as e:
+        raise InputError(f"relevance grade {e}", path=path, line=lineno, field="grade") from None
 
 
 def _qrels_shape(line: str) -> bool:
     parts = line.split()
-    return len(parts) in (3, 4) and bool(_INT.match(parts[-1]))
+    return len(parts) in (3, 4) and is_grade_text(parts[-1])
 
 
 def _run_shape(line: str) -> bool:

@@ -1,15 +1,19 @@
-"""YAML from a user's file with its nesting bounded, as :mod:`harness.io.jsontext` bounds JSON.
+"""The one YAML reader: a user's file with its nesting bounded, as :mod:`harness.io.jsontext`
+bounds JSON, alias bombs and duplicate keys refused (configs, tolerances: every YAML the harness reads).
 
 PyYAML composes and constructs recursively: a document nested a few hundred levels deep raises
 ``RecursionError`` from deep inside the parser. :func:`node_depth` measures a composed document
 without recursion, so a reader can refuse one deeper than :data:`MAX_YAML_DEPTH` with its file, and
-:func:`safe_load` is ``yaml.safe_load`` with that bound and located errors.
+:func:`safe_load` is ``yaml.safe_load`` with that bound, the alias bound, one value per key and
+located errors.
 """
 
 from __future__ import annotations
 
 import os
 from typing import Any
+
+import yaml
 
 from harness.errors import InputError
 from harness.io.jsontext import MAX_JSON_DEPTH
@@ -21,10 +25,32 @@ MAX_YAML_DEPTH = MAX_JSON_DEPTH
 MAX_YAML_VALUES = 100_000
 
 
+class StrictLoader(yaml.SafeLoader):
+    """``safe_load`` that refuses duplicate keys (naming both lines) instead of keeping the last."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[tuple[str, str], int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = (key_node.tag, key_node.value)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key_node.value!r} on lines {seen[key]} and {line} (a YAML mapping "
+                        "keeps only one: remove or rename one of them)",
+                        key_node.start_mark,
+                    )
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def expanded_size(root: Any, cap: int = MAX_YAML_VALUES) -> int:
     """How many nodes the document has with every alias expanded, counted without expanding (each
     node's size memoised), stopping past ``cap``."""
-    import yaml
 
     sizes: dict[int, int] = {}
     stack: list[tuple[Any, bool]] = [(root, False)]
@@ -50,7 +76,6 @@ def expanded_size(root: Any, cap: int = MAX_YAML_VALUES) -> int:
 def node_depth(root: Any) -> int:
     """How deep a composed YAML node's sequences and mappings nest (a scalar is 0), iteratively;
     an alias is one node, measured once."""
-    import yaml
 
     deepest = 0
     seen: set[int] = set()
@@ -79,11 +104,10 @@ def too_deep(path: str | os.PathLike[str] | None = None) -> InputError:
 
 
 def safe_load(text: str, *, path: str | os.PathLike[str] | None = None) -> Any:
-    """``yaml.safe_load(text)`` refusing nesting past :data:`MAX_YAML_DEPTH`; errors name ``path``
-    and the line."""
-    import yaml
-
-    loader = yaml.SafeLoader(text)
+    """``yaml.safe_load(text)`` refusing nesting past :data:`MAX_YAML_DEPTH`, more than
+    :data:`MAX_YAML_VALUES` values through aliases and a key given twice; errors name ``path`` and
+    the line."""
+    loader = StrictLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -92,7 +116,9 @@ def safe_load(text: str, *, path: str | os.PathLike[str] | None = None) -> Any:
             raise too_deep(path)
         if expanded_size(node) > MAX_YAML_VALUES:
             raise InputError(
-                f"the YAML expands to more than {MAX_YAML_VALUES:,} values through aliases (&anchor/*alias)", path=path
+                f"the YAML expands to more than {MAX_YAML_VALUES:,} values through aliases (&anchor/*alias); "
+                "write the values out",
+                path=path,
             )
         return loader.construct_document(node)
     except yaml.YAMLError as e:

@@ -16,17 +16,24 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from harness.errors import InputError
-from harness.io import atomic
+from harness.io import atomic, jsontext
+from harness.io.csvcell import neutralise, restore
+from harness.io.grades import GradeError, parse_grade
+from harness.io.lines import iter_lines, open_checked
 from harness.io.trec import read_qrels
 from harness.model import Qrels
 from harness.results import Results
 from harness.run import Run
+
+log = logging.getLogger("harness")
 
 COLUMNS = ("query_id", "query", "doc_id", "title", "text", "retrieved_by", "best_rank", "grade")
 #: grades the judging page offers (the keys 0-3); a pool file may hold any integer
@@ -94,13 +101,20 @@ def build_pool(
     *,
     max_per_query: int | None = None,
     qrels: str | os.PathLike[str] | None = None,
+    allow_incomplete: bool = False,
 ) -> list[PoolRow]:
     """The pool of the stored runs of ``folders`` against ``qrels`` (default: the folders' own
     ``qrels.tsv``, which must then agree), with each query's and document's text from the dataset
-    the folders record."""
-    from harness.engine.store import read_runs
+    the folders record.
 
-    loaded = [Results.load(f) for f in folders]
+    A folder is read only when it is whole, as ``harness report`` reads it
+    (:func:`harness.results.integrity.check_results`): an interrupted run would pool only the
+    retrievers that finished, and an edited run file would pool documents its scores never saw.
+    ``allow_incomplete`` turns each refusal into a warning."""
+    from harness.results.integrity import check_results
+    from harness.results.store import read_runs
+
+    loaded = [check_results(Results.load(f), allow_incomplete=allow_incomplete) for f in folders]
     runs = _named_runs(loaded, read_runs)
     judged = read_qrels(qrels) if qrels is not None else _folder_qrels(loaded)
     rows = pooled(runs, judged, depth, max_per_query=max_per_query)
@@ -182,22 +196,35 @@ def header(fmt: str) -> bytes:
 
 
 def encode_row(r: PoolRow, fmt: str) -> bytes:
-    """One row as written (``csv`` or ``jsonl``); an empty grade is an empty cell / ``null``."""
+    """One row as written (``csv`` or ``jsonl``); an empty grade is an empty cell / ``null``.
+
+    CSV text cells are neutralised (:func:`harness.io.csvcell.neutralise`: a spreadsheet evaluates
+    none of them); JSON Lines carry the text unchanged. A lone surrogate (text decoded from a JSON
+    ``\\ud800`` escape) is not UTF-8: a JSON line holding one is written ASCII-escaped, so it reads
+    back exactly; a CSV file has no escape, so its text shows U+FFFD there and an id holding one is
+    refused (write a .jsonl pool)."""
     if fmt == "jsonl":
         text = json.dumps(asdict(r), ensure_ascii=False) + "\n"
-    else:
-        buf = io.StringIO()
-        csv.writer(buf, lineterminator="\n").writerow(
-            [r.query_id, r.query, r.doc_id, r.title, r.text, r.retrieved_by, r.best_rank,
-             "" if r.grade is None else r.grade]
-        )  # fmt: skip
-        text = buf.getvalue()
-    return text.encode("utf-8", "surrogatepass")
+        if _SURROGATE.search(text):
+            text = json.dumps(asdict(r)) + "\n"
+        return text.encode("utf-8")
+    for name in ("query_id", "doc_id"):
+        if _SURROGATE.search(getattr(r, name)):
+            raise InputError(f"{name} {getattr(r, name)!r:.60} holds a lone surrogate, which CSV cannot carry; "
+                             "write the pool as .jsonl", field=name)  # fmt: skip
+    buf = io.StringIO()
+    cells = [neutralise(_SURROGATE.sub("\ufffd", c)) for c in (r.query_id, r.query, r.doc_id, r.title, r.text,
+                                                                   r.retrieved_by)]  # fmt: skip
+    csv.writer(buf, lineterminator="\n").writerow([*cells, r.best_rank, "" if r.grade is None else r.grade])
+    return buf.getvalue().encode("utf-8")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def dumps(rows: Iterable[PoolRow], fmt: str) -> str:
     """The pool file's text."""
-    return (header(fmt) + b"".join(encode_row(r, fmt) for r in rows)).decode("utf-8", "surrogatepass")
+    return (header(fmt) + b"".join(encode_row(r, fmt) for r in rows)).decode("utf-8")
 
 
 def write_pool(
@@ -210,42 +237,45 @@ def write_pool(
     fmt = _fmt(p)
     lines = encoded if encoded is not None else [encode_row(r, fmt) for r in rows]
     atomic.write_bytes(p, header(fmt) + b"".join(lines))
-    fd = os.open(p.parent, os.O_RDONLY)
+    # the file is in place (its content fsynced): from here on it is saved, and a folder that cannot
+    # be synced is a warning, never an error a caller would report as "not saved"
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        log.warning("%s: saved, but its folder could not be synced (%s)", p, e.strerror or e)
     return p
 
 
 def read_pool(path: str | os.PathLike[str]) -> list[PoolRow]:
-    """Read a pool file (as written, or edited in a spreadsheet); errors name file, line and field."""
+    """Read a pool file (as written, or edited in a spreadsheet); errors name file, line and field.
+
+    JSON Lines are split where JSON ends a line (``\\n``; ``\\r\\n`` too), never at U+2028 or the other
+    characters :meth:`str.splitlines` breaks on, which JSON allows inside strings. CSV cells written
+    neutralised (:mod:`harness.io.csvcell`) read back as the text they were made from. Grades (and
+    ranks) are read by the one strict parser (:func:`harness.io.grades.parse_grade`)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("pool file not found", path=p) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not valid UTF-8 (byte {e.start})", path=p) from None
     records: list[tuple[int, dict]] = []
     if _fmt(p) == "jsonl":
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(f"not valid JSON ({e.msg})", path=p, line=lineno) from None
+        for lineno, line in iter_lines(p, "pool file", skip_comments=False):
+            rec = jsontext.loads(line, path=p, line=lineno, parse_float=str)
             if not isinstance(rec, dict):
                 raise InputError("expected a JSON object per line", path=p, line=lineno)
             records.append((lineno, rec))
     else:
+        try:
+            text = open_checked(p, "pool file").read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise InputError(f"not valid UTF-8 (byte {e.start})", path=p) from None
         reader = csv.DictReader(io.StringIO(text, newline=""))
         missing = [c for c in ("query_id", "doc_id", "grade") if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(COLUMNS)})", path=p, line=1)
         for rec in reader:
-            records.append((reader.line_num, rec))
+            records.append((reader.line_num, {k: restore(v) if isinstance(v, str) else v for k, v in rec.items()}))
     rows: list[PoolRow] = []
     seen: dict[tuple[str, str], int] = {}
     for lineno, rec in records:
@@ -265,27 +295,17 @@ def read_pool(path: str | os.PathLike[str]) -> list[PoolRow]:
                 str(rec.get("text") or ""),
                 str(rec.get("retrieved_by") or ""),
                 _int(rec.get("best_rank"), p, lineno, "best_rank", default=0),
-                _grade(rec.get("grade"), p, lineno),
+                _int(rec.get("grade"), p, lineno, "grade", default=None),
             )
         )
     return rows
 
 
-def _int(value: object, p: Path, lineno: int, field: str, *, default: int) -> int:
+def _int(value: object, p: Path, lineno: int, field: str, *, default: int | None) -> int | None:
+    """An empty cell (or JSON ``null``) is ``default``; anything else must be a grade-like integer."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return default
-    if isinstance(value, bool):
-        raise InputError(f"{value!r} is not an integer", path=p, line=lineno, field=field)
     try:
-        f = float(str(value).strip())
-    except ValueError:
-        raise InputError(f"{value!r} is not an integer", path=p, line=lineno, field=field) from None
-    if not f.is_integer():
-        raise InputError(f"{value!r} is not an integer", path=p, line=lineno, field=field)
-    return int(f)
-
-
-def _grade(value: object, p: Path, lineno: int) -> int | None:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    return _int(value, p, lineno, "grade", default=0)
+        return parse_grade(value)
+    except GradeError as e:
+        raise InputError(str(e), path=p, line=lineno, field=field) from None

@@ -1,6 +1,6 @@
 """``load.json``, ``load.md``, the terminal table and the two plots of a load test.
 
-Plots use matplotlib's Agg renderer with fixed margins (as :mod:`harness.report.plots` does), and
+Plots use matplotlib's Agg renderer with fixed margins (as :mod:`harness.results.plots` does), and
 every file is written atomically.
 """
 

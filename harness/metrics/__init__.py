@@ -1,7 +1,10 @@
 """The metrics core: the registry of metrics, the one numpy implementation, and the evaluation entry points."""
 
+from typing import Any
+
+from harness.metrics import names as _names
 from harness.metrics.evaluate import CompiledQrels, Evaluation, check_overlap, evaluate, evaluate_dicts, evaluate_run
-from harness.metrics.names import DEFAULT_METRICS, KINDS, Metric, parse_metric, parse_metrics, valid_names
+from harness.metrics.names import Metric, parse_metric, parse_metrics, valid_names
 from harness.metrics.registry import MetricSpec, register, specs
 
 __all__ = [
@@ -21,3 +24,8 @@ __all__ = [
     "specs",
     "valid_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Deprecated names (one release), as :mod:`harness.metrics.names` gives them."""
+    return getattr(_names, name)

@@ -8,18 +8,21 @@ module imports so that the registry is complete whenever a name is parsed.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from harness import defaults
 from harness.metrics import context, core, diversity  # noqa: F401 - their @register lines fill the registry
 from harness.metrics.registry import Metric, parse_metric, parse_metrics, specs, valid_names
 
-__all__ = ["DEFAULT_METRICS", "KINDS", "Metric", "parse_metric", "parse_metrics", "valid_names"]
+# KINDS and DEFAULT_METRICS: deprecated, given by __getattr__ below for one release
+__all__ = ["DEFAULT_METRICS", "KINDS", "Metric", "parse_metric", "parse_metrics", "valid_names"]  # noqa: F822
 
 
 class _Kinds(Mapping):
     """``kind -> (needs a cutoff?, allows no cutoff?, description)``, derived from the registry
-    (the shape this table had before the registry; kept for callers that read it)."""
+    (the shape this table had before the registry; deprecated: read :func:`specs`)."""
 
     def __getitem__(self, kind: str) -> tuple[bool, bool, str]:
         s = specs()[kind]
@@ -32,6 +35,13 @@ class _Kinds(Mapping):
         return len(specs())
 
 
-KINDS: Mapping[str, tuple[bool, bool, str]] = _Kinds()
+#: deprecated names (one release): what replaces each
+_DEPRECATED = {"KINDS": "harness.metrics.registry.specs()", "DEFAULT_METRICS": "harness.defaults.METRICS"}
 
-DEFAULT_METRICS = list(defaults.METRICS)
+
+def __getattr__(name: str) -> Any:
+    """``KINDS`` and ``DEFAULT_METRICS``, each with a ``DeprecationWarning`` naming its replacement."""
+    if name not in _DEPRECATED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"{__name__}.{name} is deprecated; use {_DEPRECATED[name]}", DeprecationWarning, stacklevel=2)
+    return _Kinds() if name == "KINDS" else list(defaults.METRICS)

@@ -9,7 +9,9 @@ from harness.stats.tests import (
     holm,
     randomization_test,
     randomization_tests,
+    t_lower_bound,
     t_test,
+    t_tests,
     win_tie_loss,
 )
 
@@ -21,6 +23,8 @@ __all__ = [
     "holm",
     "randomization_test",
     "randomization_tests",
+    "t_lower_bound",
     "t_test",
+    "t_tests",
     "win_tie_loss",
 ]

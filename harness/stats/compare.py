@@ -20,10 +20,13 @@ from typing import Any
 import numpy as np
 
 from harness import defaults
+from harness.stats.power import figures as power_figures
 from harness.stats.tests import bootstrap_cis, holm, randomization_tests, t_test, win_tie_loss
 
 #: significance[retriever][metric] keys, in the order tables print them.
 FIELDS = ("delta", "ci_low", "ci_high", "p_value", "p_t", "p_holm", "significant", "wins", "ties", "losses")
+#: power figures each comparison also carries (:mod:`harness.stats.power`): not printed as columns
+POWER_FIELDS = ("sd_diff", "mde", "n_for_observed", "power_reason")
 
 
 def compare(
@@ -49,7 +52,11 @@ def compare(
       (bootstrap CI of the mean paired difference), ``p_value`` (two-sided paired randomization
       test), ``p_t`` (paired t-test), ``p_holm`` (Holm-adjusted ``p_value`` over the family that
       ``correction`` names: ``all`` the whole table, ``metric`` the metric's column),
-      ``significant`` (``p_holm < alpha``), ``wins``/``ties``/``losses`` (queries better, equal, worse).
+      ``significant`` (``p_holm < alpha``), ``wins``/``ties``/``losses`` (queries better, equal, worse),
+      and the power figures of :func:`harness.stats.power.figures` at ``alpha``: ``sd_diff`` (sd of the
+      per-query differences, n - 1), ``mde`` (the true difference the two-sided paired t-test detects
+      with power 0.8 at this n: one comparison, before Holm), ``n_for_observed`` (queries needed to
+      detect ``delta`` so), each None with ``power_reason`` where it cannot be computed.
 
     With ``query_ids`` (the queries the arrays are aligned to) the queries are put in sorted id
     order first, so the numbers do not depend on the order queries were listed in: re-scoring a
@@ -105,6 +112,7 @@ def compare(
             "wins": wins,
             "ties": ties,
             "losses": losses,
+            **power_figures(d, alpha),
         }
     return significance, _intervals(keys, cis)
 

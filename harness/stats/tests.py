@@ -6,6 +6,7 @@ carry the evidence. One implementation, used by the comparison tables and by ``h
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -66,6 +67,40 @@ def t_test(a: np.ndarray, b: np.ndarray) -> float:
     if d.size < 2 or np.allclose(d, d[0]):
         return 1.0 if d.size < 2 or d[0] == 0 else 0.0
     return float(stats.ttest_rel(a, b).pvalue)
+
+
+def t_tests(diffs: np.ndarray) -> np.ndarray:
+    """:func:`t_test` of many paired comparisons at once: ``diffs`` is (queries, comparisons) of
+    per-query differences; the same p-values, column by column (simulations test thousands of sets)."""
+    from scipy import stats
+
+    d = np.asarray(diffs, dtype=np.float64)
+    if d.ndim != 2:
+        raise ValueError("diffs must be (queries, comparisons)")
+    q, m = d.shape
+    if q < 2:
+        return np.ones(m)
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # near-equal columns: scipy's precision notice
+        p = np.asarray(stats.ttest_1samp(d, 0.0, axis=0).pvalue, dtype=np.float64)
+    flat = np.all(np.isclose(d, d[:1]), axis=0)  # every difference equal: as t_test, no spread to weigh
+    p[flat] = np.where(d[0, flat] == 0, 1.0, 0.0)
+    return p
+
+
+def t_lower_bound(diffs: np.ndarray, alpha: float = defaults.ALPHA) -> float | None:
+    """One-sided lower ``1 - alpha`` confidence bound of the mean paired difference (Student t, n - 1 df):
+    ``mean - t(1 - alpha, n - 1) * sd / sqrt(n)``. The bound a non-inferiority test compares with
+    ``-margin``: the change passes only when even this pessimistic mean is above it. None below 2 pairs."""
+    from scipy import stats
+
+    d = np.asarray(diffs, dtype=np.float64)
+    if d.ndim != 1:
+        raise ValueError(f"t_lower_bound takes a 1-d array, got shape {d.shape}")
+    if d.size < 2:
+        return None
+    sd = float(d.std(ddof=1))
+    return float(d.mean() - stats.t.ppf(1.0 - alpha, d.size - 1) * sd / np.sqrt(d.size))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

@@ -92,11 +92,12 @@ class SuiteResults(BaseModel):
             self._results[dataset] = Results.load(self._folder / dataset)
         return self._results[dataset]
 
-    def table(self, fmt: str = "markdown") -> str:
-        """The suite table as text: ``markdown``, ``csv``, ``html`` or ``latex``."""
-        from harness.suite.render import render
+    def table(self, fmt: str = "markdown", *, width: int | None = None) -> str:
+        """The suite table as text: ``markdown``, ``csv``, ``html``, ``latex`` or ``terminal`` (what
+        ``harness report DIR`` prints), through the renderers a run's table uses."""
+        from harness.results.render import render_table
 
-        return render(self, fmt)
+        return render_table(self, fmt, width=width)
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)

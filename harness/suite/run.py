@@ -101,9 +101,25 @@ def _write_marker(folder: Path, names: list[str], baseline: str | None) -> None:
 def write_suite(suite: SuiteResults, folder: str | os.PathLike[str]) -> list[Path]:
     """``suite.json`` and the suite table in every format into ``folder`` (each written atomically;
     the per-dataset folders are not touched)."""
-    from harness.suite.render import render
+    from harness.results.render import render_table
 
     folder = Path(folder)
-    written = [atomic.write_text(folder / f, render(suite, fmt)) for fmt, f in TABLE_FILES.items()]
+    written = [atomic.write_text(folder / f, render_table(suite, fmt)) for fmt, f in TABLE_FILES.items()]
     written.append(atomic.write_json(folder / SUITE_FILE, suite.to_json()))
+    written.append(atomic.write_text(folder / "report.html", suite_page(suite)))
     return written
+
+
+def suite_page(suite: SuiteResults) -> str:
+    """The suite's ``report.html``: its table, and a link to each dataset's page."""
+    from urllib.parse import quote
+
+    from harness.results.page.index import index_page
+    from harness.results.suite_table import html_tables
+
+    links = [
+        (d, f"{quote(d)}/report.html", f"{suite.queries[d]:,} queries" if d in suite.queries else "")
+        for d in suite.datasets
+    ]
+    title = f"Suite: {len(suite.retrievers)} retrievers x {len(suite.datasets)} datasets"
+    return index_page(title, html_tables(suite), links)

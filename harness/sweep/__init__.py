@@ -15,9 +15,9 @@ from typing import Any
 from harness.config import RunConfig, parse_config, read_config_file
 from harness.errors import InputError
 from harness.io import atomic
-from harness.sweep.check import check_plan
 from harness.sweep.core import SweepResult, run_sweep
 from harness.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, parse_sweep
+from harness.sweep.validate import validate_plan
 
 __all__ = [
     "SweepResult",
@@ -26,6 +26,7 @@ __all__ = [
     "load_sweep_config",
     "parse_sweep",
     "run_sweep",
+    "validate_sweep_folder",
     "write_sweep",
 ]
 
@@ -45,7 +46,7 @@ def load_sweep_config(
     block: Any = data.pop("sweep", None)
     config = parse_config(data, source=str(p), yaml_text=text, config_dir=p.resolve().parent)
     sweep = parse_sweep(block, config, source=str(p), yaml_text=text, max_points=max_points)
-    check_plan(config, sweep, source=str(p), yaml_text=text)
+    validate_plan(config, sweep, source=str(p), yaml_text=text)
     return config, sweep
 
 
@@ -56,7 +57,7 @@ def write_sweep(result: SweepResult, folder: str | os.PathLike[str]) -> list[Pat
     """
     from harness.sweep.render import heatmap_file, to_markdown, write_heatmap
 
-    out = check_sweep_folder(folder)
+    out = validate_sweep_folder(folder)
     out.mkdir(parents=True, exist_ok=True)
     written = [
         atomic.write_json(out / "sweep.json", result.model_dump(mode="json")),
@@ -69,7 +70,7 @@ def write_sweep(result: SweepResult, folder: str | os.PathLike[str]) -> list[Pat
     return written
 
 
-def check_sweep_folder(folder: str | os.PathLike[str]) -> Path:
+def validate_sweep_folder(folder: str | os.PathLike[str]) -> Path:
     """Refuse (before any work) a folder holding anything but an earlier sweep's files."""
     out = Path(folder).expanduser()
     if out.exists() and not out.is_dir():
@@ -83,3 +84,13 @@ def check_sweep_folder(folder: str | os.PathLike[str]) -> Path:
                 path=out,
             )
     return out
+
+
+def check_sweep_folder(folder: str | os.PathLike[str]) -> Path:
+    """Deprecated (one release): :func:`validate_sweep_folder` (``check`` is the gate's word)."""
+    import warnings
+
+    warnings.warn(
+        "harness.sweep.check_sweep_folder is deprecated; use validate_sweep_folder", DeprecationWarning, stacklevel=2
+    )
+    return validate_sweep_folder(folder)

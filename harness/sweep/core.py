@@ -30,9 +30,9 @@ from harness.errors import InputError
 from harness.metrics.evaluate import mean
 from harness.model import GoldenDataset
 from harness.stats import compare
-from harness.sweep.check import check_plan
 from harness.sweep.plan import BenchmarkFn, Planner, VariantRunner
 from harness.sweep.spec import Point, SweepSpec, point_label
+from harness.sweep.validate import validate_plan
 
 log = logging.getLogger("harness")
 
@@ -192,7 +192,7 @@ def run_sweep(
     """Run ``sweep`` over ``config``'s retrievers (see module doc); ``benchmark`` defaults to
     :func:`harness.benchmark`."""
     base = Path(config_dir) if config_dir is not None else Path.cwd()
-    check_plan(config, sweep)  # before any work (once per spec: load_sweep_config checked it with its lines)
+    validate_plan(config, sweep)  # before any work (once per spec: load_sweep_config checked it with its lines)
     dataset, contexts = build_queries(config, sweep, base)
     metrics = list(dict.fromkeys([sweep.metric, *config.metrics]))
     planner = Planner(config.retrievers)

@@ -49,7 +49,7 @@ class SweepSpec(BaseModel):
     """The validated ``sweep:`` block (see module doc)."""
 
     model_config = ConfigDict(extra="forbid")
-    #: set by :func:`harness.sweep.check.check_plan` once the plan passed
+    #: set by :func:`harness.sweep.validate.validate_plan` once the plan passed
     _plan_checked: bool = PrivateAttr(default=False)
 
     select_on: str | None = Field(None, description="split whose queries choose the point")
@@ -136,7 +136,7 @@ def parse_sweep(
     The number of points is checked against ``max_points`` before a single point is built (a
     1000 x 1000 grid is refused in microseconds, not after planning a million variants). The plan
     itself (inputs a point would rewire to a missing retriever, to a cycle, or onto one run twice) is
-    checked by :func:`harness.sweep.check.check_plan`, which ``load_sweep_config`` and ``run_sweep``
+    checked by :func:`harness.sweep.validate.validate_plan`, which ``load_sweep_config`` and ``run_sweep``
     call."""
     if isinstance(max_points, bool) or not isinstance(max_points, int) or not 1 <= max_points <= MAX_POINTS_LIMIT:
         raise InputError(f"must be an integer from 1 to {MAX_POINTS_LIMIT:,}, got {max_points!r}", field="--max-points")

@@ -7,7 +7,8 @@ vector; say how many bytes its store takes. Everything else lives here once:
 - embeddings come from :class:`retrievers.encoder.Encoder` with ``dense``'s options and cache, so the
   corpus is embedded once whichever engines a config compares;
 - ``mode: build`` stores under a fresh folder of the run (``work_dir``, default a temporary folder)
-  that is deleted when the retriever is freed; ``mode: connect`` only reads;
+  that is deleted when the retriever is freed; ``mode: connect`` only reads (engines whose client
+  writes to what it opens, Chroma and Qdrant local, open a copy in such a folder);
 - cost: ``build_seconds`` (writing and indexing, encoding apart), ``index_mb`` (the store on disk),
   and ``ann_recall@k``: the overlap of the engine's top k with the exact top k over the same
   embeddings, computed in numpy with the same similarity, filtered alike (:mod:`retrievers.exact`).
@@ -24,7 +25,7 @@ import shutil
 import tempfile
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -32,13 +33,17 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from harness.errors import InputError, RetrieverError
-from harness.filters import Filter, MaskCache, metadata_kinds, query_filter
+from harness.filters import Filter, MaskCache, group_by_filter, metadata_kinds, query_filter
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext
 from harness.run import Run
 from retrievers.dense import ann_recall
 from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
+from retrievers.vectordb.store_copy import copy_store, folder_bytes
+from retrievers.vectordb.store_scan import BATCH, Audit, audit_store, exact_from_store
+
+__all__ = ["Driver", "VectorDB", "VectorDBSpec", "folder_bytes", "require", "sql_literal"]
 
 
 class VectorDBSpec(EncoderOptions):
@@ -49,6 +54,10 @@ class VectorDBSpec(EncoderOptions):
     modules: ClassVar[tuple[str, ...]] = ()
     driver: ClassVar[str] = ""  # "module:Class"
     indexes: ClassVar[tuple[str, ...]] = ("none", "hnsw", "ivf")
+    #: connect with ``path``: the engine's client writes to a store it opens, so it opens a copy
+    #: (:mod:`retrievers.vectordb.store_copy`); ``store_marker`` is a file every store of it holds
+    copy_on_connect: ClassVar[bool] = False
+    store_marker: ClassVar[str | None] = None
 
     # the encoder, as `dense` takes it (same cache: a corpus is embedded once for all)
     model: str = Field(DEFAULT_MODEL, description="sentence-transformers hub name or local path")
@@ -69,6 +78,9 @@ class VectorDBSpec(EncoderOptions):
     collection: str | None = Field(None, description="table or collection (connect: required)")
     id_field: str = Field("id", description="connect: the column holding document ids")
     vector_field: str = Field("vector", description="connect: the column holding the embeddings")
+    duplicate_ids: Literal["refuse", "keep_best"] = Field(
+        "refuse", description="connect: an id held by several rows is refused, or counted once at its best-ranked row"
+    )
     work_dir: str | None = Field(None, description="build: where the store is written (default: a temporary folder)")
     # the index
     index: Literal["none", "hnsw", "ivf"] = "none"
@@ -92,6 +104,20 @@ class VectorDBSpec(EncoderOptions):
                 f"pip install 'retrieval-harness[{self.extra}]'",
                 field="type",
             )
+        if self.mode == "connect" and self.path:
+            # checked here, before any client opens it: a client given a missing path creates a store
+            store = self.store_path(config_dir)
+            if not store.is_dir():
+                raise InputError(f"{self.type} connect: no store at {store} (no such folder)", field="path")
+            if self.store_marker and not (store / self.store_marker).is_file():
+                raise InputError(
+                    f"{self.type} connect: {store} is not a {self.type} store (no {self.store_marker})", field="path"
+                )
+
+    def store_path(self, config_dir: Path) -> Path:
+        """``path`` as a folder (relative: to the config's folder, like every path in a config)."""
+        p = Path(self.path or "").expanduser()
+        return p if p.is_absolute() else config_dir / p
 
     def build(self, ctx: BuildContext) -> VectorDB:
         self.preflight(ctx.config_dir)
@@ -107,6 +133,8 @@ class Driver:
     def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
         self.spec, self.work_dir, self.depth = spec, work_dir, depth
         self.columns: dict[str, tuple[str, str]] = {}
+        #: connect with ``path``: the folder to open (the team's, or a copy of it in the work folder)
+        self.path: Path | None = None
 
     # build mode -----------------------------------------------------------------------------
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
@@ -119,9 +147,16 @@ class Driver:
         """Open the team's store read-only; return its row count."""
         raise NotImplementedError
 
-    def read_vectors(self) -> tuple[list[str], np.ndarray]:
-        """Every ``(id, vector)`` of a connected store (the exact reference for ``ann_recall``)."""
+    def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
+        """Every ``(ids, vectors)`` of a connected store, ``batch`` rows at a time (a row without a
+        vector: NaN), for the audit and the exact reference of ``ann_recall``
+        (:mod:`retrievers.vectordb.store_scan`)."""
         raise NotImplementedError
+
+    def filter_problem(self, flt: Filter) -> str | None:
+        """Why this store cannot answer ``flt`` exactly (a column it lacks, a value it would round),
+        or ``None``; asked for every query's filter before any search."""
+        return None
 
     # both -----------------------------------------------------------------------------------
     def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
@@ -145,10 +180,6 @@ class Driver:
         return got
 
 
-def folder_bytes(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 def _cleanup(driver: Driver, folder: Path | None, owned: bool) -> None:
     try:
         driver.close()
@@ -166,8 +197,11 @@ class VectorDB:
         self.depth = ctx.depth
         self.encoder = spec.make_encoder(ctx.cache_dir, ctx.show_progress)
         self._folder: Path | None = None
+        self._copy_from: Path | None = None
         owned = False
-        if spec.mode == "build":
+        if spec.mode == "connect" and spec.path:
+            self._copy_from = spec.store_path(ctx.config_dir) if spec.copy_on_connect else None
+        if spec.mode == "build" or self._copy_from is not None:
             base = spec.work_dir or ctx.extra.get("work_dir")
             parent = ctx.resolve_path(base) if base else None
             if parent is not None:
@@ -175,6 +209,8 @@ class VectorDB:
             self._folder = Path(tempfile.mkdtemp(prefix=f"harness-{spec.type}-", dir=parent))
             owned = True
         self.driver = driver_cls(spec, self._folder, ctx.depth)
+        if spec.mode == "connect" and spec.path:
+            self.driver.path = spec.store_path(ctx.config_dir)
         # the store (and a PostgreSQL the harness started) goes when this retriever is freed
         self._finalizer = weakref.finalize(self, _cleanup, self.driver, self._folder, owned)
         self._doc_ids = np.empty(0, dtype=object)
@@ -185,6 +221,7 @@ class VectorDB:
         self._encode_seconds = self._build_seconds = 0.0
         self._cache_hit_rate: float | None = None
         self._rows: int | None = None
+        self._audit: Audit | None = None
 
     # ------------------------------------------------------------------ Retriever
     def index(self, corpus: Sequence[Document]) -> None:
@@ -194,7 +231,13 @@ class VectorDB:
         self._masks = MaskCache(cols)
         if self.spec.mode == "connect":
             t0 = time.perf_counter()
+            if self._copy_from is not None and self._folder is not None:
+                # the team's store is only read: the engine opens a copy in the work folder
+                self.driver.path = copy_store(self.spec.type, self._copy_from, self._folder)
             self._rows = self.driver.connect()
+            # before any search: rows without a vector, ids held twice (refused, or keep_best)
+            where = f"{self.spec.type} {self.spec.collection!r}"
+            self._audit = audit_store(self.driver.iter_vectors(), where, self.spec.duplicate_ids)
             self._build_seconds = time.perf_counter() - t0
             return
         enc = self.encoder
@@ -217,6 +260,14 @@ class VectorDB:
         self._rows = len(cols)
         self._emb = emb
 
+    def prepare_queries(self, queries: Sequence[Query]) -> None:
+        """Before any search (the engine calls this with every query of the run): each filter is one
+        the store answers exactly, or the run stops with one line naming the query and the reason."""
+        for flt, rows in group_by_filter(queries):
+            problem = None if flt is None else self.driver.filter_problem(flt)
+            if problem is not None:
+                raise InputError(f"{self.spec.type}: query {queries[rows[0]].id!r}: filter {problem}", field="filter")
+
     def search(self, queries: Sequence[Query], k: int) -> Run:
         q = np.ascontiguousarray(self.encoder.encode_queries(queries, progress=len(queries) > 1), dtype=np.float32)
         kk = min(k, len(self._doc_ids))
@@ -230,14 +281,24 @@ class VectorDB:
         return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
 
     def _one(self, qv: np.ndarray, k: int, flt: Filter | None) -> tuple[np.ndarray, np.ndarray]:
-        ids, sc = self.driver.search(qv, k, flt)
+        surplus = self._audit.surplus if self._audit is not None else 0
+        fetch = k + surplus if self._rows is None else min(k + surplus, max(self._rows, k))
+        ids, sc = self.driver.search(qv, fetch, flt)
         idx = np.full(k, -1, dtype=np.int64)
         scores = np.zeros(k)
-        for j, (d, s) in enumerate(zip(ids[:k], sc[:k])):
+        seen: set[int] = set()
+        j = 0
+        for d, s in zip(ids, sc):
             pos = self._pos.get(str(d))
             if pos is None:
                 raise RetrieverError(f"{self.name}: the store returned id {d!r}, which is not in the corpus")
+            if pos in seen:  # duplicate_ids: keep_best (refused otherwise): the id's best row counts
+                continue
+            seen.add(pos)
             idx[j], scores[j] = pos, s
+            j += 1
+            if j == k:
+                break
         return idx, scores
 
     # ------------------------------------------------------------------ cost and settings
@@ -265,23 +326,20 @@ class VectorDB:
             return out
         q, queries, approx = self._last
         kk = min(k, len(self._doc_ids))
-        emb = self._emb if self._emb is not None else self._store_vectors()
-        _, exact = exact_search(q, emb, kk, distance=self.spec.distance, queries=queries, masks=self._masks)
+        if self._emb is not None:
+            _, exact = exact_search(q, self._emb, kk, distance=self.spec.distance, queries=queries, masks=self._masks)
+        else:  # a connected store: its own vectors, read in batches (bounded memory at any table size)
+            exact = exact_from_store(
+                self.driver.iter_vectors(),
+                q,
+                kk,
+                pos=self._pos,
+                distance=self.spec.distance,
+                queries=queries,
+                masks=self._masks,
+            )
         out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
         return out
-
-    def _store_vectors(self) -> np.ndarray:
-        """A connected store's vectors in corpus order (documents it lacks: rows that never win)."""
-        ids, vecs = self.driver.read_vectors()
-        emb = np.zeros((len(self._doc_ids), vecs.shape[1] if vecs.ndim == 2 else 0), dtype=np.float32)
-        present = np.zeros(len(self._doc_ids), dtype=bool)
-        for d, v in zip(ids, vecs):
-            pos = self._pos.get(str(d))
-            if pos is not None:
-                emb[pos], present[pos] = v, True
-        if not present.all():  # absent documents: far away under every similarity
-            emb[~present] = -1e6 * np.abs(emb[present]).max(initial=1.0)
-        return emb
 
     def cancel(self) -> None:
         self._finalizer()

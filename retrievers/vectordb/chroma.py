@@ -15,6 +15,7 @@ fields are stored as floats and every numeric filter value is sent as a float.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -23,6 +24,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.filters import Filter
 from retrievers.vectordb.base import Driver, VectorDBSpec, folder_bytes, require
+from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _COLLECTION = "docs"
 _SPACE = {"cosine": "cosine", "ip": "ip", "l2": "l2"}
@@ -36,6 +38,8 @@ class ChromaSpec(VectorDBSpec):
     modules: ClassVar[tuple[str, ...]] = ("chromadb",)
     driver: ClassVar[str] = "retrievers.vectordb.chroma:ChromaDriver"
     indexes: ClassVar[tuple[str, ...]] = ("hnsw",)
+    copy_on_connect: ClassVar[bool] = True  # PersistentClient writes to the store it opens
+    store_marker: ClassVar[str | None] = "chroma.sqlite3"
     index: Literal["none", "hnsw", "ivf"] = "hnsw"
 
 
@@ -65,6 +69,7 @@ class ChromaDriver(Driver):
         self.col: Any = None
         self._store: Path | None = None
         self._settings: dict[str, Any] = {}
+        self._beyond_2_53: set[str] = set()  # build: columns holding an integer no float represents
 
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
         assert self.work_dir is not None
@@ -80,6 +85,12 @@ class ChromaDriver(Driver):
         for start in range(0, n, block):
             stop = min(n, start + block)
             metas = [{k: _num(v) for k, v in meta[i].items()} or None for i in range(start, stop)]
+            self._beyond_2_53 |= {
+                k
+                for i in range(start, stop)
+                for k, v in meta[i].items()
+                if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53
+            }
             self.col.add(ids=ids[start:stop].tolist(), embeddings=emb[start:stop], metadatas=metas)
         self._settings = {"hnsw": hnsw}
 
@@ -94,9 +105,10 @@ class ChromaDriver(Driver):
             self.client = chromadb.HttpClient(
                 host=u.hostname or "127.0.0.1", port=u.port or 8000, ssl=u.scheme == "https", settings=settings
             )
-        elif s.path:
-            self.client = _client(s.path)
-            self._store = Path(s.path)
+        elif self.path is not None:
+            # a copy of the team's store (retrievers.vectordb.store_copy): PersistentClient writes
+            self.client = _client(str(self.path))
+            self._store = self.path
         else:
             raise InputError("chroma connect mode needs `path` or `url`", field="path")
         if s.search_params or s.index_params:
@@ -111,9 +123,32 @@ class ChromaDriver(Driver):
         self._settings = {"configuration": str(getattr(self.col, "configuration", ""))}
         return int(self.col.count())
 
-    def read_vectors(self) -> tuple[list[str], np.ndarray]:
-        got = self.col.get(include=["embeddings"])
-        return list(got["ids"]), np.asarray(got["embeddings"], dtype=np.float32)
+    def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
+        offset = 0
+        while True:
+            got = self.col.get(include=["embeddings"], limit=batch, offset=offset)
+            ids = [str(x) for x in got["ids"]]
+            if not ids:
+                break
+            yield ids, vectors_from_rows(list(got["embeddings"]))
+            offset += len(ids)
+
+    def filter_problem(self, flt: Filter) -> str | None:
+        """Chroma compares numbers as floats here (see the module doc): an integer beyond 2^53 has no
+        exact float, so its filter would admit neighbours of the value."""
+        for c in flt.conditions:
+            if self.column(c.field)[0] in self._beyond_2_53:
+                return (
+                    f"{c.field}: documents hold integers beyond 2^53, which Chroma stores as floats that cannot "
+                    "tell them from their neighbours: not exact in chroma"
+                )
+            for v in c.value if c.op == "in" else (c.value,):
+                if isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2**53:
+                    return (
+                        f"{c.field}: integer {v} is beyond 2^53, which Chroma's float comparison cannot tell "
+                        "from its neighbours: not exact in chroma"
+                    )
+        return None
 
     def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
         res = self.col.query(

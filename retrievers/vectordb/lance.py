@@ -11,6 +11,7 @@ query gets the filtered top k, not a post-filtered top k that comes back short.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -20,6 +21,7 @@ from harness.errors import InputError
 from harness.filters import Filter
 from retrievers.dense import default_nprobe
 from retrievers.vectordb.base import Driver, VectorDBSpec, folder_bytes, require, sql_literal
+from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _METRIC = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
 
@@ -114,28 +116,44 @@ class LanceDriver(Driver):
     def connect(self) -> int:
         lancedb = require("lancedb", "lancedb")
         s = self.spec
-        if not s.path:
+        if self.path is None:
             raise InputError("lancedb connect mode needs `path` (the database folder)", field="path")
-        db = lancedb.connect(s.path)
+        db = lancedb.connect(str(self.path))  # only read: lancedb writes nothing on open or search
         try:
             self.table = db.open_table(s.collection)
         except Exception as e:  # lancedb raises ValueError / FileNotFoundError by version
             raise InputError(
-                f"lancedb: cannot open table {s.collection!r} in {s.path}: {e}", field="collection"
+                f"lancedb: cannot open table {s.collection!r} in {self.path}: {e}", field="collection"
             ) from None
         names = set(self.table.schema.names)
         for what, col in (("id_field", s.id_field), ("vector_field", s.vector_field)):
             if col not in names:
                 raise InputError(f"lancedb table {s.collection!r} has no column {col!r} ({what})", field=what)
         self.id_field, self.vector_field = s.id_field, s.vector_field
-        self._store = Path(s.path) / f"{s.collection}.lance"
+        self._store = self.path / f"{s.collection}.lance"
         self._settings = {"search_params": self._search_defaults(self.table.count_rows(), dict(s.index_params))}
         return int(self.table.count_rows())
 
-    def read_vectors(self) -> tuple[list[str], np.ndarray]:
-        t = self.table.to_arrow().select([self.id_field, self.vector_field])
-        vecs = np.asarray(t.column(self.vector_field).to_pylist(), dtype=np.float32)
-        return [str(x) for x in t.column(self.id_field).to_pylist()], vecs
+    def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
+        reader = self.table.search().select([self.id_field, self.vector_field]).limit(None).to_batches(batch)
+        for b in reader:
+            ids = [str(x) for x in b.column(self.id_field).to_pylist()]
+            col = b.column(self.vector_field)
+            if col.null_count == 0 and hasattr(col, "flatten") and hasattr(col.type, "list_size"):
+                vecs = col.flatten().to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(ids), -1)
+            else:
+                vecs = vectors_from_rows(col.to_pylist())
+            yield ids, vecs
+
+    def filter_problem(self, flt: Filter) -> str | None:
+        """A filter on a column the team's table lacks would fail inside LanceDB mid-run."""
+        if self.spec.mode != "connect" or self.table is None:
+            return None
+        names = set(self.table.schema.names)
+        for f in flt.fields:
+            if self.column(f)[0] not in names:
+                return f"names field {f!r}: table {self.spec.collection!r} has no such column"
+        return None
 
     def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
         s = self.spec

@@ -3,7 +3,9 @@
 Build mode without a ``dsn`` starts a private PostgreSQL from the ``pgserver`` wheel (a unix socket
 in the run's work folder, no TCP port) and stops and deletes it when the retriever is freed; with a
 ``dsn`` it writes a table of its own (``harness_<random>``) there and drops it afterwards. Connect
-mode reads a team's table in ``READ ONLY`` transactions: the harness cannot change it.
+mode reads a team's table in a session opened with ``default_transaction_read_only=on``: every
+statement runs read only, so the harness cannot change it, and the search settings (set once for the
+session) hold for every search.
 
 ``index: none`` is a sequential scan (exact; index scans are switched off, so a table's own index is
 not used); ``hnsw`` is ``USING hnsw`` (pgvector's m=16, ef_construction=64) searched with
@@ -19,15 +21,19 @@ from __future__ import annotations
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from harness import cleanup
 from harness.errors import InputError, RetrieverError
 from harness.filters import Filter
 from retrievers.dense import default_nprobe
+from retrievers.vectordb import pg_lifecycle
 from retrievers.vectordb.base import Driver, VectorDBSpec, require
+from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _OPS = {"cosine": ("<=>", "vector_cosine_ops"), "ip": ("<#>", "vector_ip_ops"), "l2": ("<->", "vector_l2_ops")}
 _TYPES = {"str": "text", "int": "bigint", "float": "double precision", "bool": "boolean"}
@@ -109,15 +115,29 @@ class PgvectorDriver(Driver):
         self.id_field, self.vector_field = "id", "embedding"
         self._owned_table = False
         self._settings: dict[str, Any] = {}
+        self._columns: set[str] = set()  # connect: the team's table's columns
+        self._forget: Any = None  # forgets the undo registered with harness.cleanup
+        self._stop_server: Any = None
 
     def _connect(self, dsn: str, *, read_only: bool) -> None:
+        """An autocommit session, so ``set_config`` holds for every later search. Connect mode makes
+        the *session* read only (``default_transaction_read_only=on`` in its startup options): psycopg's
+        ``read_only`` only changes ``BEGIN``, and an autocommit statement would write."""
         psycopg = require("psycopg", "pgvector")
+        extra: dict[str, Any] = {}
+        if read_only:
+            try:
+                given = psycopg.conninfo.conninfo_to_dict(dsn).get("options") or ""
+            except psycopg.Error as e:
+                raise InputError(f"pgvector: unreadable dsn ({type(e).__name__})", field="dsn") from None
+            extra["options"] = f"{given} -c default_transaction_read_only=on".strip()
         try:
-            self.conn = psycopg.connect(dsn, autocommit=not read_only)
+            self.conn = psycopg.connect(dsn, autocommit=True, **extra)
         except psycopg.Error as e:
             raise InputError(f"pgvector: cannot connect ({type(e).__name__})", field="dsn") from None
-        if read_only:
-            self.conn.read_only = True  # every transaction is BEGIN READ ONLY
+        if read_only and self.conn.execute("SHOW default_transaction_read_only").fetchone()[0] != "on":
+            self.conn.close()  # a pooler that drops startup options: refuse rather than risk a write
+            raise InputError("pgvector: the connection could not be made read only", field="dsn")
 
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
         s = self.spec
@@ -127,9 +147,20 @@ class PgvectorDriver(Driver):
             self.table = f"harness_{uuid.uuid4().hex[:12]}"
         else:
             assert self.work_dir is not None
+            # a server a killed run left beside this one goes first; this one goes on any exit
+            pg_lifecycle.sweep_stale_servers(self.work_dir.parent, own=self.work_dir)
+            pg_lifecycle.write_owner(self.work_dir)
+            self._stop_server = pg_lifecycle.stop_server(self.work_dir, lambda: self.server)
+            self._forget = cleanup.on_exit(self._stop_server)
             self.server = start_postgres(self.work_dir)
             dsn = self.server.get_uri()
         self._connect(dsn, read_only=False)
+        if s.dsn:
+            # tables of runs that ended without dropping theirs (their lock is free) go; this run's
+            # table is locked for as long as its session lives, and dropped on any exit
+            pg_lifecycle.sweep_stale_tables(self.conn)
+            pg_lifecycle.lock_table(self.conn, self.table)
+            self._forget = cleanup.on_exit(pg_lifecycle.drop_table(s.dsn, self.table, self.conn.info.backend_pid))
         n, d = emb.shape
         opclass = _OPS[s.distance][1]
         t = sql.Identifier(self.table)
@@ -186,9 +217,10 @@ class PgvectorDriver(Driver):
             gucs[key] = value
         for key, value in gucs.items():
             v = str(value).lower() if isinstance(value, bool) else str(value)
+            # a session setting in an autocommit statement: it holds for every search (one set inside
+            # a transaction that is then rolled back would be undone, and the searches would run
+            # with PostgreSQL's defaults: an index scan for `none`, ef_search 40)
             self.conn.execute("SELECT set_config(%s, %s, false)", (key, v))
-        if not self.conn.autocommit:
-            self.conn.rollback()  # a session setting stays; the read-only transaction ends
         self._settings["search_params"] = gucs
 
     def connect(self) -> int:
@@ -203,28 +235,37 @@ class PgvectorDriver(Driver):
             ).fetchall()
         }
         if not found:
-            self.conn.rollback()
             raise InputError(f"pgvector: no table {self.table!r} (collection)", field="collection")
+        self._columns = found
         for what, col in (("id_field", s.id_field), ("vector_field", s.vector_field)):
             if col not in found:
-                self.conn.rollback()
                 raise InputError(f"pgvector table {self.table!r} has no column {col!r} ({what})", field=what)
         sql = require("psycopg", "pgvector").sql
         n = int(self.conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(self.table))).fetchone()[0])
-        self.conn.rollback()
         self._apply_search_settings(n, dict(s.index_params))
         return n
 
-    def read_vectors(self) -> tuple[list[str], np.ndarray]:
+    def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
+        """The table through a server-side cursor, ``batch`` rows at a time (in the session's read-only
+        transaction): memory holds one batch, whatever the table's size."""
         sql = require("psycopg", "pgvector").sql
         q = sql.SQL("SELECT {}::text, {}::text FROM {}").format(
             sql.Identifier(self.id_field), sql.Identifier(self.vector_field), sql.Identifier(self.table)
         )
-        rows = self.conn.execute(q).fetchall()
-        if not self.conn.autocommit:
-            self.conn.rollback()
-        vecs = np.asarray([np.fromstring(v.strip("[]"), sep=",", dtype=np.float32) for _, v in rows])
-        return [r[0] for r in rows], vecs
+        with self.conn.transaction(), self.conn.cursor(name="harness_scan") as cur:
+            cur.itersize = batch
+            cur.execute(q)
+            while rows := cur.fetchmany(batch):
+                yield [str(r[0]) for r in rows], vectors_from_rows([r[1] for r in rows])
+
+    def filter_problem(self, flt: Filter) -> str | None:
+        """A filter on a column the team's table lacks would fail inside PostgreSQL mid-run."""
+        if not self._columns:
+            return None
+        for f in flt.fields:
+            if self.column(f)[0] not in self._columns:
+                return f"names field {f!r}: table {self.table!r} has no such column"
+        return None
 
     def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
         sql = require("psycopg", "pgvector").sql
@@ -237,8 +278,6 @@ class PgvectorDriver(Driver):
         )
         v = vector_literal(q)
         rows = self.conn.execute(query, [v, *wparams, v, k]).fetchall()
-        if not self.conn.autocommit:
-            self.conn.rollback()  # end the read-only transaction: no snapshot held between queries
         d = np.asarray([r[1] for r in rows], dtype=np.float64)
         score = 1.0 - d if self.spec.distance == "cosine" else -d
         return [r[0] for r in rows], score.tolist()
@@ -247,8 +286,6 @@ class PgvectorDriver(Driver):
         if self.conn is None:
             return None
         row = self.conn.execute("SELECT pg_total_relation_size(to_regclass(%s))", (f'"{self.table}"',)).fetchone()
-        if not self.conn.autocommit:
-            self.conn.rollback()
         return None if row is None or row[0] is None else int(row[0])
 
     def params(self) -> dict[str, Any]:
@@ -264,5 +301,8 @@ class PgvectorDriver(Driver):
         finally:
             self.conn = None
             if self.server is not None:
-                self.server.cleanup()
+                self._stop_server()  # once, whether this or an exit handler comes first
                 self.server = None
+            if self._forget is not None:
+                self._forget()
+                self._forget = None

@@ -14,6 +14,7 @@ with SQLite's ``synchronous=OFF``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -23,6 +24,7 @@ from pydantic import model_validator
 from harness.errors import InputError
 from harness.filters import Filter
 from retrievers.vectordb.base import Driver, VectorDBSpec, folder_bytes, require
+from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _COLLECTION = "docs"
 
@@ -35,6 +37,8 @@ class QdrantSpec(VectorDBSpec):
     modules: ClassVar[tuple[str, ...]] = ("qdrant_client",)
     driver: ClassVar[str] = "retrievers.vectordb.qdrant:QdrantDriver"
     indexes: ClassVar[tuple[str, ...]] = ("none", "hnsw")
+    copy_on_connect: ClassVar[bool] = True  # the local client takes a lock file in the store
+    store_marker: ClassVar[str | None] = "meta.json"
 
     @model_validator(mode="after")
     def _local_is_exact(self) -> QdrantSpec:
@@ -117,9 +121,10 @@ class QdrantDriver(Driver):
         if s.url:
             self.client = qc.QdrantClient(url=s.url)
             self._local = False
-        elif s.path:
-            self.client = qc.QdrantClient(path=s.path)
-            self._store = Path(s.path)
+        elif self.path is not None:
+            # a copy of the team's store (retrievers.vectordb.store_copy): the local client writes
+            self.client = qc.QdrantClient(path=str(self.path))
+            self._store = self.path
         else:
             raise InputError("qdrant connect mode needs `path` (local mode) or `url`", field="path")
         self.collection, self.id_field = s.collection or _COLLECTION, s.id_field
@@ -151,19 +156,16 @@ class QdrantDriver(Driver):
         p = self._search_params()
         return {} if p is None else p.model_dump(exclude_none=True)
 
-    def read_vectors(self) -> tuple[list[str], np.ndarray]:
-        ids, vecs, offset = [], [], None
+    def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
+        offset = None
         while True:
             points, offset = self.client.scroll(
-                self.collection, limit=1024, offset=offset, with_payload=[self.id_field], with_vectors=True
+                self.collection, limit=batch, offset=offset, with_payload=[self.id_field], with_vectors=True
             )
-            for p in points:
-                v = p.vector[self.using] if self.using else p.vector
-                ids.append(str((p.payload or {}).get(self.id_field, p.id)))
-                vecs.append(v)
+            vecs = [(p.vector or {}).get(self.using) if self.using else p.vector for p in points]
+            yield [str((p.payload or {}).get(self.id_field, p.id)) for p in points], vectors_from_rows(vecs)
             if offset is None:
                 break
-        return ids, np.asarray(vecs, dtype=np.float32)
 
     def search(self, q: np.ndarray, k: int, flt: Filter | None) -> tuple[list[str], list[float]]:
         res = self.client.query_points(

@@ -1,0 +1,119 @@
+"""What ``harness inspect`` costs: SciFact (5,183 documents) and a 300k-document synthetic corpus.
+
+The synthetic corpus is ``benchmarks/scale.py``'s (Zipf-sampled SciFact vocabulary, ~150 words a
+document, 1k queries each judged against the document it was drawn from), written once under
+``--work``. A copy of it gets ``--plant`` exact copies (case changed) and as many near copies (one
+word replaced) of documents spread over the corpus, so the near-duplicate search has real groups to
+find and verify, and the run checks that it found every one of them.
+
+Each inspection is ``python -m harness inspect --format json`` in its own process; its wall time,
+CPU time (user + system) and peak RSS come from ``os.wait4`` (that child's own rusage). On a shared
+machine the wall time depends on the neighbours; the CPU time does not.
+
+    python benchmarks/inspect_scale.py                      # SciFact and 300k documents
+    python benchmarks/inspect_scale.py --docs 20000         # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from scale import SCIFACT, generate  # noqa: E402
+
+
+def plant(base: Path, folder: Path, n: int) -> tuple[Path, int]:
+    """``base`` with ``n`` exact and ``n`` near copies appended (written once); the planted groups."""
+    done = folder / ".complete"
+    if not done.exists():
+        (folder / "qrels").mkdir(parents=True, exist_ok=True)
+        for name in ("queries.jsonl", "qrels/test.tsv"):
+            (folder / name).write_bytes((base / name).read_bytes())
+        lines = (base / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
+        step = max(1, len(lines) // (2 * n))
+        extra = []
+        for j, i in enumerate(range(0, step * 2 * n, step)):
+            doc = json.loads(lines[i])
+            if j % 2 == 0:  # an exact copy: case differs, the normalised text does not
+                extra.append({"_id": f"{doc['_id']}-copy", "title": doc["title"].upper(), "text": doc["text"]})
+            else:
+                words = doc["text"].split()
+                words[len(words) // 2] = "plantedword"
+                extra.append({"_id": f"{doc['_id']}-near", "title": doc["title"], "text": " ".join(words)})
+        with open(folder / "corpus.jsonl", "w", encoding="utf-8") as out:
+            out.write("\n".join(lines) + "\n")
+            out.writelines(json.dumps(d) + "\n" for d in extra)
+        done.touch()
+    return folder, n
+
+
+def measure(argv: list[str]) -> tuple[dict, dict]:
+    """Run ``argv``: its figures, and the JSON it printed."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{argv} failed:\n{stderr[-3000:]}")
+    figures = {
+        "wall_s": round(wall, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024),
+    }
+    return figures, json.loads(stdout)
+
+
+def inspect(folder: Path) -> tuple[dict, dict]:
+    return measure([sys.executable, "-m", "harness", "inspect", "--dataset", str(folder), "--format", "json"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=300_000, help="synthetic corpus size (0: SciFact only)")
+    ap.add_argument("--plant", type=int, default=300, help="exact and near copies planted in the synthetic corpus")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "harness-scale")
+    ap.add_argument("--skip-scifact", action="store_true")
+    args = ap.parse_args(argv)
+    rows = [
+        "| corpus | documents | wall (s) | CPU (s) | peak RSS (MB) | findings |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    if not args.skip_scifact:
+        figures, found = inspect(SCIFACT)
+        print(json.dumps({"scifact": figures}), flush=True)
+        rows.append(
+            f"| SciFact | 5,183 | {figures['wall_s']} | {figures['cpu_s']} | {figures['peak_rss_mb']} | "
+            f"{found['verdict']} |"
+        )
+    if args.docs:
+        args.work.mkdir(parents=True, exist_ok=True)
+        base = generate(args.work / f"synthetic-{args.docs}-s0", args.docs)
+        folder, n = plant(base, args.work / f"inspect-{args.docs}-p{args.plant}", args.plant)
+        figures, found = inspect(folder)
+        exact, near = len(found["duplicate_documents"]), len(found["near_duplicate_documents"])
+        print(json.dumps({f"synthetic_{args.docs}": figures, "exact_groups": exact, "near_groups": near}), flush=True)
+        if (exact, near) != (n, n):
+            raise SystemExit(f"planted {n} exact and {n} near groups, found {exact} and {near}")
+        rows.append(
+            f"| synthetic + {n} exact and {n} near copies | {args.docs + 2 * n:,} | {figures['wall_s']} | "
+            f"{figures['cpu_s']} | {figures['peak_rss_mb']} | {exact} exact and {near} near groups (all planted) |"
+        )
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,263 @@
+"""``harness judge agree|sample|auto``: automatic judges, checked against people (docs/judging.md).
+
+``agree`` measures a judge against people (pairs and the systems' ranking), ``sample`` draws the
+queries people grade in full for prediction-powered intervals, ``auto`` fills a pool with a judge's
+grades (an OpenAI-compatible endpoint or a local cross-encoder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+log = logging.getLogger("harness")
+
+
+def register_tools(jsub: argparse._SubParsersAction) -> None:
+    a = jsub.add_parser("agree", help="agreement of two graders (A the reference): kappa, alpha, per retriever, tau")
+    a.add_argument("a", metavar="A", help="grade file (.csv/.jsonl pool) or qrels: the reference (people)")
+    a.add_argument("b", metavar="B", help="grade file or qrels: the grader under test (a judge)")
+    a.add_argument(
+        "--results", metavar="DIR", help="results folder: also each retriever's metric under A and B, tau, tau_AP"
+    )
+    a.add_argument("--metrics", help="with --results: comma-separated metrics (default: the folder's)")
+    a.add_argument(
+        "--depth",
+        type=int,
+        default=10,
+        help="with --results: a pair counts for the retrievers ranking it in their top k (default 10)",
+    )
+    a.add_argument("--threshold", type=int, default=1, help="grade from which a pair counts as relevant (default 1)")
+    a.add_argument("--format", choices=["text", "json"], default="text")
+    a.set_defaults(func=agree)
+    s = jsub.add_parser("sample", help="draw N queries at random for people to grade in full (for PPI intervals)")
+    s.add_argument("pool", metavar="POOL", help="pool file from `harness pool`")
+    s.add_argument("--queries", type=int, required=True, metavar="N", help="how many queries to draw")
+    s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    s.add_argument("--out", required=True, help="new pool file with every row of the drawn queries (.csv/.jsonl)")
+    s.set_defaults(func=sample)
+    u = jsub.add_parser("auto", help="fill a pool with an automatic judge's grades (LLM endpoint or cross-encoder)")
+    u.add_argument("pool", metavar="POOL", help="pool file from `harness pool` (only read)")
+    u.add_argument("--judge", choices=["http", "cross-encoder"], required=True, help="who grades")
+    u.add_argument("--out", required=True, help="grade file to write (.csv/.jsonl; `judge merge` takes it)")
+    u.add_argument(
+        "--model", required=True, help="http: the model name to ask for; cross-encoder: a local model folder"
+    )
+    u.add_argument("--url", help="http: the OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)")
+    u.add_argument("--api-key-env", metavar="VAR", help="http: environment variable holding the API key")
+    u.add_argument("--concurrency", type=int, default=4, help="http: requests at a time (default 4)")
+    u.add_argument("--timeout", type=float, default=60.0, help="http: seconds for one whole reply (default 60)")
+    u.add_argument("--retries", type=int, default=3, help="http: retries per pair (default 3)")
+    u.add_argument("--temperature", type=float, default=0.0, help="http: sampling temperature (default 0)")
+    u.add_argument("--max-tokens", type=int, default=512, help="http: max_tokens per reply (default 512)")
+    u.add_argument("--price-in", type=float, metavar="USD", help="http: price per 1M input tokens")
+    u.add_argument("--price-out", type=float, metavar="USD", help="http: price per 1M output tokens")
+    u.add_argument("--thresholds", metavar="T1,T2,T3", help="cross-encoder: scores from which grades 1, 2, 3 start")
+    u.add_argument(
+        "--calibrate",
+        metavar="HUMAN",
+        help="cross-encoder: fit the thresholds on people's grades (max quadratic kappa)",
+    )
+    u.add_argument("--no-progress", action="store_true", help="no progress display")
+    u.set_defaults(func=auto)
+
+
+def agree(args: argparse.Namespace) -> int:
+    from harness.errors import InputError
+    from harness.judging.agree import agree as do_agree
+    from harness.judging.agree import read_grades, render
+
+    if args.depth < 1:
+        raise InputError("must be at least 1", field="--depth")
+    a, b = read_grades(args.a), read_grades(args.b)
+    runs, metrics = None, []
+    if args.results:
+        from harness.metrics.names import parse_metrics
+        from harness.results import Results
+        from harness.results.integrity import check_results
+        from harness.results.store import read_runs
+
+        res = check_results(Results.load(args.results))
+        runs = read_runs(res)
+        if not runs:
+            raise InputError("no stored runs (runs/*.trec)", path=args.results)
+        wanted = parse_metrics(args.metrics) if args.metrics else parse_metrics(res.metrics)
+        metrics = [m.name for m in wanted if not (m.needs_embeddings or m.needs_context)]
+    elif args.metrics:
+        raise InputError("--metrics needs --results (the runs to score)", field="--metrics")
+    report = do_agree(a, b, threshold=args.threshold, runs=runs, metrics=metrics, depth=args.depth)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(report, indent=1) + "\n")
+    else:
+        sys.stdout.write(render(report))
+    return 0
+
+
+def sample(args: argparse.Namespace) -> int:
+    from harness.judging.sample import sample as do_sample
+    from harness.judging.sample import sidecar
+
+    chosen, rows = do_sample(args.pool, args.queries, args.seed, args.out)
+    log.info(
+        "%d queries drawn with seed %d (%d pairs to grade, every one) written to %s; the draw is recorded in %s",
+        len(chosen), args.seed, rows, args.out, sidecar(args.out).name,
+    )  # fmt: skip
+    return 0
+
+
+def add_ppi_arguments(p: argparse.ArgumentParser) -> None:
+    """``--auto-qrels`` (and its companions) on ``evaluate`` and ``report``: prediction-powered intervals."""
+    p.add_argument(
+        "--auto-qrels",
+        metavar="FILE",
+        help="a judge's qrels: with --qrels (people's), each metric's prediction-powered 95%% interval "
+        "beside the classical one on the people-graded queries (docs/judging.md)",
+    )
+    p.add_argument(
+        "--labelled",
+        metavar="SAMPLE",
+        help="with --auto-qrels: the sample `harness judge sample` drew; only its queries count as labelled",
+    )
+    p.add_argument(
+        "--alpha", type=float, default=0.05, help="with --auto-qrels: 1 - the intervals' coverage (default 0.05)"
+    )
+
+
+def _ppi(args: argparse.Namespace, runs: dict, metrics: list[str], baseline: str | None = None) -> dict:
+    from harness.errors import InputError
+    from harness.io.trec import read_qrels
+    from harness.judging.ppi import ppi_report
+    from harness.judging.sample import sampled_queries
+
+    if not args.qrels:
+        raise InputError("--auto-qrels needs --qrels: people's judgments of the labelled queries", field="--qrels")
+    if getattr(args, "judged_only", False):
+        raise InputError("prediction-powered intervals are computed on full rankings", field="--judged-only")
+    labelled = set(sampled_queries(args.labelled)) if args.labelled else None
+    human, judge = read_qrels(args.qrels), read_qrels(args.auto_qrels)
+    return ppi_report(runs, human, judge, metrics, labelled=labelled, alpha=args.alpha, baseline=baseline)
+
+
+def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: str) -> int:
+    """``harness evaluate --qrels HUMAN --auto-qrels JUDGE``: JSON (``--format json``) or a table."""
+    from harness.judging.ppi import render
+
+    report = _ppi(args, runs, metrics)
+    sys.stdout.write(json.dumps(report, indent=1) + "\n" if fmt == "json" else render(report))
+    return 0
+
+
+def report_ppi(args: argparse.Namespace, results) -> int:
+    """``harness report DIR --qrels HUMAN --auto-qrels JUDGE``: the folder's stored runs and metrics,
+    differences against the folder's baseline."""
+    from harness.errors import InputError
+    from harness.judging.ppi import render
+    from harness.metrics.names import parse_metrics
+    from harness.results.store import read_runs
+
+    runs = read_runs(results)
+    if not runs:
+        raise InputError("no stored runs (runs/*.trec)", path=results.folder)
+    metrics = [m.name for m in parse_metrics(results.metrics) if not (m.needs_embeddings or m.needs_context)]
+    base = results.baseline if results.baseline in runs else None
+    sys.stdout.write(render(_ppi(args, runs, metrics, baseline=base)))
+    return 0
+
+
+def auto(args: argparse.Namespace) -> int:
+    """``harness judge auto``: check everything, then grade; one summary line at the end."""
+    from harness.errors import InputError
+    from harness.judging.auto import check_out
+    from harness.judging.pool import read_pool
+
+    out = check_out(args.out)
+    if args.judge == "cross-encoder":
+        from harness.judging.crossenc import run_cross_encoder
+
+        return run_cross_encoder(args, out)
+    if not args.url:
+        raise InputError("--judge http needs --url (the OpenAI-compatible endpoint)", field="--url")
+    if not 1 <= args.concurrency <= 256:
+        raise InputError("must be 1..256", field="--concurrency")
+    if args.retries < 0 or args.timeout <= 0 or args.max_tokens < 1:
+        raise InputError("--retries >= 0, --timeout > 0 and --max-tokens >= 1 are needed", field="--retries")
+    for flag, price in (("--price-in", args.price_in), ("--price-out", args.price_out)):
+        if price is not None and not price >= 0:
+            raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)
+    key = None
+    if args.api_key_env:
+        import os
+
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            raise InputError(f"environment variable {args.api_key_env} is not set or empty", field="--api-key-env")
+    rows = read_pool(args.pool)
+    if not rows:
+        raise InputError("the pool is empty: nothing to grade", path=args.pool)
+    from harness import progress
+    from harness.judging.auto import ReplyCache, fill_http
+    from harness.judging.llm import HttpJudge
+    from harness.paths import cache_dir_of
+
+    judge = HttpJudge(
+        args.url, args.model, api_key=key, temperature=args.temperature, max_tokens=args.max_tokens,
+        timeout=args.timeout, retries=args.retries, concurrency=args.concurrency,
+    )  # fmt: skip
+    cache = ReplyCache(cache_dir_of(None) / "judge" / "replies.jsonl", judge.cache_identity())
+    with progress.session(sys.stderr, enabled=False if args.no_progress else None) as bar:
+        summary = fill_http(
+            rows, judge, out, cache=cache, concurrency=args.concurrency, progress=bar,
+            price_in=args.price_in, price_out=args.price_out,
+        )  # fmt: skip
+    log.info("%s: %s (%.1f s)", out, summary.line(), summary.seconds)
+    for why, n in sorted(summary.failures.items()):
+        log.info("  failed %d: %s", n, why)
+    if summary.stopped:
+        raise InputError(f"stopped: {summary.stopped}; the {summary.graded} grades received are in {out}")
+    if summary.interrupted:  # the usual Ctrl-C exit (130), saying where the grades are
+        raise KeyboardInterrupt(f"{summary.graded} grades are in {out}; the same command grades the rest")
+    return 0
+
+
+def add_order_arguments(s: argparse.ArgumentParser) -> None:
+    """``judge serve --order``: which pairs the page presents first."""
+    s.add_argument(
+        "--order",
+        choices=["pool", "disagreement", "random"],
+        default="pool",
+        help="pool: the file's order; disagreement: where --against grades differ most first (people's "
+        "grades the judge disputes come back); random: a seeded shuffle, for a calibration sample",
+    )
+    s.add_argument(
+        "--against", action="append", metavar="GRADES", default=[],
+        help="with --order disagreement: a judge's grade file or qrels (twice: two judges, on ungraded pairs)",
+    )  # fmt: skip
+    s.add_argument("--seed", type=int, default=0, help="with --order random: the seed (default 0)")
+
+
+def apply_order(args: argparse.Namespace, judging) -> None:
+    """Set the page's order on ``judging`` (:mod:`harness.judging.order`), refusing what would bias a sample."""
+    from harness.errors import InputError
+
+    if args.order != "disagreement" and args.against:
+        raise InputError("--against goes with --order disagreement", field="--against")
+    if args.order == "random":
+        from harness.judging.order import shuffled
+
+        judging.order = shuffled(len(judging.rows), args.seed)
+    elif args.order == "disagreement":
+        from harness.judging.agree import read_grades
+        from harness.judging.order import disagreement
+        from harness.judging.sample import is_sample
+
+        if is_sample(args.pool):
+            raise InputError(
+                "a `judge sample` file is graded in full and in its own order: grades chosen by a judge's "
+                "answers would bias the prediction-powered intervals (use --order pool or random)",
+                field="--order",
+            )
+        if not 1 <= len(args.against) <= 2:
+            raise InputError("--order disagreement needs --against GRADES (once or twice)", field="--against")
+        judging.order, judging.review = disagreement(judging.rows, [read_grades(p) for p in args.against])

@@ -1,0 +1,286 @@
+"""``harness judge auto POOL --judge http|cross-encoder --out grades.csv``: a pool filled by a judge.
+
+The output is the pool file format (``harness judge merge`` takes it) with one more column,
+``judge``, naming who gave each grade (an ungraded row leaves both empty). Every row of the pool
+is graded, already-graded ones too: agreement with people is measured on the same pairs.
+
+For an endpoint, every reply with a grade is cached (:class:`ReplyCache`, keyed by the endpoint
+without credentials, model, temperature, max_tokens, prompt version, query text and a hash of the
+document text), and the output is rewritten atomically every few seconds and at the end: a re-run
+sends requests only for the pairs still ungraded, and Ctrl-C keeps every grade received.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import InputError
+from harness.io import atomic
+from harness.judging import umbrela
+from harness.judging.pool import COLUMNS, PoolRow, encode_row, file_format, read_pool
+
+log = logging.getLogger("harness")
+
+#: the output's columns: the pool's, then who graded the row
+AUTO_COLUMNS = (*COLUMNS, "judge")
+#: seconds between two rewrites of the output while grading
+SAVE_EVERY = 5.0
+
+
+@dataclass
+class Summary:
+    pairs: int = 0
+    graded: int = 0
+    from_cache: int = 0
+    ungraded: int = 0  # replies never held a readable grade
+    failed: int = 0  # no usable reply (timeouts, errors, cut replies) after the retries
+    retried: int = 0  # pairs that needed more than one request
+    requests: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+    seconds: float = 0.0
+    interrupted: bool = False
+    stopped: str | None = None
+    failures: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
+        return (
+            f"{self.graded} of {self.pairs} pairs graded ({self.from_cache} from earlier runs), {self.ungraded} "
+            f"ungraded (no readable grade), {self.failed} failed, {self.retried} retried; {self.requests} "
+            f"requests, {self.tokens_in} tokens in, {self.tokens_out} out{cost}"
+        )
+
+
+# ----------------------------------------------------------------------------- output file
+
+
+def check_out(out: str | os.PathLike[str]) -> Path:
+    """``out`` must be new, or a file an earlier ``judge auto`` wrote (its grades are kept)."""
+    p = Path(out)
+    if p.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        raise InputError("the grade file must end in .csv or .jsonl", field="--out")
+    if p.exists() and not _is_auto_file(p):
+        raise InputError("exists and was not written by `harness judge auto`; choose a new file", path=p, field="--out")
+    return p
+
+
+def _is_auto_file(p: Path) -> bool:
+    try:
+        with p.open(encoding="utf-8-sig") as f:
+            first = f.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if file_format(p) == "jsonl":
+        try:
+            return "judge" in json.loads(first)
+        except (ValueError, TypeError):
+            return False
+    return first.strip().split(",") == list(AUTO_COLUMNS)
+
+
+def earlier_grades(out: Path, judge: str) -> dict[tuple[str, str], int]:
+    """The grades ``judge`` gave in an earlier run's output (another judge's are not reused)."""
+    if not out.exists():
+        return {}
+    keep: dict[tuple[str, str], int] = {}
+    rows = read_pool(out)
+    names = _judge_column(out)
+    for r, name in zip(rows, names):
+        if r.grade is not None and name == judge:
+            keep[r.query_id, r.doc_id] = r.grade
+    return keep
+
+
+def _judge_column(p: Path) -> list[str]:
+    text = p.read_text(encoding="utf-8-sig")
+    if file_format(p) == "jsonl":
+        return [str(json.loads(line).get("judge") or "") for line in text.splitlines() if line.strip()]
+    return [str(rec.get("judge") or "") for rec in csv.DictReader(io.StringIO(text, newline=""))]
+
+
+def write_auto(path: Path, rows: Sequence[PoolRow], judges: Sequence[str | None]) -> Path:
+    """The pool rows with their grades and the ``judge`` column, written atomically. Each row is
+    encoded as the pool file encodes it (:func:`~harness.judging.pool.encode_row`), the judge after it."""
+    fmt = file_format(path)
+    parts: list[bytes] = []
+    if fmt == "jsonl":
+        for r, j in zip(rows, judges):
+            rec = {**asdict(r), "judge": j if r.grade is not None else None}
+            text = json.dumps(rec, ensure_ascii=False)
+            if any("\ud800" <= c <= "\udfff" for c in text):  # a lone surrogate: ASCII escapes, as the pool
+                text = json.dumps(rec)
+            parts.append((text + "\n").encode("utf-8"))
+    else:
+        parts.append((",".join(AUTO_COLUMNS) + "\n").encode())
+        for r, j in zip(rows, judges):
+            cell = b""
+            if j and r.grade is not None:
+                buf = io.StringIO()
+                csv.writer(buf, lineterminator="").writerow([j])
+                cell = buf.getvalue().encode("utf-8", "surrogatepass")
+            parts.append(encode_row(r, "csv")[:-1] + b"," + cell + b"\n")  # the pool's cells, neutralised
+    return atomic.write_bytes(path, b"".join(parts))
+
+
+# ----------------------------------------------------------------------------- reply cache
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class ReplyCache:
+    """Grades an endpoint gave, one JSON line per reply, appended as they come (a killed run keeps
+    them; a torn last line is skipped on reading). Keys are hashes: no text, URL or key is stored."""
+
+    def __init__(self, path: Path, identity: list) -> None:
+        self.path, self.identity = path, identity
+        self._lock = threading.Lock()
+        self._known: dict[str, int] = {}
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                try:
+                    rec = json.loads(line)
+                    g = rec["grade"]
+                    if isinstance(g, int) and 0 <= g <= 3:
+                        self._known[str(rec["key"])] = g
+                except (ValueError, KeyError, TypeError):
+                    continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def key(self, query: str, title: str, text: str) -> str:
+        doc = _sha(umbrela.passage(title, text))
+        return _sha(json.dumps([*self.identity, query, doc], ensure_ascii=False))
+
+    def get(self, key: str) -> int | None:
+        return self._known.get(key)
+
+    def put(self, key: str, grade: int, tokens_in: int, tokens_out: int) -> None:
+        line = json.dumps({"key": key, "grade": grade, "tokens_in": tokens_in, "tokens_out": tokens_out}) + "\n"
+        with self._lock:
+            self._known[key] = grade
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+
+
+# ----------------------------------------------------------------------------- the fill loop
+
+
+def fill_http(
+    rows: list[PoolRow],
+    judge: Any,
+    out: Path,
+    *,
+    cache: ReplyCache | None,
+    concurrency: int = 4,
+    progress: Any = None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Summary:
+    """Grade every row through ``judge`` (:class:`~harness.judging.llm.HttpJudge`), at most
+    ``concurrency`` requests at a time; the output is saved every :data:`SAVE_EVERY` seconds, at the
+    end, and on Ctrl-C or a stop (whose reason is in ``Summary.stopped``)."""
+    from harness.judging.llm import JudgeStopped
+
+    start = clock()
+    s = Summary(pairs=len(rows))
+    name = judge.name
+    judges: list[str | None] = [None] * len(rows)
+    earlier = earlier_grades(out, name) if out.exists() else {}
+    todo: list[int] = []
+    keys: list[str | None] = [None] * len(rows)
+    for i, r in enumerate(rows):
+        r.grade = None
+        g = earlier.get((r.query_id, r.doc_id))
+        if g is None and cache is not None:
+            keys[i] = cache.key(r.query, r.title, r.text)
+            g = cache.get(keys[i])
+        if g is not None:
+            r.grade, judges[i] = g, name
+            s.graded += 1
+            s.from_cache += 1
+        else:
+            todo.append(i)
+    log.info("%s: %d of %d pairs to grade (%d graded by earlier runs)", name, len(todo), len(rows), s.from_cache)
+    if progress is not None:
+        progress.phase(f"grading {len(todo)} pairs", len(todo))
+    stop = threading.Event()
+    last_save = clock()
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
+    pending: dict[Future, int] = {}
+    it = iter(todo)
+
+    def submit() -> None:
+        while len(pending) < concurrency * 2 and not stop.is_set():
+            i = next(it, None)
+            if i is None:
+                return
+            r = rows[i]
+            pending[pool.submit(judge.grade, r.query, r.title, r.text, stop)] = i
+
+    try:
+        submit()
+        while pending:
+            done, _ = wait(list(pending), timeout=1.0, return_when=FIRST_COMPLETED)
+            for f in done:
+                i = pending.pop(f)
+                try:
+                    o = f.result()
+                except JudgeStopped as e:
+                    if s.stopped is None:
+                        s.stopped = str(e)
+                    stop.set()
+                    continue
+                s.requests += o.requests
+                s.tokens_in += o.tokens_in
+                s.tokens_out += o.tokens_out
+                s.retried += o.requests > 1
+                if o.grade is not None:
+                    rows[i].grade, judges[i] = o.grade, name
+                    s.graded += 1
+                    if cache is not None and keys[i] is not None:
+                        cache.put(keys[i], o.grade, o.tokens_in, o.tokens_out)
+                elif o.failure == "unparsable":
+                    s.ungraded += 1
+                else:
+                    s.failed += 1
+                    why = (o.failure or "failed").removeprefix("failed: ")
+                    s.failures[why] = s.failures.get(why, 0) + 1
+                if progress is not None:
+                    progress.advance(1)
+            if clock() - last_save >= SAVE_EVERY:
+                write_auto(out, rows, judges)
+                last_save = clock()
+            submit()
+    except KeyboardInterrupt:
+        s.interrupted = True
+        stop.set()
+    finally:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        judge.close()
+        write_auto(out, rows, judges)
+    if s.stopped or s.interrupted:  # pairs never asked count as failed, so the counts add up
+        s.failed = s.pairs - s.graded - s.ungraded
+    if price_in is not None or price_out is not None:
+        s.cost_usd = (s.tokens_in * (price_in or 0.0) + s.tokens_out * (price_out or 0.0)) / 1e6
+    s.seconds = clock() - start
+    return s

@@ -1,0 +1,124 @@
+"""``harness judge auto --judge cross-encoder --model PATH``: a local cross-encoder as the judge.
+
+A cross-encoder gives a score, not a grade; three thresholds map it to 0-3 (a score from ``t1`` on
+is grade 1, from ``t2`` grade 2, from ``t3`` grade 3). They are given (``--thresholds``) or fitted
+on pairs people graded (``--calibrate human.csv``): the thresholds that maximise quadratic-weighted
+kappa with the people, the figure ``harness judge agree`` reports. The fit searches every triple of
+candidate cut points (midpoints between the calibration scores, thinned to quantiles when there are
+many, plus "never": a grade may stay unused), so it is exact over those candidates and deterministic.
+A judge fitted on a sample is then measured on other pairs; the fit's own kappa is optimistic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from collections.abc import Sequence
+from itertools import combinations_with_replacement
+from pathlib import Path
+
+import numpy as np
+
+from harness.errors import InputError
+from harness.judging import umbrela
+from harness.judging.pool import PoolRow, read_pool
+from harness.stats.agreement import cohen_kappa, confusion
+
+log = logging.getLogger("harness")
+
+#: at most this many candidate cut points in a calibration search (C(n + 2, 3) triples)
+MAX_CANDIDATES = 48
+
+
+def to_grades(scores: np.ndarray, thresholds: Sequence[float]) -> np.ndarray:
+    """Grade = how many thresholds the score reaches (``score >= t``)."""
+    s = np.asarray(scores, dtype=np.float64)
+    return sum((s >= t).astype(np.int64) for t in thresholds)
+
+
+def fit_thresholds(scores: np.ndarray, grades: np.ndarray) -> tuple[tuple[float, float, float], float]:
+    """The ``t1 <= t2 <= t3`` maximising quadratic kappa of ``to_grades(scores)`` against ``grades``,
+    and that kappa (the first best triple in candidate order, so ties resolve the same way)."""
+    s = np.asarray(scores, dtype=np.float64)
+    g = np.asarray(grades, dtype=np.int64)
+    if s.size < 2:
+        raise InputError("calibration needs at least 2 graded pairs", field="--calibrate")
+    u = np.unique(s)
+    mids = (u[:-1] + u[1:]) / 2 if u.size > 1 else u
+    if mids.size > MAX_CANDIDATES:
+        mids = np.unique(np.quantile(mids, np.linspace(0, 1, MAX_CANDIDATES)))
+    cands = np.concatenate([[-np.inf], mids, [np.inf]])
+    # each score's position among the candidates: score >= cands[j] iff pos > j
+    pos = np.searchsorted(cands, s, side="right")
+    best, best_k = (float(cands[0]),) * 3, -np.inf
+    for i, j, k in combinations_with_replacement(range(len(cands)), 3):
+        pred = (pos > i).astype(np.int64) + (pos > j) + (pos > k)
+        kq = cohen_kappa(confusion(g, pred), "quadratic")
+        if kq > best_k:
+            best_k, best = kq, (float(cands[i]), float(cands[j]), float(cands[k]))
+    return best, float(best_k)
+
+
+def parse_thresholds(text: str) -> tuple[float, float, float]:
+    try:
+        t = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise InputError("expected three numbers, e.g. -2,0,2", field="--thresholds") from None
+    if len(t) != 3 or not all(np.isfinite(t)) or not t[0] <= t[1] <= t[2]:
+        raise InputError("expected three finite numbers in increasing order, e.g. -2,0,2", field="--thresholds")
+    return t  # type: ignore[return-value]
+
+
+def score_pairs(model: str, rows: Sequence[PoolRow], batch_size: int = 32) -> np.ndarray:
+    """The cross-encoder's raw scores (logits) for each row's (query, passage)."""
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    ce = CrossEncoder(model, device="cpu")
+    pairs = [[r.query, umbrela.passage(r.title, r.text)] for r in rows]
+    out = ce.predict(pairs, batch_size=batch_size, show_progress_bar=False, activation_fn=torch.nn.Identity())
+    return np.asarray(out, dtype=np.float64).reshape(len(rows))
+
+
+def run_cross_encoder(args: argparse.Namespace, out: Path) -> int:
+    """The CLI's cross-encoder path: thresholds (given or fitted), every row graded, written."""
+    from harness.judging.auto import write_auto
+
+    if bool(args.thresholds) == bool(args.calibrate):
+        raise InputError("give --thresholds T1,T2,T3 or --calibrate HUMAN (one of them)", field="--thresholds")
+    if not Path(args.model).is_dir():
+        raise InputError(
+            "not a local model folder (a cross-encoder, e.g. from `harness train-reranker`)", field="--model"
+        )
+    thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
+    rows = read_pool(args.pool)
+    if not rows:
+        raise InputError("the pool is empty: nothing to grade", path=args.pool)
+    calib = None
+    if args.calibrate:
+        calib = [r for r in read_pool(args.calibrate) if r.grade is not None and 0 <= r.grade <= 3]
+        if len(calib) < 2:
+            raise InputError("needs at least 2 rows graded 0-3 (a graded pool file)", path=args.calibrate)
+    start = time.monotonic()
+    try:
+        if calib is not None:
+            (t, kq) = fit_thresholds(score_pairs(args.model, calib), np.array([r.grade for r in calib]))
+            thresholds = t
+            log.info("thresholds %s fitted on %d pairs of %s (quadratic kappa %.3f on them)",
+                     ",".join(f"{x:.4g}" for x in t), len(calib), args.calibrate, kq)  # fmt: skip
+        scores = score_pairs(args.model, rows)
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot load or run the cross-encoder: {e}", field="--model") from None
+    assert thresholds is not None
+    grades = to_grades(scores, thresholds)
+    name = f"cross-encoder:{Path(args.model).resolve().name}:{','.join(f'{x:.6g}' for x in thresholds)}"
+    for r, g in zip(rows, grades):
+        r.grade = int(g)
+    write_auto(out, rows, [name] * len(rows))
+    counts = np.bincount(grades, minlength=4)
+    log.info(
+        "%s: %d of %d pairs graded by %s (grades 0-3: %s) in %.1f s",
+        out, len(rows), len(rows), name, ", ".join(str(int(c)) for c in counts), time.monotonic() - start,
+    )  # fmt: skip
+    return 0

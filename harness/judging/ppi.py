@@ -1,0 +1,162 @@
+"""Metric intervals that carry an automatic judge's error: prediction-powered inference over queries.
+
+People grade a uniform random sample of queries (``harness judge sample``) fully; a judge grades
+every query. Per query and metric, ``Y`` is the metric under the human judgments and ``Y-hat`` the
+metric under the judge's. The labelled queries give ``(Y, Y-hat)`` pairs, every other query the
+judge grades gives ``Y-hat`` alone, and :func:`harness.stats.ppi.ppi_mean_ci` turns them into an
+interval on the mean that the judge's bias cannot shrink below the truth. The classical interval on
+the labelled queries alone is reported beside it, so the gain (or its absence) is visible.
+
+A query counts as labelled when the human judgments grade every pair the judge grades for it: a
+half-graded query would mix the two graders inside one Y. With ``labelled`` (the sample file
+``judge sample`` wrote) only the sampled queries can be labelled, so queries that happen to be
+complete for another reason (nothing was pooled for them) do not slip into the sample and break
+its randomness.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harness import defaults
+from harness.errors import InputError
+from harness.model import Qrels
+from harness.run import Run
+from harness.stats.ppi import classical_mean_ci, ppi_mean_ci
+
+log = logging.getLogger("harness")
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which queries are labelled (fully graded by people) and which are the judge's alone."""
+
+    labelled: list[str]
+    unlabelled: list[str]
+    incomplete: list[str]  # sampled (or human-judged) queries with pairs people did not grade (unlabelled)
+
+
+def split(human: Qrels, judge: Qrels, labelled: Collection[str] | None = None) -> Split:
+    """Labelled: queries HUMAN judges that grade every pair JUDGE grades for them (and, with
+    ``labelled``, are in that sample). Unlabelled: every other query JUDGE judges."""
+    lab, inc = [], []
+    for q in sorted(judge):
+        if labelled is not None and q not in labelled:
+            continue
+        h = human.get(q)
+        if h is None:
+            if labelled is not None:
+                inc.append(q)
+            continue
+        (lab if all(d in h for d in judge[q]) else inc).append(q)
+    taken = set(lab)  # a half-graded query is still the judge's: unlabelled
+    return Split(lab, [q for q in sorted(judge) if q not in taken], inc)
+
+
+def _per_query(runs: Mapping[str, Run], qrels: Qrels, queries: Sequence[str], metrics: Sequence[str]):
+    """``{run: {metric: array over queries}}`` (a run missing a query scores 0 there, as always)."""
+    from harness.engine.score import score
+
+    sub = {q: qrels[q] for q in queries}
+    res = score(runs, sub, list(metrics), statistics=False)
+    pos = {q: i for i, q in enumerate(res.query_ids)}
+    idx = np.array([pos[q] for q in queries], dtype=np.int64)
+    return {r: {m: res.scores(r)[m][idx] for m in metrics} for r in runs}
+
+
+def _interval(y: np.ndarray, yhat: np.ndarray, yu: np.ndarray, alpha: float) -> dict[str, Any]:
+    p, lam = ppi_mean_ci(y, yhat, yu, alpha)
+    c = classical_mean_ci(y, alpha)
+    return {
+        "ppi": {"mean": p.mean, "low": p.low, "high": p.high},
+        "classical": {"mean": c.mean, "low": c.low, "high": c.high, "n": int(y.size)},
+        "n_labelled": int(y.size),
+        "n_unlabelled": int(yu.size),
+        "lam": None if np.isnan(lam) else lam,
+    }
+
+
+def ppi_report(
+    runs: Mapping[str, Run],
+    human: Qrels,
+    judge: Qrels,
+    metrics: Sequence[str],
+    *,
+    labelled: Collection[str] | None = None,
+    alpha: float = defaults.ALPHA,
+    baseline: str | None = None,
+) -> dict[str, Any]:
+    """``{"runs": {run: {metric: interval}}, "differences": {"B - A": {metric: interval}}, ...}``.
+
+    Each interval is ``{ppi: {mean, low, high}, classical: {mean, low, high, n}, n_labelled,
+    n_unlabelled, lam}``. Differences are per query (run minus ``baseline``, default the first run),
+    so the same queries' judge errors cancel where they can.
+    """
+    if not 0 < alpha < 1:
+        raise InputError("must lie in (0, 1)", field="--alpha")
+    s = split(human, judge, labelled)
+    if s.incomplete:
+        log.warning(
+            "%d quer%s left out of the labelled set: people did not grade every pair the judge graded (%s)",
+            len(s.incomplete), "y" if len(s.incomplete) == 1 else "ies", ", ".join(s.incomplete[:5]),
+        )  # fmt: skip
+    if len(s.labelled) < 2:
+        raise InputError(
+            f"{len(s.labelled)} labelled quer{'y' if len(s.labelled) == 1 else 'ies'}: PPI needs people to grade "
+            "every pooled pair of at least 2 queries (`harness judge sample` draws them)",
+            field="--qrels",
+        )
+    if not s.unlabelled:
+        raise InputError(
+            "the judge grades no query beyond the labelled ones: nothing for PPI to add", field="--auto-qrels"
+        )
+    y = _per_query(runs, human, s.labelled, metrics)
+    yhat = _per_query(runs, judge, s.labelled, metrics)
+    yu = _per_query(runs, judge, s.unlabelled, metrics)
+    out: dict[str, Any] = {
+        "alpha": alpha,
+        "n_labelled": len(s.labelled),
+        "n_unlabelled": len(s.unlabelled),
+        "n_incomplete": len(s.incomplete),
+        "runs": {r: {m: _interval(y[r][m], yhat[r][m], yu[r][m], alpha) for m in metrics} for r in runs},
+        "differences": {},
+    }
+    names = list(runs)
+    base = baseline if baseline is not None else (names[0] if names else None)
+    if base is not None and base not in runs:
+        raise InputError(f"{base!r} is not one of the runs ({', '.join(names)})", field="--baseline")
+    for r in names:
+        if r == base:
+            continue
+        out["differences"][f"{r} - {base}"] = {
+            m: _interval(y[r][m] - y[base][m], yhat[r][m] - yhat[base][m], yu[r][m] - yu[base][m], alpha)
+            for m in metrics
+        }
+    return out
+
+
+def render(report: Mapping[str, Any]) -> str:
+    """A plain table: the PPI interval beside the classical one on the labelled queries."""
+    conf = round(100 * (1 - report["alpha"]))
+    lines = [
+        f"{report['n_labelled']} queries graded by people (labelled), {report['n_unlabelled']} by the judge alone; "
+        f"{conf}% intervals",
+        f"{'':<28}{'metric':<14}{'PPI':>26}{'people only':>26}{'width':>8}",
+    ]
+    for group in ("runs", "differences"):
+        for name, per in report[group].items():
+            for m, iv in per.items():
+                p, c = iv["ppi"], iv["classical"]
+                ratio = (p["high"] - p["low"]) / (c["high"] - c["low"]) if c["high"] > c["low"] else float("nan")
+                lines.append(f"{name:<28}{m:<14}{_iv(p):>26}{_iv(c):>26}{ratio:>8.2f}")
+    lines.append("width: the PPI interval's width over the people-only interval's (below 1: the judge helps)")
+    return "\n".join(lines) + "\n"
+
+
+def _iv(x: Mapping[str, float]) -> str:
+    return f"{x['mean']:.4f} [{x['low']:.4f}, {x['high']:.4f}]"

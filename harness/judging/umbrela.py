@@ -1,0 +1,64 @@
+"""UMBRELA's 0-3 relevance prompt and the strict reading of its ``##final score: N`` answer.
+
+The prompt is UMBRELA's zero-shot "bing" prompt (Upadhyay et al., "UMBRELA: UMbrela is the
+(Open-Source Reproduction of the) Bing RELevance Assessor", 2024; castorini/umbrela,
+``prompts/qrel_zeroshot_bing.txt``, Apache-2.0), itself the prompt of Thomas et al. 2023 that TREC
+RAG 2024 used for its automatic labels. It is kept word for word: a judge's agreement with people
+is measured for a prompt, and a reworded one is a different judge (:data:`PROMPT_VERSION` is part
+of every cache key and of the judge name recorded per grade).
+"""
+
+from __future__ import annotations
+
+import re
+
+#: names the prompt text below; change it whenever the text changes (cached replies then miss)
+PROMPT_VERSION = "umbrela-zeroshot-bing-1"
+
+PROMPT = (
+    "Given a query and a passage, you must provide a score on an integer scale of 0 to 3 with the following "
+    "meanings:\n"
+    "0 = represent that the passage has nothing to do with the query, \n"
+    "1 = represents that the passage seems related to the query but does not answer it, \n"
+    "2 = represents that the passage has some answer for the query, but the answer may be a bit unclear, or "
+    "hidden amongst extraneous information and \n"
+    "3 = represents that the passage is dedicated to the query and contains the exact answer.\n"
+    "\n"
+    "Important Instruction: Assign category 1 if the passage is somewhat related to the topic but not "
+    "completely, category 2 if passage presents something very important related to the entire topic but also "
+    "has some extra information and category 3 if the passage only and entirely refers to the topic. If none of "
+    "the above satisfies give it category 0.\n"
+    "\n"
+    "Query: {query}\n"
+    "Passage: {passage}\n"
+    "\n"
+    "Split this problem into steps:\n"
+    "Consider the underlying intent of the search.\n"
+    "Measure how well the content matches a likely intent of the query (M).\n"
+    "Measure how trustworthy the passage is (T).\n"
+    "Consider the aspects above and the relative importance of each, and decide on a final score (O). Final "
+    "score must be an integer value only.\n"
+    "Do not provide any code in result. Provide each score in the format of: ##final score: score without "
+    "providing any reasoning."
+)
+
+# ASCII 0-3 only ([0-3] is a code-point range: no other script's digits), not followed by another
+# digit or a decimal point ("##final score: 10" and "2.5" are not grades)
+_FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([0-3])(?![0-9.,])", re.IGNORECASE)
+
+
+def passage(title: str, text: str) -> str:
+    """The passage a judge reads: the title on its own line when there is one, then the text."""
+    return f"{title}\n{text}" if title.strip() else text
+
+
+def prompt(query: str, title: str, text: str) -> str:
+    """The user message for one (query, document) pair."""
+    return PROMPT.replace("{query}", query).replace("{passage}", passage(title, text))
+
+
+def parse(reply: str) -> int | None:
+    """The grade of a reply: its ``##final score: N`` (0-3); None when it has none, or when two of
+    them disagree (a reply that argues both ways is not a grade, and is never read as 0)."""
+    found = {int(m.group(1)) for m in _FINAL.finditer(reply)}
+    return found.pop() if len(found) == 1 else None

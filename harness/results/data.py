@@ -1,0 +1,360 @@
+"""What scoring produces, and ``results.json``: per-query scores are the primary artefact, means and
+statistics are derived from them.
+
+``results.json`` (schema 2) holds the manifest, ``summary[retriever][metric]`` (means; this shape is a
+contract scripts and CI jobs read), ``query_ids`` with ``per_query[retriever][metric]`` as arrays
+aligned with them, counts, efficiency, ``significance[retriever][metric]`` (a :class:`Comparison`),
+confidence intervals, failures, and ``run_files`` (which run file each retriever's scores came
+from, with its sha256 and config hash). Schema 1 files (per-query scores as nested dicts) still load.
+
+This module holds the data; :meth:`Results.table` renders it (:mod:`harness.results.render`) and
+:meth:`Results.save` writes its folder (:mod:`harness.results.store`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from harness.efficiency import Cost
+from harness.errors import InputError
+from harness.io import jsontext
+from harness.io.lines import read_utf8
+from harness.model import Qrels
+from harness.run import Run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: the marker that makes a results.json (and its folder) the harness's own
+SCHEMA = "retrieval-harness/results"
+SCHEMA_VERSION = 2
+
+
+class Comparison(BaseModel):
+    """One retriever against the baseline on one metric (see :func:`harness.stats.compare`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    delta: float
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    p_t: float | None = None
+    p_holm: float | None = None
+    significant: bool = False
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    #: power (harness.stats.power): sd of the differences, minimum detectable effect, queries needed
+    sd_diff: float | None = None
+    mde: float | None = None
+    n_for_observed: int | None = None
+    power_reason: str | None = None
+
+    # mapping-style access, so code written against schema 1's plain dicts keeps working
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and hasattr(self, key)
+
+
+class Results(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    schema_: str = Field(SCHEMA, alias="schema")
+    schema_version: int = SCHEMA_VERSION
+    #: False while a run is still going (or was killed): the folder then holds the finished retrievers
+    complete: bool = True
+    manifest: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, dict[str, float]] = Field(default_factory=dict)
+    query_ids: list[str] = Field(default_factory=list)
+    per_query: dict[str, dict[str, list[float]]] = Field(default_factory=dict)
+    counts: dict[str, dict[str, int]] = Field(default_factory=dict)
+    efficiency: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    significance: dict[str, dict[str, Comparison]] = Field(default_factory=dict)
+    intervals: dict[str, dict[str, list[float]]] = Field(default_factory=dict)
+    failures: dict[str, str] = Field(default_factory=dict)
+    run_files: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    #: every file of the results folder the harness wrote (relative paths): a re-run replaces these
+    #: and nothing else (a user's notes beside the results stay)
+    files: list[str] = Field(default_factory=list)
+    query_tags: dict[str, list[str]] = Field(default_factory=dict)
+    #: rows run on chunks: their metrics against chunk-level relevance (summary is document level)
+    chunk_level: dict[str, dict[str, float]] = Field(default_factory=dict)
+    #: per retriever, the share of its top 10 that carries a judgment (how far the qrels reach it)
+    judged_at_10: dict[str, float] = Field(default_factory=dict)
+
+    _runs: dict[str, Run] = PrivateAttr(default_factory=dict)
+    _qrels: Qrels | None = PrivateAttr(default=None)
+    _folder: Path | None = PrivateAttr(default=None)
+    _arrays: dict[str, dict[str, np.ndarray]] = PrivateAttr(default_factory=dict)
+    #: each run's measured cost (what :meth:`save` stores beside the run)
+    _costs: dict[str, Cost] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nested_per_query(cls, data: Any) -> Any:
+        """``per_query`` given in schema 1's nested shape (``{retriever: {query: {metric: v}}}``,
+        as older scripts build it) is converted to columns over ``query_ids``."""
+        if isinstance(data, dict) and not data.get("query_ids"):
+            per = data.get("per_query")
+            if isinstance(per, dict):
+                for cols in per.values():
+                    if isinstance(cols, dict) and any(isinstance(v, dict) for v in cols.values()):
+                        return upgrade_v1(data)
+        return data
+
+    # ------------------------------------------------------------------ views
+    @property
+    def retrievers(self) -> list[str]:
+        return list(self.summary)
+
+    @property
+    def baseline(self) -> str | None:
+        return (self.manifest.get("config") or {}).get("baseline")
+
+    @property
+    def metrics(self) -> list[str]:
+        for scores in self.summary.values():
+            return list(scores)
+        return []
+
+    @property
+    def runs(self) -> dict[str, Run]:
+        return self._runs
+
+    @property
+    def qrels(self) -> Qrels | None:
+        return self._qrels
+
+    @property
+    def folder(self) -> Path | None:
+        return self._folder
+
+    def scores(self, retriever: str) -> dict[str, np.ndarray]:
+        """Per-query values of every metric as float64 arrays aligned with :attr:`query_ids`."""
+        if retriever not in self._arrays:
+            cols = self.per_query.get(retriever)
+            if cols is None:
+                raise KeyError(retriever)
+            self._arrays[retriever] = {m: np.asarray(v, dtype=np.float64) for m, v in cols.items()}
+        return self._arrays[retriever]
+
+    def query_scores(self, retriever: str) -> dict[str, dict[str, float]]:
+        """``{query_id: {metric: value}}`` for one retriever (schema 1's shape)."""
+        cols = self.per_query.get(retriever) or {}
+        return {q: {m: v[i] for m, v in cols.items()} for i, q in enumerate(self.query_ids)}
+
+    @property
+    def costs(self) -> dict[str, Cost]:
+        return self._costs
+
+    def attach(
+        self, runs: Mapping[str, Run], qrels: Qrels | None, costs: Mapping[str, Cost] | None = None
+    ) -> Results:
+        self._runs, self._qrels = dict(runs), qrels
+        if costs is not None:
+            self._costs = dict(costs)
+        return self
+
+    # ------------------------------------------------------------------ renderings and the folder
+    def table(self, fmt: str = "markdown", *, width: int | None = None) -> str:
+        """The comparison table as text: ``markdown`` (the folder's ``table.md``), ``csv``, ``html``,
+        ``latex``, or ``terminal`` (what ``harness report DIR`` prints, ``width`` columns wide)."""
+        from harness.results.render import render_table
+
+        return render_table(self, fmt, width=width)
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the results folder ``harness run --out DIR`` writes (runs, qrels, results.json,
+        tables, plots); an existing results folder is replaced as one step."""
+        from harness.results.store import save
+
+        return save(self, folder)
+
+    # ------------------------------------------------------------------ notebooks
+    def __repr__(self) -> str:
+        state = "" if self.complete else ", incomplete"
+        best = ""
+        if self.summary and self.metrics:
+            m = self.metrics[0]
+            name, value = max(((r, s.get(m, float("-inf"))) for r, s in self.summary.items()), key=lambda x: x[1])
+            best = f", best {m}: {name} {value:.4f}"
+        failed = f", {len(self.failures)} failed" if self.failures else ""
+        return (
+            f"<Results: {len(self.summary)} retrievers x {len(self.metrics)} metrics over "
+            f"{len(self.query_ids)} queries{best}{failed}{state}>"
+        )
+
+    __str__ = __repr__
+
+    def _repr_html_(self) -> str:
+        frame = self.to_dataframe("summary")
+        caption = f"{len(self.query_ids)} queries; baseline {self.baseline or 'none'}"
+        html = frame.to_html(float_format=lambda x: f"{x:.4f}", na_rep="")
+        notes = "".join(f"<li>{_esc(n)} failed: {_esc(e)}</li>" for n, e in self.failures.items())
+        return f"<div><p>{_esc(caption)}</p>{html}{f'<ul>{notes}</ul>' if notes else ''}</div>"
+
+    def to_dataframe(self, kind: str | bool = "summary", *, per_query: bool | None = None) -> pd.DataFrame:
+        """Results as a pandas DataFrame.
+
+        - ``summary`` (default): one row per retriever; per metric its mean, ``<metric> ci_low`` /
+          ``ci_high`` (bootstrap CI), and against the baseline ``<metric> delta`` / ``p`` (Holm).
+        - ``per_query``: tidy, one row per (retriever, query_id, metric) with ``value``.
+        - ``cost``: one row per retriever, the efficiency figures.
+        - ``significance``: tidy, one row per (retriever, metric) with every test statistic.
+        Failed retrievers are absent (see ``failures``). ``per_query=True`` (schema 1's flag) is
+        ``kind="per_query"``.
+        """
+        import pandas as pd
+
+        if per_query is not None:
+            kind = bool(per_query)
+        if kind is True:
+            kind = "per_query"
+        elif kind is False:
+            kind = "summary"
+        if kind == "summary":
+            rows = {}
+            for r, means in self.summary.items():
+                row: dict[str, Any] = {}
+                for m, v in means.items():
+                    row[m] = v
+                    lo, hi = (self.intervals.get(r, {}).get(m) or [None, None])[:2]
+                    row[f"{m} ci_low"], row[f"{m} ci_high"] = lo, hi
+                    sig = self.significance.get(r, {}).get(m)
+                    if sig is not None:
+                        row[f"{m} delta"], row[f"{m} p"] = sig.delta, sig.p_holm
+                rows[r] = row
+            frame = pd.DataFrame.from_dict(rows, orient="index")
+            frame.index.name = "retriever"
+            return frame
+        if kind == "per_query":
+            parts = [
+                pd.DataFrame({"retriever": r, "query_id": self.query_ids, "metric": m, "value": v})
+                for r, cols in self.per_query.items()
+                for m, v in cols.items()
+            ]
+            if not parts:
+                return pd.DataFrame(columns=["retriever", "query_id", "metric", "value"])
+            return pd.concat(parts, ignore_index=True)
+        if kind == "cost":
+            frame = pd.DataFrame.from_dict(
+                {
+                    r: {k: v for k, v in e.items() if not isinstance(v, (list, dict))}
+                    for r, e in self.efficiency.items()
+                },
+                orient="index",
+            )
+            frame.index.name = "retriever"
+            return frame
+        if kind == "significance":
+            rows2 = [
+                {"retriever": r, "metric": m, **c.model_dump()}
+                for r, ms in self.significance.items()
+                for m, c in ms.items()
+            ]
+            return pd.DataFrame(rows2)
+        raise InputError(f"unknown kind {kind!r}; choose summary, per_query, cost or significance", field="kind")
+
+    # ------------------------------------------------------------------ files
+    def to_json(self) -> dict[str, Any]:
+        """The results.json payload (NaN and infinities are refused by the writer: not JSON)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Results:
+        """From ``results.json`` or a results folder; schema 1 files are converted on load."""
+        p = Path(path).expanduser()
+        file = p / "results.json" if p.is_dir() else p
+        text = read_utf8(file, "results file not found (expected results.json or a folder holding it)")
+        data = jsontext.loads(text, path=file, invalid="not valid JSON")
+        res = cls.from_json(data, source=file)
+        res._folder = file.parent
+        return res
+
+    @classmethod
+    def from_json(cls, data: Any, *, source: str | os.PathLike[str] | None = None) -> Results:
+        if not isinstance(data, dict) or "summary" not in data:
+            raise InputError("not a results.json written by harness (no 'summary')", path=source)
+        version = data.get("schema_version", 1)
+        if version == 1:
+            data = upgrade_v1(data)
+        elif version != SCHEMA_VERSION:
+            raise InputError(
+                f"results schema_version {version!r} is newer than this harness reads ({SCHEMA_VERSION}); upgrade",
+                path=source,
+            )
+        try:
+            res = cls.model_validate(data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise InputError(err["msg"], path=source, field=".".join(str(x) for x in err["loc"])) from None
+        n = len(res.query_ids)
+        for r, cols in res.per_query.items():
+            for m, v in cols.items():
+                if len(v) != n:
+                    raise InputError(f"{len(v)} values for {n} query_ids", path=source, field=f"per_query.{r}.{m}")
+        return res
+
+
+def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Schema 1 (``per_query[retriever][query][metric]``) as schema 2 (columns over ``query_ids``)."""
+    out = dict(data)
+    nested = data.get("per_query") or {}
+    if not isinstance(nested, dict):
+        raise InputError("per_query must be a mapping", field="per_query")
+    qids: list[str] = []
+    seen: set[str] = set()
+    for per in nested.values():
+        for q in per or {}:
+            if q not in seen:
+                seen.add(q)
+                qids.append(q)
+    columns: dict[str, dict[str, list[float]]] = {}
+    for r, per in nested.items():
+        metrics = list((data.get("summary") or {}).get(r) or {})
+        cols: dict[str, list[float]] = {m: [] for m in metrics}
+        for q in qids:
+            vals = (per or {}).get(q)
+            for m in metrics:
+                v = None if vals is None else vals.get(m)
+                cols[m].append(math.nan if v is None else v)
+        columns[r] = cols
+    out.update(schema_version=SCHEMA_VERSION, query_ids=qids, per_query=columns)
+    out.setdefault("schema", SCHEMA)
+    return out
+
+
+def is_results_file(path: Path) -> bool:
+    """A results.json the harness wrote: schema 2's marker, or schema 1's shape (``schema_version``
+    1 with a manifest and a summary), which is how folders from before the marker are recognised."""
+    try:
+        data = jsontext.loads(path.read_text(encoding="utf-8"), path=path)
+    except (OSError, UnicodeDecodeError, InputError):
+        return False
+    if not isinstance(data, dict):
+        return False
+    if data.get("schema") == SCHEMA:
+        return True
+    return data.get("schema_version") == 1 and isinstance(data.get("manifest"), dict) and "summary" in data
+
+
+def _esc(text: str) -> str:
+    import html
+
+    return html.escape(str(text))

@@ -1,0 +1,196 @@
+"""The part of ``report.html`` that reads without JavaScript: the comparison table (means, CIs,
+markers), the costs, the legend, the tests behind the markers with the power sentence where the
+results carry it, the plots inline, failures, and the manifest folded.
+
+Every value comes from :func:`harness.results.table.build_table`, as in every other rendering of the
+table; only the layout differs (two tables, quality and cost, so the page fits a laptop screen).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.results.page.embed import text
+from harness.results.table import (
+    DETAIL_HEADER,
+    EFFICIENCY_COLUMNS,
+    ComparisonTable,
+    detail_rows,
+    fmt_ci,
+    fmt_cost,
+    fmt_delta,
+    fmt_metric,
+    fmt_p,
+    lead_cells,
+    lead_header,
+)
+
+if TYPE_CHECKING:
+    from harness.results import Results
+
+#: plots of two panels, given two columns of the page where it is wide enough
+WIDE = ("metric_at_k.png",)
+#: the power fields a significance entry may carry (minimum detectable effect at 80% power;
+#: :mod:`harness.stats.compare` writes them, results written before it do not)
+POWER_FIELDS = ("sd_diff", "mde", "n_for_observed")
+
+
+def _tooltip(test: dict[str, Any] | None) -> str:
+    if not test:
+        return ""
+    ci = ""
+    if test.get("ci_low") is not None and test.get("ci_high") is not None:
+        ci = f" [{test['ci_low']:.4f}, {test['ci_high']:.4f}]"
+    return (
+        f"Δ {fmt_delta(test.get('delta'))}{ci}; p rand {fmt_p(test.get('p_value'))}, p t {fmt_p(test.get('p_t'))}, "
+        f"p Holm {fmt_p(test.get('p_holm'))}; W/T/L {test.get('wins', 0)}/{test.get('ties', 0)}/{test.get('losses', 0)}"
+    )
+
+
+def _row_head(row: Any, table: ComparisonTable) -> str:
+    cells = lead_cells(row, table)
+    first = f'<th scope="row">{text(cells[0])}</th>'
+    return first + "".join(f"<td class=l>{text(c)}</td>" for c in cells[1:])
+
+
+def quality_table(table: ComparisonTable) -> str:
+    """Means with their CI under them and the ▲/▼ markers; a failed row spans its error."""
+    head = "".join(f"<th scope=col>{text(c)}</th>" for c in lead_header(table))
+    head += "".join(f"<th scope=col>{text(m)}</th>" for m in table.metrics)
+    out = ['<div class="scroll"><table id="summary" class="num">', f"<thead><tr>{head}</tr></thead><tbody>"]
+    for row in table.rows:
+        if row.error is not None:
+            out.append(
+                f'<tr class="failed">{_row_head(row, table)}<td class=l colspan="{max(len(table.metrics), 1)}">'
+                f"FAILED: {text(row.error)}</td></tr>"
+            )
+            continue
+        cells = []
+        for c in row.metrics.values():
+            mark = f'<span class="{"up" if c.sig > 0 else "down"}">{c.marker}</span>' if c.marker else ""
+            ci = f'<span class="ci">{text(fmt_ci(c.ci))}</span>' if c.ci else ""
+            tip = _tooltip(c.test)
+            title = f' title="{text(tip)}"' if tip else ""
+            best = ' class="best"' if c.best else ""
+            cells.append(f"<td{title}><span{best}>{fmt_metric(c.value)}</span>{mark}{ci}</td>")
+        cls = ' class="baseline"' if row.baseline else ""
+        out.append(f"<tr{cls}>{_row_head(row, table)}{''.join(cells)}</tr>")
+    out.append("</tbody></table></div>")
+    return "\n".join(out)
+
+
+def cost_table(table: ComparisonTable) -> str:
+    """Encode, build, cache, latency and throughput per retriever; empty when nothing was timed."""
+    if not table.efficiency:
+        return ""
+    head = "".join(f"<th scope=col>{text(c)}</th>" for c in lead_header(table))
+    head += "".join(f"<th scope=col>{text(EFFICIENCY_COLUMNS[k][0])}</th>" for k in table.efficiency)
+    out = ['<h3>Cost</h3><div class="scroll"><table id="cost" class="num">', f"<thead><tr>{head}</tr></thead><tbody>"]
+    for row in table.ok_rows:
+        cells = "".join(
+            f"<td{' class=best' if c.best else ''}>{text(fmt_cost(k, c))}</td>" for k, c in row.efficiency.items()
+        )
+        out.append(f"<tr>{_row_head(row, table)}{cells}</tr>")
+    out.append("</tbody></table></div>")
+    return "\n".join(out)
+
+
+def _fmt_power(t: dict[str, Any] | None, key: str) -> str:
+    v = (t or {}).get(key)
+    if v is None:
+        return "–"
+    return f"{v:,.0f}" if key == "n_for_observed" else f"{v:.4f}"
+
+
+def _power_cell(t: dict[str, Any] | None, key: str) -> str:
+    """One power figure; where it is null, a dash whose tooltip says why (zero variance, n < 2)."""
+    why = (t or {}).get("power_reason")
+    title = f' title="{text(why)}"' if why and (t or {}).get(key) is None else ""
+    return f"<td{title}>{text(_fmt_power(t, key))}</td>"
+
+
+def tests_table(results: Results, table: ComparisonTable) -> str:
+    """The tests behind the markers (as ``table.md``'s), with the power columns where present."""
+    rows = detail_rows(table)
+    if not rows:
+        return ""
+    tests = [(r, m, c.test) for r in table.ok_rows for m, c in r.metrics.items() if c.test]
+    power = any((t or {}).get(f) is not None for _, _, t in tests for f in POWER_FIELDS)
+    header = [*DETAIL_HEADER, *(["MDE (80% power)", "queries for Δ"] if power else [])]
+    out = [
+        f"<h3>Against the baseline ({text(table.baseline)})</h3>",
+        '<div class="scroll"><table id="tests" class="num">',
+        "<thead><tr>"
+        + "".join(f"<th scope=col{' class=l' if k == 1 else ''}>{text(h)}</th>" for k, h in enumerate(header))
+        + "</tr></thead><tbody>",
+    ]
+    for cells, (_, _, t) in zip(rows, tests):
+        tds = "".join(f"<td>{text(c)}</td>" for c in cells[2:])
+        if power:
+            tds += _power_cell(t, "mde") + _power_cell(t, "n_for_observed")
+        out.append(f"<tr><th scope=row>{text(cells[0])}</th><td class=l>{text(cells[1])}</td>{tds}</tr>")
+    out.append("</tbody></table></div>")
+    # what the set can detect, in words (harness.stats.power.sentence; the legend carries it too)
+    out += [f'<p class="power">{text(line)}</p>' for line in table.power_lines()]
+    return "\n".join(out)
+
+
+def image(data: bytes, alt: str, caption: str = "", *, wide: bool = False) -> str:
+    src = "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+    cap = f"<figcaption>{text(caption)}</figcaption>" if caption else ""
+    cls = ' class="wide"' if wide else ""
+    return f'<figure{cls}><img src="{src}" alt="{text(alt)}">{cap}</figure>'
+
+
+def plots(files: Iterable[Path], captions: dict[str, str]) -> str:
+    """The PNGs written beside the page, embedded (``img-src data:``: the page names no other file)."""
+    figs = []
+    for p in files:
+        try:
+            data = Path(p).read_bytes()
+        except OSError:
+            continue
+        name = Path(p).name
+        figs.append(image(data, name, captions.get(name, ""), wide=name in WIDE))
+    return f'<div class="plots">{"".join(figs)}</div>' if figs else ""
+
+
+def manifest(results: Results) -> str:
+    """The manifest (dataset fingerprint, versions, config) folded: there when a reviewer asks."""
+    ds = results.manifest.get("dataset") or {}
+    facts = [
+        ("dataset", ds.get("name")),
+        ("split", ds.get("split")),
+        ("fingerprint", ds.get("fingerprint")),
+        ("harness", (results.manifest.get("versions") or {}).get("retrieval-harness")),
+        ("commit", (results.manifest.get("git") or {}).get("commit")),
+        ("created", results.manifest.get("created")),
+    ]
+    dl = "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>" for k, v in facts if v)
+    body = json.dumps(results.manifest, indent=1, ensure_ascii=False, default=str)
+    return (
+        '<details id="manifest"><summary>Manifest: dataset fingerprint, versions, config</summary>'
+        f"<dl>{dl}</dl><pre>{text(body)}</pre></details>"
+    )
+
+
+def legend(table: ComparisonTable) -> str:
+    """The legend's lines, but the power sentences: the page puts those under the tests."""
+    power = set(table.power_lines())
+    return '<div class="legend">' + "".join(f"<p>{text(x)}</p>" for x in table.legend() if x not in power) + "</div>"
+
+
+def failures(table: ComparisonTable) -> str:
+    failed = [r for r in table.rows if r.error is not None]
+    if not failed:
+        return ""
+    items = "".join(f"<li><b>{text(r.name)}</b>: <code>{text(r.error)}</code></li>" for r in failed)
+    return f'<ul class="failures">{items}</ul>'
+
+
+def notes(lines: Sequence[str]) -> str:
+    return "".join(f'<p class="note">note: {text(n)}</p>' for n in lines)
