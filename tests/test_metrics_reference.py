@@ -172,9 +172,8 @@ def test_small_cases_agree_with_pytrec_eval(case):
 @pytest.mark.slow
 def test_graded_trec_qrels_agree_with_pytrec_eval():
     """trec_eval's graded qrels (-1..4) against its STANDARD run, through our loaders."""
-    from conftest import shared
-
     from harness.io.trec import read_qrels, read_run
+    from tests.conftest import shared
 
     folder = shared("trec_eval-tests") / "test"
     qrels = read_qrels(folder / "qrels.rel_level")
