@@ -52,6 +52,13 @@ class InputError(HarnessError, ValueError):
 DATA_WARNING = {"data_warning": True}
 
 
+def warn_ids(log: logging.Logger, path: object, what: str, ids: list[str]) -> None:
+    """A data warning ``PATH: N WHAT``, where ``what`` ends in the first three ``ids`` (its ``%s``):
+    the readers say "these ids of that file are not where they should be" in one way. Logged from
+    the caller's line (``stacklevel``), as if it had called ``log.warning`` itself."""
+    log.warning("%s: %d " + what, path, len(ids), ", ".join(ids[:3]), extra=DATA_WARNING, stacklevel=2)
+
+
 def is_data_warning(record: logging.LogRecord) -> bool:
     """Whether ``record`` was logged with ``extra=DATA_WARNING``."""
     return bool(getattr(record, "data_warning", False))

@@ -10,7 +10,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,6 +88,79 @@ def run_harness(
         timeout=timeout,
         preexec_fn=pre,
     )
+
+
+def start_judge_serve(pool: Path, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
+    """``harness judge serve POOL --port 0`` as a running process (this checkout on the path): the
+    tests that kill the server or drive it from a browser read its URL from the first stdout line."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness", "judge", "serve", str(pool), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+class Canned:
+    """A team's retriever in its smallest form (``index`` and ``search``, no base class) whose
+    ``search`` answers ``answer(queries, k)``: for tests of what the harness makes of what comes back."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def index(self, corpus: Any) -> None:
+        pass
+
+    def search(self, queries: Any, k: int) -> Any:
+        return self.answer(queries, k)
+
+
+class LocalServer(ThreadingHTTPServer):
+    """A real HTTP server on a free port of 127.0.0.1 (the only network tests use), for the HTTP
+    retriever's service: its threads never outlive a test, and closing it does not wait for them."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/search"
+
+
+def send_json(handler: BaseHTTPRequestHandler, body: bytes, status: int = 200) -> None:
+    """Answer a request with ``body`` as JSON, with its length (what a well-behaved service sends)."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+#: a team's retriever module, as a team writes it (nothing imported from the harness): query words
+#: found in each document, times ``boost``; the tests that load team code write it into a folder
+OVERLAP_CODE = '''
+class Overlap:
+    """Query words found in the document, a team's retriever that imports nothing from the harness."""
+
+    def __init__(self, boost=1.0):
+        self.boost = boost
+        self.docs = []
+
+    def index(self, corpus):
+        self.docs = [(d.id, set(f"{d.title} {d.text}".lower().split())) for d in corpus]
+
+    def search(self, queries, k):
+        out = {}
+        for q in queries:
+            words = set(q.text.lower().split())
+            scored = [(doc_id, self.boost * len(words & terms)) for doc_id, terms in self.docs]
+            out[q.id] = sorted([p for p in scored if p[1] > 0], key=lambda p: (-p[1], p[0]))[:k]
+        return out
+'''
 
 
 #: Exception class names that must never be the message of an input error.
@@ -201,6 +276,37 @@ def demo_dataset():
     from harness.datasets import load_dataset
 
     return load_dataset("demo")
+
+
+def encode_corpus(corpus):
+    """The packaged MiniLM's normalised float32 embeddings of ``corpus`` (title and text, as the dense
+    retriever encodes them): what a team's vector store holds in the connect tests."""
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from retrievers.encoder import packaged_model_path
+
+    texts = [f"{d.title} {d.text}" if d.title else d.text for d in corpus]
+    model = SentenceTransformer(str(packaged_model_path()), device="cpu")
+    return model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
+
+
+def team_postgres(folder: Path, create: str, copy: str, rows: Any) -> tuple[Any, str]:
+    """A real PostgreSQL (pgserver) in ``folder`` with pgvector and a team's table: ``create`` makes it,
+    ``COPY`` (the statement ``copy``) fills it with ``rows``; the server and its DSN."""
+    import psycopg
+
+    from retrievers.vectordb.pgvector import start_postgres
+
+    server = start_postgres(folder)
+    dsn = server.get_uri()
+    with psycopg.connect(dsn, autocommit=True) as c:
+        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        c.execute(create)
+        with c.cursor().copy(copy) as cp:
+            for row in rows:
+                cp.write_row(row)
+    return server, dsn
 
 
 @pytest.fixture(scope="session")

@@ -26,19 +26,11 @@ class EventTools(DevTools):
         super().__init__(ws_url, timeout)
         self.events: list[dict[str, Any]] = []
 
-    def call(self, method: str, **params: Any) -> dict:
-        self.next_id += 1
-        self._send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self._recv())
-            if msg.get("id") == self.next_id:
-                assert "error" not in msg, msg
-                return msg.get("result", {})
-            if "method" in msg:
-                self.events.append(msg)
-                if msg["method"] == "Page.javascriptDialogOpening":  # never leave a page blocked
-                    answer = {"id": 0, "method": "Page.handleJavaScriptDialog", "params": {"accept": True}}
-                    self._send(json.dumps(answer))
+    def on_event(self, msg: dict) -> None:
+        self.events.append(msg)
+        if msg["method"] == "Page.javascriptDialogOpening":  # never leave a page blocked
+            answer = {"id": 0, "method": "Page.handleJavaScriptDialog", "params": {"accept": True}}
+            self._send(json.dumps(answer))
 
     def of(self, method: str) -> list[dict[str, Any]]:
         return [e["params"] for e in self.events if e["method"] == method]

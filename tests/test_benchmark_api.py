@@ -16,25 +16,8 @@ from harness import Results, benchmark
 from harness.cli import main as cli_main
 from harness.datasets import demo_path
 from harness.errors import InputError
+from tests.conftest import OVERLAP_CODE
 
-TEAM_CODE = '''
-class Overlap:
-    """Query words found in the document, a team's retriever that imports nothing from the harness."""
-
-    def __init__(self, boost=1.0):
-        self.boost = boost
-
-    def index(self, corpus):
-        self.docs = [(d.id, set(f"{d.title} {d.text}".lower().split())) for d in corpus]
-
-    def search(self, queries, k):
-        out = {}
-        for q in queries:
-            words = set(q.text.lower().split())
-            scored = [(doc_id, self.boost * len(words & terms)) for doc_id, terms in self.docs]
-            out[q.id] = sorted([p for p in scored if p[1] > 0], key=lambda p: (-p[1], p[0]))[:k]
-        return out
-'''
 METRICS = ["ndcg@10", "mrr@10", "recall@20"]
 FAST = {"latency_queries": 3, "warmup_queries": 1, "show_progress": False}
 
@@ -43,9 +26,9 @@ FAST = {"latency_queries": 3, "warmup_queries": 1, "show_progress": False}
 def team(tmp_path: Path):
     """The team's module in a folder of its own, and an instance of its class."""
     name = f"overlap_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{name}.py").write_text(TEAM_CODE)
+    (tmp_path / f"{name}.py").write_text(OVERLAP_CODE)
     namespace: dict = {}
-    exec(TEAM_CODE, namespace)
+    exec(OVERLAP_CODE, namespace)
     return name, tmp_path, namespace["Overlap"]
 
 
@@ -121,7 +104,7 @@ def test_dataset_as_demo_path_or_object(demo_dataset) -> None:
 
 def test_table_and_dataframes(tiny_dataset) -> None:
     namespace: dict = {}
-    exec(TEAM_CODE, namespace)
+    exec(OVERLAP_CODE, namespace)
     results = benchmark(
         tiny_dataset,
         {"bm25": {"type": "bm25"}, "mine": namespace["Overlap"]()},
@@ -162,7 +145,7 @@ def test_composed_spec_over_an_object(tiny_dataset) -> None:
     """A spec may build on an object by its name (the runner shares the object's run)."""
     pytest.importorskip("retrievers.hybrid")
     namespace: dict = {}
-    exec(TEAM_CODE, namespace)
+    exec(OVERLAP_CODE, namespace)
     results = benchmark(
         tiny_dataset,
         {"bm25": {"type": "bm25"}, "mine": namespace["Overlap"](), "both": {"type": "hybrid", "of": ["bm25", "mine"]}},
@@ -177,7 +160,7 @@ def test_composed_spec_over_an_object(tiny_dataset) -> None:
 def test_stage_spec_over_an_object_mmr(tiny_dataset) -> None:
     """MMR (a stage, packaged embedding model) re-orders the team's run."""
     namespace: dict = {}
-    exec(TEAM_CODE, namespace)
+    exec(OVERLAP_CODE, namespace)
     results = benchmark(
         tiny_dataset,
         {"mine": namespace["Overlap"](), "diverse": {"type": "mmr", "of": "mine", "lambda": 0.5}},
@@ -208,7 +191,7 @@ def test_errors(tiny_dataset, retrievers, kw, message: str) -> None:
 
 def test_class_instead_of_instance(tiny_dataset) -> None:
     namespace: dict = {}
-    exec(TEAM_CODE, namespace)
+    exec(OVERLAP_CODE, namespace)
     with pytest.raises(InputError, match=r"is the class Overlap; pass an instance \(Overlap\(...\)\)"):
         benchmark(tiny_dataset, {"mine": namespace["Overlap"]}, metrics=METRICS, **FAST)
 

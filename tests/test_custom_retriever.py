@@ -18,26 +18,11 @@ from harness.errors import InputError
 from harness.registry import BuildContext
 from harness.run import Run
 from retrievers.custom import FunctionRetriever, PythonSpec
+from tests.conftest import OVERLAP_CODE, Canned
 
-TEAM_CODE = '''
-class Overlap:
-    """Counts query words in each document; nothing imported from the harness."""
-
-    def __init__(self, boost=1.0):
-        self.boost = boost
-        self.docs = []
-
-    def index(self, corpus):
-        self.docs = [(d.id, set(f"{d.title} {d.text}".lower().split())) for d in corpus]
-
-    def search(self, queries, k):
-        out = {}
-        for q in queries:
-            words = set(q.text.lower().split())
-            scored = [(doc_id, self.boost * len(words & terms)) for doc_id, terms in self.docs]
-            out[q.id] = sorted([p for p in scored if p[1] > 0], key=lambda p: -p[1])[:k]
-        return out
-
+TEAM_CODE = (
+    OVERLAP_CODE
+    + """
 
 def search(queries, k):
     return {q.id: [("d1", 1.0), ("d3", 0.5)][:k] for q in queries}
@@ -49,7 +34,8 @@ class NoSearch:
 
 
 NOT_CALLABLE = 3
-'''
+"""
+)
 
 
 @pytest.fixture
@@ -171,17 +157,9 @@ def test_config_with_class_and_function_scores_like_the_object(team_module, tiny
 
 
 # ---------------------------------------------------------------------------- validation of what comes back
-class Returns:
-    """Returns a fixed value from search (the value may depend on the queries asked)."""
-
-    def __init__(self, make):
-        self.make = make
-
-    def index(self, corpus):
-        pass
-
-    def search(self, queries, k):
-        return self.make(queries)
+def returns(make) -> Canned:
+    """A retriever whose search returns ``make(queries)`` (the value may depend on the queries asked)."""
+    return Canned(lambda queries, k: make(queries))
 
 
 def _fails_with(tiny_dataset, obj, pattern: str) -> None:
@@ -221,7 +199,7 @@ def _fails_with(tiny_dataset, obj, pattern: str) -> None:
     ],
 )
 def test_bad_output_is_a_clear_local_failure(tiny_dataset, make, pattern: str) -> None:
-    _fails_with(tiny_dataset, Returns(make), pattern)
+    _fails_with(tiny_dataset, returns(make), pattern)
 
 
 def test_good_output_shapes(tiny_dataset) -> None:
@@ -230,11 +208,11 @@ def test_good_output_shapes(tiny_dataset) -> None:
 
     ranking = [("d1", 3.0), ("d6", 2.0), ("d4", 1.0)]
     shapes = {
-        "pairs": Returns(lambda qs: {q.id: ranking for q in qs}),
-        "dict": Returns(lambda qs: {q.id: dict(ranking) for q in qs}),
-        "generator": Returns(lambda qs: {q.id: (p for p in ranking) for q in qs}),
-        "numpy": Returns(lambda qs: {q.id: [(d, np.float32(s)) for d, s in ranking] for q in qs}),
-        "run": Returns(lambda qs: Run.from_lists({q.id: ranking for q in qs})),
+        "pairs": returns(lambda qs: {q.id: ranking for q in qs}),
+        "dict": returns(lambda qs: {q.id: dict(ranking) for q in qs}),
+        "generator": returns(lambda qs: {q.id: (p for p in ranking) for q in qs}),
+        "numpy": returns(lambda qs: {q.id: [(d, np.float32(s)) for d, s in ranking] for q in qs}),
+        "run": returns(lambda qs: Run.from_lists({q.id: ranking for q in qs})),
         "function": lambda qs, k: {q.id: ranking[:k] for q in qs},
     }
     results = benchmark(tiny_dataset, shapes, metrics=["ndcg@10"], depth=10, latency_queries=1, show_progress=False)
@@ -245,7 +223,7 @@ def test_good_output_shapes(tiny_dataset) -> None:
 
 
 def test_unknown_docs_allowed_when_asked(tiny_dataset) -> None:
-    obj = Returns(lambda qs: {q.id: [("d1", 1.0), ("elsewhere", 0.5)] for q in qs})
+    obj = returns(lambda qs: {q.id: [("d1", 1.0), ("elsewhere", 0.5)] for q in qs})
     obj.allow_unknown_docs = True
     results = benchmark(tiny_dataset, {"team": obj}, metrics=["ndcg@10"], latency_queries=1, show_progress=False)
     assert results.failures == {}

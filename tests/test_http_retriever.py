@@ -8,7 +8,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import suppress
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from harness.errors import RetrieverError
 from harness.model import Query
 from harness.registry import BuildContext
 from retrievers.http import HttpRetriever, HttpSpec
+from tests.conftest import LocalServer, send_json
 
 Behaviour = Callable[[dict[str, Any], int], tuple[int, bytes]]
 
@@ -33,19 +35,12 @@ def answer(payload: dict[str, Any], _: int) -> tuple[int, bytes]:
     return 200, json.dumps({"results": results}).encode()
 
 
-class Service(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
+class Service(LocalServer):
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+        super().__init__(Handler)
         self.behaviour: Behaviour = answer
         self.requests: list[tuple[dict[str, str], dict[str, Any]]] = []
         self.lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/search"
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,14 +52,8 @@ class Handler(BaseHTTPRequestHandler):
             self.server.requests.append((dict(self.headers), payload))
             n = len(self.server.requests)
         status, body = self.server.behaviour(payload, n)
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
-            pass
+        with suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout tests)
+            send_json(self, body, status)
 
     def log_message(self, *args: object) -> None:
         pass

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from functools import cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -28,25 +28,18 @@ from harness.errors import RetrieverError
 from harness.model import Query
 from harness.registry import BuildContext
 from retrievers.http import HttpRetriever, HttpSpec
-from tests.conftest import run_harness
+from tests.conftest import LocalServer, run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
+class Server(LocalServer):
     def __init__(self, handle: Callable[[BaseHTTPRequestHandler, dict[str, Any]], None]) -> None:
-        super().__init__(("127.0.0.1", 0), Handler)
+        super().__init__(Handler)
         self.handle_post = handle
         self.stop = threading.Event()
         self.sent = 0
         self.headers_seen: list[dict[str, str]] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/search"
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -11,19 +11,12 @@ from harness.errors import InputError
 from harness.model import Query
 from harness.run import Run
 from retrievers.hybrid import Hybrid, HybridSpec
+from tests.conftest import Canned
 
 
-class Fixed:
+def fixed(rankings) -> Canned:
     """A team's retriever: returns fixed rankings as plain dicts (no Run)."""
-
-    def __init__(self, rankings):
-        self.rankings = rankings
-
-    def index(self, corpus):
-        pass
-
-    def search(self, queries, k):
-        return {q.id: self.rankings.get(q.id, [])[:k] for q in queries}
+    return Canned(lambda queries, k: {q.id: rankings.get(q.id, [])[:k] for q in queries})
 
 
 def _config(hybrid: dict) -> dict:
@@ -70,8 +63,8 @@ def test_transform_is_the_fusion_restricted_to_the_queries():
 
 
 def test_hybrid_in_the_runner_fuses_any_number_and_adds_its_parts_cost(tiny_dataset):
-    one = Fixed({"q1": [("d1", 2.0), ("d4", 1.0)], "q2": [("d3", 1.0)]})
-    two = Fixed({"q1": [("d6", 5.0), ("d1", 4.0)], "q3": [("d5", 1.0)]})
+    one = fixed({"q1": [("d1", 2.0), ("d4", 1.0)], "q2": [("d3", 1.0)]})
+    two = fixed({"q1": [("d6", 5.0), ("d1", 4.0)], "q3": [("d5", 1.0)]})
     results = benchmark(
         tiny_dataset,
         {

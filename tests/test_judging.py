@@ -9,8 +9,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from harness.judging.pool import PoolRow, dumps, pooled, read_pool, write_pool
 from harness.judging.server import Judging, make_server
 from harness.results import Results
 from harness.run import Run
+from tests.conftest import start_judge_serve
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -167,13 +166,7 @@ def test_server_grades_undoes_and_saves_each_grade(tmp_path):
 
 def test_killed_server_process_loses_no_acknowledged_grade(tmp_path):
     pool = _pool(tmp_path, {("q1", f"d{i}"): None for i in range(30)})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "judge", "serve", str(pool), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    proc = start_judge_serve(pool)
     try:
         port, tok = re.search(r"127\.0\.0\.1:(\d+)/\?token=(\S+)", proc.stdout.readline()).groups()
         port = int(port)
@@ -211,14 +204,18 @@ def test_serve_refuses_a_bad_pool_before_listening(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def demo_folder(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("demo")
-    cfg = tmp / "demo.yaml"
+    return _run_demo(tmp / "demo.yaml", "retrievers:\n  bm25: {type: bm25}\n  bm25_k2: {type: bm25, k1: 2.0, b: 0.9}\n")
+
+
+def _run_demo(cfg: Path, rest: str) -> Path:
+    """``harness run`` of the demo with BM25 only (no model) and few resamples, the config ending in
+    ``rest``, into ``res`` beside ``cfg``."""
     cfg.write_text(
         "dataset: demo\nmetrics: [ndcg@10, map, bpref]\ndepth: 20\nlatency_queries: 0\nwarmup_queries: 0\n"
-        "baseline: bm25\nstats: {bootstrap: 50, permutations: 100}\n"
-        "retrievers:\n  bm25: {type: bm25}\n  bm25_k2: {type: bm25, k1: 2.0, b: 0.9}\n"
+        "baseline: bm25\nstats: {bootstrap: 50, permutations: 100}\n" + rest
     )
-    assert main(["run", "--config", str(cfg), "--out", str(tmp / "res"), "--no-progress"]) == 0
-    return tmp / "res"
+    assert main(["run", "--config", str(cfg), "--out", str(cfg.parent / "res"), "--no-progress"]) == 0
+    return cfg.parent / "res"
 
 
 @pytest.mark.slow
@@ -284,13 +281,6 @@ def test_config_judged_only_scores_a_run_judged_only(demo_folder, tmp_path):
     from harness.engine.rescore import rescore
 
     assert RunConfig.model_validate({"retrievers": {"bm25": {"type": "bm25"}}, "judged_only": True}).judged_only
-    cfg = tmp_path / "j.yaml"
-    cfg.write_text(
-        "dataset: demo\nmetrics: [ndcg@10, map, bpref]\ndepth: 20\nlatency_queries: 0\nwarmup_queries: 0\n"
-        "baseline: bm25\nstats: {bootstrap: 50, permutations: 100}\njudged_only: true\n"
-        "retrievers:\n  bm25: {type: bm25}\n"
-    )
-    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "res"), "--no-progress"]) == 0
-    res = Results.load(tmp_path / "res")
+    res = Results.load(_run_demo(tmp_path / "j.yaml", "judged_only: true\nretrievers:\n  bm25: {type: bm25}\n"))
     assert res.manifest["config"]["judged_only"] is True
     assert res.summary["bm25"] == rescore(Results.load(demo_folder), judged_only=True).summary["bm25"]

@@ -19,7 +19,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -29,6 +28,7 @@ import pytest
 
 from harness.judging.pool import read_pool
 from tests.conftest import run_harness as harness
+from tests.conftest import start_judge_serve
 
 CHROMIUM = Path("/usr/bin/chromium")
 REPO = Path(__file__).resolve().parent.parent
@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 # ---------------------------------------------------------------------- a minimal DevTools client
 class DevTools:
     """Just enough of RFC 6455 and the DevTools protocol: text frames, one page target, commands
-    answered by id (events are skipped)."""
+    answered by id (events are skipped unless a subclass keeps them in ``on_event``)."""
 
     def __init__(self, ws_url: str, timeout: float = 30.0) -> None:
         m = re.match(r"ws://([^:/]+):(\d+)(/.*)", ws_url)
@@ -103,6 +103,11 @@ class DevTools:
             if msg.get("id") == self.next_id:
                 assert "error" not in msg, msg
                 return msg.get("result", {})
+            if "method" in msg:
+                self.on_event(msg)
+
+    def on_event(self, msg: dict) -> None:
+        """An event met while waiting for an answer: skipped here; subclasses that need them keep them."""
 
     def eval(self, expression: str):
         res = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
@@ -186,13 +191,7 @@ def test_grade_five_by_keyboard_kill_merge_rescore(tmp_path):
     rows = read_pool(pool)
     assert len(rows) >= 5 and all(r.grade is None for r in rows)
 
-    server = subprocess.Popen(
-        [sys.executable, "-m", "harness", "judge", "serve", str(pool), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    server = start_judge_serve(pool)
     browser = None
     try:
         line = server.stdout.readline()

@@ -36,16 +36,8 @@ class Page(DevTools):
         super().__init__(ws_url)
         self.events: list[dict] = []
 
-    def call(self, method: str, **params) -> dict:
-        self.next_id += 1
-        self._send(json.dumps({"id": self.next_id, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self._recv())
-            if msg.get("id") == self.next_id:
-                assert "error" not in msg, msg
-                return msg.get("result", {})
-            if "method" in msg:
-                self.events.append(msg)
+    def on_event(self, msg: dict) -> None:
+        self.events.append(msg)
 
     def event(self, name: str, timeout: float = 30.0) -> dict | None:
         """The next event called ``name``, or None when none came within ``timeout`` seconds."""

@@ -18,7 +18,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import textwrap
 import threading
 import time
@@ -28,6 +27,7 @@ import pytest
 
 from harness.cli import main
 from harness.judging.pool import PoolRow, read_pool, write_pool
+from tests.conftest import start_judge_serve
 from tests.test_suite import make_tiny
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,10 +59,7 @@ class Server:
     def __init__(self, pool: Path) -> None:
         self.log = pool.with_name(pool.name + ".stderr")
         with open(self.log, "w") as err:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "harness", "judge", "serve", str(pool), "--port", "0"],
-                stdout=subprocess.PIPE, stderr=err, text=True, env=ENV,
-            )  # fmt: skip
+            self.proc = start_judge_serve(pool, stderr=err)
         line = self.proc.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/(?:\?token=(\S+))?", line)
         if not m:

@@ -40,15 +40,14 @@ def _pairs() -> dict[str, str]:
     """Our metric name -> pytrec_eval's result key."""
     out = {"mrr": "recip_rank", "map": "map", "r_precision": "Rprec", "ndcg": "ndcg"}
     out |= {"recall": "recall_1000", "hit_rate": "success_1000"}  # uncut == cut at 1000 for runs this short
-    for k in KS:
-        out |= {
-            f"hit_rate@{k}": f"success_{k}",
-            f"precision@{k}": f"P_{k}",
-            f"recall@{k}": f"recall_{k}",
-            f"ndcg@{k}": f"ndcg_cut_{k}",
-            f"map@{k}": f"map_cut_{k}",
-        }
-    return out
+    cut = {"hit_rate": "success_{k}", "precision": "P_{k}", "recall": "recall_{k}", "ndcg": "ndcg_cut_{k}"}
+    return out | _at_each(KS, cut | {"map": "map_cut_{k}"})
+
+
+def _at_each(ks, names: dict[str, str]) -> dict[str, str]:
+    """``ours@k`` -> the reference's key for every cutoff in ``ks`` (cutoff first, then ``names``'
+    order): ``names`` maps our metric to the reference's, ``{k}`` standing for the cutoff."""
+    return {f"{ours}@{k}": theirs.format(k=k) for k in ks for ours, theirs in names.items()}
 
 
 PAIRS = _pairs()
@@ -173,9 +172,8 @@ def test_small_cases_agree_with_pytrec_eval(case):
 @pytest.mark.slow
 def test_graded_trec_qrels_agree_with_pytrec_eval():
     """trec_eval's graded qrels (-1..4) against its STANDARD run, through our loaders."""
-    from conftest import shared
-
     from harness.io.trec import read_qrels, read_run
+    from tests.conftest import shared
 
     folder = shared("trec_eval-tests") / "test"
     qrels = read_qrels(folder / "qrels.rel_level")
@@ -206,14 +204,8 @@ def test_agrees_with_ranx(seed):
     ranked = _ranx_shaped(run)
     common = [q for q in qrels if q in ranked]
     qrels_c, run_c = {q: qrels[q] for q in common}, {q: ranked[q] for q in common}
-    pairs = {"ndcg_exp": "ndcg_burges"}
-    for k in RANX_KS:
-        pairs |= {
-            f"ndcg_exp@{k}": f"ndcg_burges@{k}",
-            f"mrr@{k}": f"mrr@{k}",
-            f"hit_rate@{k}": f"hit_rate@{k}",
-            f"precision@{k}": f"precision@{k}",
-        }
+    same = {"mrr": "mrr@{k}", "hit_rate": "hit_rate@{k}", "precision": "precision@{k}"}
+    pairs = {"ndcg_exp": "ndcg_burges"} | _at_each(RANX_KS, {"ndcg_exp": "ndcg_burges@{k}"} | same)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # numba type-safety warnings inside ranx
         ref = ranx_evaluate(qrels_c, run_c, list(pairs.values()), return_mean=False)

@@ -88,6 +88,12 @@ def input_run(tiny_dataset) -> Run:
     )
 
 
+def reordered(tiny_dataset, stage) -> tuple[Run, Run]:
+    """The input run and what ``stage`` makes of it at depth 10."""
+    run = input_run(tiny_dataset)
+    return run, stage.transform([run], tiny_dataset.queries, 10)
+
+
 def expected_order(stage: MMR, run: Run, qid: str, top_n: int, lam: float, queries=None) -> list[str]:
     ranked = [d for d, _ in run.ranking(qid)]
     head, tail = ranked[:top_n], ranked[top_n:]
@@ -105,8 +111,7 @@ def expected_order(stage: MMR, run: Run, qid: str, top_n: int, lam: float, queri
 @pytest.mark.parametrize("lam", [0.0, 0.3, 0.5, 0.7])
 def test_scores_relevance_reorders_the_top_n_and_keeps_the_tail(tiny_dataset, stage_factory, lam):
     stage = stage_factory(relevance="scores", top_n=4, **{"lambda": lam})
-    run = input_run(tiny_dataset)
-    out = stage.transform([run], tiny_dataset.queries, 10)
+    run, out = reordered(tiny_dataset, stage)
     for qid in ("q1", "q2"):
         got = [d for d, _ in out.ranking(qid)]
         assert got == expected_order(stage, run, qid, 4, lam)
@@ -123,8 +128,7 @@ def test_scores_relevance_reorders_the_top_n_and_keeps_the_tail(tiny_dataset, st
 @pytest.mark.slow
 def test_embedding_relevance_uses_query_cosine(tiny_dataset, stage_factory):
     stage = stage_factory(relevance="embedding", **{"lambda": 0.5})
-    run = input_run(tiny_dataset)
-    out = stage.transform([run], tiny_dataset.queries, 10)
+    run, out = reordered(tiny_dataset, stage)
     for qid in ("q1", "q2"):
         got = [d for d, _ in out.ranking(qid)]
         assert got == expected_order(stage, run, qid, 100, 0.5, tiny_dataset.queries)
@@ -133,8 +137,7 @@ def test_embedding_relevance_uses_query_cosine(tiny_dataset, stage_factory):
 @pytest.mark.slow
 def test_lambda_one_with_scores_keeps_the_input_order_even_on_ties(tiny_dataset, stage_factory):
     stage = stage_factory(relevance="scores", **{"lambda": 1.0})
-    run = input_run(tiny_dataset)
-    out = stage.transform([run], tiny_dataset.queries, 10)
+    run, out = reordered(tiny_dataset, stage)
     for qid in ("q1", "q2"):
         # q2 has a tie (d1, d6 at 1.0): the input's canonical order (doc id desc: d6 before d1) stays
         assert [d for d, _ in out.ranking(qid)] == [d for d, _ in run.ranking(qid)]

@@ -34,15 +34,22 @@ def wait_for(predicate, timeout: float = 10.0) -> bool:
     return predicate()
 
 
+def first_node(rep, nodes: int, name: str, phase: tuple[str, int, int], note: str, seconds: float) -> None:
+    """What the engine reports for the first of ``nodes`` nodes: its ``phase`` (label, total, steps
+    done), a ``note``, and success after ``seconds``."""
+    label, total, done = phase
+    rep.start(nodes)
+    rep.node(1, nodes, name)
+    rep.phase(label, total=total)
+    rep.advance(done)
+    rep.note(note)
+    rep.node_done(name, True, seconds)
+
+
 def test_default_is_a_no_op():
     rep = current()
     assert isinstance(rep, NullProgress) and not rep.active
-    rep.start(3)
-    rep.node(1, 3, "bm25")
-    rep.phase("indexing", total=10)
-    rep.advance(4)
-    rep.note("x")
-    rep.node_done("bm25", True, 1.0)
+    first_node(rep, 3, "bm25", ("indexing", 10, 4), "x", 1.0)
     rep.close()
 
 
@@ -206,12 +213,7 @@ def test_nothing_written_when_not_asked():
 def test_rich_display_on_a_terminal():
     tty = FakeTTY()
     with session(tty) as rep:
-        rep.start(2)
-        rep.node(1, 2, "hybrid_rerank_interpolated")
-        rep.phase("encoding 50 docs", total=50)
-        rep.advance(50)
-        rep.note("a [note] with brackets")
-        rep.node_done("hybrid_rerank_interpolated", True, 3.0)
+        first_node(rep, 2, "hybrid_rerank_interpolated", ("encoding 50 docs", 50, 50), "a [note] with brackets", 3.0)
         rep.node(2, 2, "broken")
         rep.node_done("broken", False, 0.2)
     out = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", tty.getvalue())

@@ -161,9 +161,8 @@ def test_local_executor_empty_inputs_load_nothing():
 
 
 def test_local_executor_scores_pairs_exactly_as_rerank(tmp_path):
-    from conftest import build_tiny_bert
-
     from retrievers.rerank import Rerank
+    from tests.conftest import build_tiny_bert
 
     path = build_tiny_bert(tmp_path / "ce", head=True)
     pairs = [("how is espresso brewed", "hot water through ground coffee"), ("bikes", "chain oil"), ("٣", "ñ")]

@@ -20,6 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.conftest import send_json
+
 REDACTED = "<redacted>"
 SECRETS = ["alice", "hunter2pw", "SEKRETKEY123", "tok3nvalue", "qdrantpass", "QKEY98765", "chromapw", "CTOKEN555"]
 
@@ -28,12 +30,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         payload = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         results = {q["id"]: [{"id": "d0001", "score": 1.0}] for q in payload["queries"]}
-        body = json.dumps({"results": results}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, json.dumps({"results": results}).encode())
 
     def log_message(self, *args: object) -> None:
         pass

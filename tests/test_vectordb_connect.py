@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
 import pytest
 
 from harness.filters import query_filter
 from harness.model import Document, GoldenDataset, Query
+from tests.conftest import encode_corpus, team_postgres
 
 pytestmark = pytest.mark.slow
 
@@ -26,30 +26,21 @@ def team(demo_dataset, tmp_path_factory):
     import lancedb
     import psycopg
     import pyarrow as pa
-    from sentence_transformers import SentenceTransformer
-
-    from retrievers.encoder import packaged_model_path
-    from retrievers.vectordb.pgvector import start_postgres
 
     corpus = demo_dataset.corpus
-    texts = [f"{d.title} {d.text}" if d.title else d.text for d in corpus]
-    model = SentenceTransformer(str(packaged_model_path()), device="cpu")
-    emb = model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
+    emb = encode_corpus(corpus)
     cats = ["brewing", "gear", "beans"]
     rows = [(d.id, d.text, emb[i], cats[i % 3], 2000 + i % 10) for i, d in enumerate(corpus)]
 
     root = tmp_path_factory.mktemp("team")
-    server = start_postgres(root)
-    dsn = server.get_uri()
+    server, dsn = team_postgres(
+        root,
+        "CREATE TABLE team_docs (doc_key text PRIMARY KEY, body text, emb vector(384), category text, "
+        "published int, note text DEFAULT 'kept')",
+        "COPY team_docs (doc_key, body, emb, category, published) FROM STDIN",
+        ((key, body, "[" + ",".join(map(repr, v.tolist())) + "]", cat, year) for key, body, v, cat, year in rows),
+    )
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        c.execute(
-            "CREATE TABLE team_docs (doc_key text PRIMARY KEY, body text, emb vector(384), category text, "
-            "published int, note text DEFAULT 'kept')"
-        )
-        with c.cursor().copy("COPY team_docs (doc_key, body, emb, category, published) FROM STDIN") as cp:
-            for key, body, v, cat, year in rows:
-                cp.write_row((key, body, "[" + ",".join(map(repr, v.tolist())) + "]", cat, year))
         c.execute("CREATE INDEX ON team_docs USING hnsw (emb vector_cosine_ops)")
 
     db = lancedb.connect(str(root / "lance"))

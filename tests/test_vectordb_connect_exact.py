@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.conftest import encode_corpus, team_postgres
+
 pytestmark = pytest.mark.slow
 
 DEPTH = 100
@@ -20,26 +22,19 @@ DEPTH = 100
 @pytest.fixture(scope="module")
 def team_pg(demo_dataset, tmp_path_factory):
     import psycopg
-    from sentence_transformers import SentenceTransformer
 
-    from retrievers.encoder import packaged_model_path
-    from retrievers.vectordb.pgvector import start_postgres, vector_literal
+    from retrievers.vectordb.pgvector import vector_literal
 
     corpus = demo_dataset.corpus
-    texts = [f"{d.title} {d.text}" if d.title else d.text for d in corpus]
-    model = SentenceTransformer(str(packaged_model_path()), device="cpu")
-    emb = model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
-    server = start_postgres(tmp_path_factory.mktemp("team-pg"))
-    dsn = server.get_uri()
+    emb = encode_corpus(corpus)
+    server, dsn = team_postgres(
+        tmp_path_factory.mktemp("team-pg"),
+        "CREATE TABLE team_docs (doc_key text PRIMARY KEY, emb vector(384), category text) "
+        "WITH (autovacuum_enabled = off)",
+        "COPY team_docs (doc_key, emb, category) FROM STDIN",
+        ((d.id, vector_literal(emb[i]), ["a", "b"][i % 2]) for i, d in enumerate(corpus)),
+    )
     with psycopg.connect(dsn, autocommit=True) as c:
-        c.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        c.execute(
-            "CREATE TABLE team_docs (doc_key text PRIMARY KEY, emb vector(384), category text) "
-            "WITH (autovacuum_enabled = off)"
-        )
-        with c.cursor().copy("COPY team_docs (doc_key, emb, category) FROM STDIN") as cp:
-            for i, d in enumerate(corpus):
-                cp.write_row((d.id, vector_literal(emb[i]), ["a", "b"][i % 2]))
         # a table with churn, not yet vacuumed: its heap is large, so PostgreSQL's planner prefers the
         # HNSW index (as it does on any table of a few thousand rows) for an ORDER BY ... LIMIT
         c.execute(

@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+from tests.conftest import encode_corpus
 
 pytestmark = pytest.mark.slow
 
@@ -34,15 +35,11 @@ def stores(demo_dataset, tmp_path_factory):
     import pyarrow as pa
     from chromadb.config import Settings
     from qdrant_client import QdrantClient, models
-    from sentence_transformers import SentenceTransformer
 
-    from retrievers.encoder import packaged_model_path
     from retrievers.vectordb.qdrant import _fast_local_writes
 
     corpus = demo_dataset.corpus
-    texts = [f"{d.title} {d.text}" if d.title else d.text for d in corpus]
-    model = SentenceTransformer(str(packaged_model_path()), device="cpu")
-    emb = model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
+    emb = encode_corpus(corpus)
     ids = [d.id for d in corpus]
     root = tmp_path_factory.mktemp("team-stores")
 

@@ -60,3 +60,14 @@ def gate_power_options(args: argparse.Namespace, tol: Any = None) -> dict[str, A
         if not power > alpha:
             raise InputError(f"must be above the check's alpha ({alpha:g}), got {power:g}", field="--require-power")
     return {"non_inferiority": margin, "ni_alpha": ni_alpha, "power": power if power is not None else 0.8}
+
+
+def serve_until_interrupted(server: Any) -> None:
+    """Serve ``server`` (a ``socketserver`` server) until Ctrl-C, then close its socket: the page
+    commands (``judge serve``, ``report --serve``) stop the same quiet way, without a traceback."""
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 
-from harness.cli.command import add_command
+from harness.cli.command import add_command, serve_until_interrupted
 
 log = logging.getLogger("harness")
 
@@ -65,12 +65,7 @@ def serve(args: argparse.Namespace) -> int:
             f"- each grade is saved to {args.pool} as it is made; Ctrl-C stops",
             flush=True,
         )
-        try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
+        serve_until_interrupted(server)
     finally:
         judging.close()
     print(f"{judging.graded} of {len(judging.rows)} graded, saved in {args.pool}", file=sys.stderr)

@@ -7,7 +7,7 @@ import argparse
 import logging
 from typing import TYPE_CHECKING
 
-from harness.cli.command import add_allow_incomplete, add_command
+from harness.cli.command import add_allow_incomplete, add_command, serve_until_interrupted
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -144,10 +144,5 @@ def serve_page(results: Results, port: int) -> int:
         raise InputError(f"cannot listen on 127.0.0.1:{port} ({e.strerror or e})", field="--port") from None
     host, bound = server.server_address[:2]
     print(f"report of {folder} at http://{host}:{bound}/ - Ctrl-C stops", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_until_interrupted(server)
     return 0

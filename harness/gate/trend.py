@@ -14,7 +14,6 @@ Files are written atomically, and only over files this module wrote (``MARKER``)
 from __future__ import annotations
 
 import html
-import io
 import math
 import re
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.gate.history import History
 from harness.gate.verdict import FAILING
-from harness.io import atomic
+from harness.io import atomic, png
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -168,9 +167,7 @@ def plot_metric(
     ax.set_ylabel(metric)
     ax.grid(True, alpha=0.3)
     ax.set_title(title or f"{metric} by night")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", metadata={"Software": MARKER})
-    return buf.getvalue()
+    return png.png_bytes(fig, metadata={"Software": MARKER})
 
 
 def _ours(path: Path) -> bool:

@@ -10,14 +10,13 @@ Written atomically, each under a new name in a folder the command checked before
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.io import atomic
+from harness.io import png
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -27,17 +26,7 @@ if TYPE_CHECKING:
 
 
 def _figure(width: float, height: float) -> Figure:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=100)
-    fig.subplots_adjust(left=0.8 / width, right=1 - 0.25 / width, bottom=0.6 / height, top=1 - 0.5 / height)
-    return fig
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return atomic.write_bytes(path, buf.getvalue())
+    return png.figure(width, height, dpi=100, margins=(0.8, 0.25, 0.6, 0.5))
 
 
 def safe_name(label: str) -> str:
@@ -53,7 +42,7 @@ def grades_plot(found: Inspection, path: Path) -> Path:
     ax.set_xlabel("grade")
     ax.set_ylabel("judgments")
     ax.set_title(f"{found.dataset['name']}: judgments per grade")
-    return _save(fig, path)
+    return png.write_png(fig, path)
 
 
 def per_query_plot(results: Results, metric: str, path: Path) -> Path:
@@ -69,7 +58,7 @@ def per_query_plot(results: Results, metric: str, path: Path) -> Path:
         ax.tick_params(labelsize=7)
     axes[-1].set_xlabel(f"per-query {metric}")
     fig.suptitle(f"per-query {metric} (queries per bin)", fontsize=9)
-    return _save(fig, path)
+    return png.write_png(fig, path)
 
 
 def write_plots(found: Inspection, label: str, results: Results | None, folder: Path) -> list[Path]:

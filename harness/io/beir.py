@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness import defaults
-from harness.errors import DATA_WARNING, InputError
+from harness.errors import DATA_WARNING, InputError, warn_ids
 from harness.io.lines import iter_lines, json_object
 from harness.io.tags import parse_tags
 from harness.io.trec import read_qrels
@@ -205,13 +205,7 @@ def load_beir(folder: str | os.PathLike[str], split: str = defaults.SPLIT, *, na
     known_queries = {q.id for q in queries}
     unknown_q = sorted(set(qrels) - known_queries)
     if unknown_q:
-        log.warning(
-            "%s: %d judged queries are not in queries.jsonl and are skipped (e.g. %s)",
-            qrels_path,
-            len(unknown_q),
-            ", ".join(unknown_q[:3]),
-            extra=DATA_WARNING,
-        )
+        warn_ids(log, qrels_path, "judged queries are not in queries.jsonl and are skipped (e.g. %s)", unknown_q)
         for q in unknown_q:
             del qrels[q]
     known_docs = set(corpus.ids.tolist())

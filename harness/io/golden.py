@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from harness import defaults
-from harness.errors import DATA_WARNING, InputError
+from harness.errors import DATA_WARNING, InputError, warn_ids
 from harness.io import jsontext
 from harness.io.grades import GradeError, parse_grade
 from harness.io.tabular import Row, check_id, read_rows
@@ -423,13 +423,8 @@ def assemble_golden(
             field="relevant_ids",
         )
     if unknown:
-        log.warning(
-            "%s: %d relevant ids are not in the corpus (kept: they count as relevant but cannot be retrieved), e.g. %s",
-            gpath,
-            len(unknown),
-            ", ".join(unknown[:3]),
-            extra=DATA_WARNING,
-        )
+        kept = "kept: they count as relevant but cannot be retrieved"
+        warn_ids(log, gpath, f"relevant ids are not in the corpus ({kept}), e.g. %s", unknown)
     dataset = GoldenDataset.build(
         name or gpath.stem, docs, rows.queries, rows.qrels, split=split or defaults.SPLIT, source=f"{cpath} + {gpath}"
     )

@@ -6,11 +6,13 @@ check a marker without opening ``results.json``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
 from harness.results.table import (
     DETAIL_HEADER,
+    Cell,
     ComparisonTable,
     detail_rows,
     fmt_ci,
@@ -48,6 +50,17 @@ def _tooltip(test: dict | None) -> str:
     )
 
 
+def metric_cell(c: Cell, tip: str, esc: Callable[[str], str]) -> str:
+    """One mean as an HTML cell: bold when best, its ▲/▼ marker, its CI under it, ``tip`` (the test
+    behind the marker) as its tooltip. ``table.html`` and ``report.html`` show a mean the same way;
+    ``esc`` escapes text as the page it goes into does."""
+    best = ' class="best"' if c.best else ""
+    mark = f'<span class="{"up" if c.sig > 0 else "down"}">{c.marker}</span>' if c.marker else ""
+    ci = f'<span class="ci">{esc(fmt_ci(c.ci))}</span>' if c.ci else ""
+    title = f' title="{esc(tip)}"' if tip else ""
+    return f"<td{title}><span{best}>{fmt_metric(c.value)}</span>{mark}{ci}</td>"
+
+
 def to_html(table: ComparisonTable, plots: list[str] | None = None) -> str:
     cols = header(table)
     out = [
@@ -69,15 +82,7 @@ def to_html(table: ComparisonTable, plots: list[str] | None = None) -> str:
             continue
         b, nb = ("<b>", "</b>") if row.baseline else ("", "")
         cells = [f"<td>{b}{escape(c)}{nb}</td>" for c in lead_cells(row, table)]
-        for c in row.metrics.values():
-            cls = ' class="best"' if c.best else ""
-            mark = ""
-            if c.marker:
-                mark = f'<span class="{"up" if c.sig > 0 else "down"}">{c.marker}</span>'
-            ci = f'<span class="ci">{escape(fmt_ci(c.ci))}</span>' if c.ci else ""
-            tip = _tooltip(c.test)
-            title = f' title="{escape(tip)}"' if tip else ""
-            cells.append(f"<td{title}><span{cls}>{fmt_metric(c.value)}</span>{mark}{ci}</td>")
+        cells += [metric_cell(c, _tooltip(c.test), escape) for c in row.metrics.values()]
         for k, c in row.efficiency.items():
             cls = ' class="best"' if c.best else ""
             cells.append(f"<td{cls}>{escape(fmt_cost(k, c))}</td>")

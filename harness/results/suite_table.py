@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import textwrap
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
@@ -172,6 +173,29 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _text_row(
+    suite: SuiteResults,
+    r: dict[str, Any],
+    m: str,
+    name: Callable[[str], str],
+    mark: Callable[[str], str],
+    bold: Callable[[str], str],
+) -> list[str]:
+    """One retriever's cells for a text table (markdown, LaTeX): the formats differ only in how they
+    escape the name, spell a significance marker and embolden the best value, so one loop serves both."""
+    row = [name(r["retriever"])]
+    for d in suite.datasets:
+        if _failed(suite, r["retriever"], d):
+            row.append("FAILED")
+            continue
+        v = fmt_metric(r["values"][d]) + mark(sig_marker(suite, r["retriever"], m, d))
+        row.append(bold(v) if r["best"][d] else v)
+    mean = fmt_metric(r["mean"]) + mark(sig_marker(suite, r["retriever"], m, None))
+    row.append(bold(mean) if r["best_mean"] else mean)
+    row.append(bold(fmt_rank(r["rank"])) if r["best_rank"] else fmt_rank(r["rank"]))
+    return row
+
+
 def to_markdown(suite: SuiteResults) -> str:
     lines = [f"# Suite: {len(suite.retrievers)} retrievers x {len(suite.datasets)} datasets", ""]
     for m in suite.metrics:
@@ -182,16 +206,7 @@ def to_markdown(suite: SuiteResults) -> str:
         ]
         lines.append("|---|" + "---:|" * (len(suite.datasets) + 2))
         for r in cells(suite, m):
-            row = [_md(r["retriever"])]
-            for d in suite.datasets:
-                if _failed(suite, r["retriever"], d):
-                    row.append("FAILED")
-                    continue
-                v = fmt_metric(r["values"][d]) + sig_marker(suite, r["retriever"], m, d)
-                row.append(f"**{v}**" if r["best"][d] else v)
-            mean = fmt_metric(r["mean"]) + sig_marker(suite, r["retriever"], m, None)
-            row.append(f"**{mean}**" if r["best_mean"] else mean)
-            row.append(f"**{fmt_rank(r['rank'])}**" if r["best_rank"] else fmt_rank(r["rank"]))
+            row = _text_row(suite, r, m, _md, str, lambda v: f"**{v}**")
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
     lines += [f"- {_md(x)}" for x in legend(suite)]
@@ -285,16 +300,7 @@ def to_latex(suite: SuiteResults) -> str:
             r"\midrule",
         ]
         for r in cells(suite, m):
-            row = [tex_escape(r["retriever"])]
-            for d in suite.datasets:
-                if _failed(suite, r["retriever"], d):
-                    row.append("FAILED")
-                    continue
-                v = fmt_metric(r["values"][d]) + marks[sig_marker(suite, r["retriever"], m, d)]
-                row.append(rf"\textbf{{{v}}}" if r["best"][d] else v)
-            mean = fmt_metric(r["mean"]) + marks[sig_marker(suite, r["retriever"], m, None)]
-            row.append(rf"\textbf{{{mean}}}" if r["best_mean"] else mean)
-            row.append(rf"\textbf{{{fmt_rank(r['rank'])}}}" if r["best_rank"] else fmt_rank(r["rank"]))
+            row = _text_row(suite, r, m, tex_escape, marks.__getitem__, lambda v: rf"\textbf{{{v}}}")
             out.append(" & ".join(row) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", ""]
     out += [f"% {tex_escape(x)}" for x in legend(suite)]

@@ -7,12 +7,11 @@ text says in words that the test queries took no part in the choice.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import defaults
-from harness.io import atomic
+from harness.io import png
 from harness.sweep.core import Section, SweepResult
 from harness.sweep.spec import point_label
 
@@ -272,6 +271,4 @@ def write_heatmap(result: SweepResult, section: Section, path: Path) -> Path | N
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
     chosen = " / ".join(dict.fromkeys(point_label(p) for p in section.chosen))
     ax.set_title(f"{result.dataset}: {section.retriever}, chosen {chosen} (red box)", fontsize=9)
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return atomic.write_bytes(path, buf.getvalue())
+    return png.write_png(fig, path)

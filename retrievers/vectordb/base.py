@@ -43,7 +43,7 @@ from retrievers.exact import exact_search
 from retrievers.vectordb.store_copy import copy_store, folder_bytes
 from retrievers.vectordb.store_scan import BATCH, Audit, audit_store, exact_from_store
 
-__all__ = ["Driver", "VectorDB", "VectorDBSpec", "folder_bytes", "require", "sql_literal"]
+__all__ = ["Driver", "FolderDriver", "VectorDB", "VectorDBSpec", "folder_bytes", "require", "sql_literal"]
 
 
 class VectorDBSpec(EncoderOptions):
@@ -178,6 +178,25 @@ class Driver:
         if got is None:  # connect mode: the team's column of that name
             return field, "any"
         return got
+
+
+class FolderDriver(Driver):
+    """A driver whose store is a folder on disk (Chroma, LanceDB, Qdrant local mode): its size is
+    that folder's, and ``params`` is the settings the driver recorded when it built or connected,
+    so the three embedded engines report both the same way."""
+
+    def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
+        super().__init__(spec, work_dir, depth)
+        #: the store's folder once built or connected (``None`` before, or for a server store)
+        self._store: Path | None = None
+        #: index and search settings as used, filled in by ``build``/``connect``
+        self._settings: dict[str, Any] = {}
+
+    def size_bytes(self) -> int | None:
+        return folder_bytes(self._store) if self._store is not None and self._store.exists() else None
+
+    def params(self) -> dict[str, Any]:
+        return dict(self._settings)
 
 
 def _cleanup(driver: Driver, folder: Path | None, owned: bool) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.filters import Filter
-from retrievers.vectordb.base import Driver, VectorDBSpec, folder_bytes, require
+from retrievers.vectordb.base import FolderDriver, VectorDBSpec, require
 from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _COLLECTION = "docs"
@@ -62,13 +62,11 @@ def _client(path: str) -> Any:
     return chromadb.PersistentClient(path=path, settings=settings)
 
 
-class ChromaDriver(Driver):
+class ChromaDriver(FolderDriver):
     def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
         super().__init__(spec, work_dir, depth)
         self.client: Any = None
         self.col: Any = None
-        self._store: Path | None = None
-        self._settings: dict[str, Any] = {}
         self._beyond_2_53: set[str] = set()  # build: columns holding an integer no float represents
 
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
@@ -160,12 +158,6 @@ class ChromaDriver(Driver):
         d = np.asarray(res["distances"][0], dtype=np.float64)
         score = -d if self.spec.distance == "l2" else 1.0 - d
         return [str(x) for x in res["ids"][0]], score.tolist()
-
-    def size_bytes(self) -> int | None:
-        return folder_bytes(self._store) if self._store is not None and self._store.exists() else None
-
-    def params(self) -> dict[str, Any]:
-        return dict(self._settings)
 
     def close(self) -> None:
         self.col = None

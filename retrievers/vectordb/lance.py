@@ -20,7 +20,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.filters import Filter
 from retrievers.dense import default_nprobe
-from retrievers.vectordb.base import Driver, VectorDBSpec, folder_bytes, require, sql_literal
+from retrievers.vectordb.base import FolderDriver, VectorDBSpec, require, sql_literal
 from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _METRIC = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
@@ -59,13 +59,11 @@ def where_clause(flt: Filter, column: Any) -> str:
     return " AND ".join(f"({p})" for p in parts)
 
 
-class LanceDriver(Driver):
+class LanceDriver(FolderDriver):
     def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
         super().__init__(spec, work_dir, depth)
         self.table: Any = None
         self.id_field, self.vector_field = "id", "vector"
-        self._settings: dict[str, Any] = {}
-        self._store: Path | None = None
 
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
         lancedb = require("lancedb", "lancedb")
@@ -175,12 +173,6 @@ class LanceDriver(Driver):
         dist = np.asarray(res.column("_distance").to_numpy(), dtype=np.float64)
         score = -dist if s.distance == "l2" else 1.0 - dist
         return [str(x) for x in res.column(self.id_field).to_pylist()], score.tolist()
-
-    def size_bytes(self) -> int | None:
-        return folder_bytes(self._store) if self._store is not None and self._store.exists() else None
-
-    def params(self) -> dict[str, Any]:
-        return dict(self._settings)
 
     def close(self) -> None:
         self.table = None

@@ -23,7 +23,7 @@ from pydantic import model_validator
 
 from harness.errors import InputError
 from harness.filters import Filter
-from retrievers.vectordb.base import Driver, VectorDBSpec, folder_bytes, require
+from retrievers.vectordb.base import FolderDriver, VectorDBSpec, require
 from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _COLLECTION = "docs"
@@ -77,7 +77,7 @@ def _equals(m: Any, key: str, value: Any) -> Any:
     return m.FieldCondition(key=key, match=m.MatchValue(value=value))
 
 
-class QdrantDriver(Driver):
+class QdrantDriver(FolderDriver):
     def __init__(self, spec: VectorDBSpec, work_dir: Path | None, depth: int) -> None:
         super().__init__(spec, work_dir, depth)
         self.client: Any = None
@@ -85,8 +85,6 @@ class QdrantDriver(Driver):
         self.id_field = "id"
         self.using: str | None = None
         self._local = True
-        self._store: Path | None = None
-        self._settings: dict[str, Any] = {}
 
     def _distance(self) -> Any:
         m = require("qdrant_client.models", "qdrant")
@@ -182,12 +180,6 @@ class QdrantDriver(Driver):
         if self.spec.distance == "l2":
             scores = -scores  # Qdrant reports the Euclidean distance itself
         return ids, scores.tolist()
-
-    def size_bytes(self) -> int | None:
-        return folder_bytes(self._store) if self._store is not None and self._store.exists() else None
-
-    def params(self) -> dict[str, Any]:
-        return dict(self._settings)
 
     def close(self) -> None:
         if self.client is not None:

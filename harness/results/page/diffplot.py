@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from harness.io import png
 from harness.results.folder import run_stem
-from harness.results.plots import _figure, _save
+from harness.results.plots import _figure
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -54,7 +55,7 @@ def plot(results: Results, retriever: str, baseline: str, metric: str, path: Pat
     ax.set_ylabel(f"Δ {metric}")
     ax.set_xlim(-0.5, max(len(d) - 0.5, 0.5))
     ax.grid(True, axis="y", alpha=0.3)
-    return _save(fig, path)
+    return png.write_png(fig, path)
 
 
 def write_diff_plots(results: Results, folder: Path) -> list[Path]:

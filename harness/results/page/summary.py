@@ -14,16 +14,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.results.html_table import metric_cell
 from harness.results.page.embed import text
 from harness.results.table import (
     DETAIL_HEADER,
     EFFICIENCY_COLUMNS,
     ComparisonTable,
     detail_rows,
-    fmt_ci,
     fmt_cost,
     fmt_delta,
-    fmt_metric,
     fmt_p,
     lead_cells,
     lead_header,
@@ -69,14 +68,7 @@ def quality_table(table: ComparisonTable) -> str:
                 f"FAILED: {text(row.error)}</td></tr>"
             )
             continue
-        cells = []
-        for c in row.metrics.values():
-            mark = f'<span class="{"up" if c.sig > 0 else "down"}">{c.marker}</span>' if c.marker else ""
-            ci = f'<span class="ci">{text(fmt_ci(c.ci))}</span>' if c.ci else ""
-            tip = _tooltip(c.test)
-            title = f' title="{text(tip)}"' if tip else ""
-            best = ' class="best"' if c.best else ""
-            cells.append(f"<td{title}><span{best}>{fmt_metric(c.value)}</span>{mark}{ci}</td>")
+        cells = [metric_cell(c, _tooltip(c.test), text) for c in row.metrics.values()]
         cls = ' class="baseline"' if row.baseline else ""
         out.append(f"<tr{cls}>{_row_head(row, table)}{''.join(cells)}</tr>")
     out.append("</tbody></table></div>")
