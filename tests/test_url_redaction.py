@@ -132,3 +132,39 @@ def test_results_folder_of_a_redacted_run_reads_back(tmp_path: Path) -> None:
     spec = spec_class("http").model_validate({"type": "http", "url": "http://u:longpassword1@127.0.0.1:9/s"})
     assert spec.redacted()["url"] == f"http://{REDACTED}@127.0.0.1:9/s"
     assert spec.reveal()["url"] == "http://u:longpassword1@127.0.0.1:9/s"  # the adapter gets the real one
+
+
+def test_load_errors_name_the_service_without_its_credentials() -> None:
+    """``harness load``'s HTTP target words its errors with the URL: a 500 from a real local service
+    names the service with the userinfo and a credential query value redacted."""
+    from harness.load.targets import http_target
+    from harness.model import Query
+    from harness.registry import spec_class
+    from tests.conftest import LocalServer
+
+    class Failing(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            send_json(self, b'{"error": "down"}', status=500)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = LocalServer(Failing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        url = f"http://team:hunter2-secret@127.0.0.1:{port}/search?api_key=K-123456789"
+        spec = spec_class("http").model_validate({"type": "http", "url": url})
+        target = http_target("svc", spec, k=10, pool=1)
+        try:
+            with pytest.raises(RuntimeError) as err:
+                target.send(Query(id="q1", text="hello"))
+        finally:
+            target.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    message = str(err.value)
+    assert "HTTP 500" in message and f"127.0.0.1:{port}" in message
+    assert "hunter2-secret" not in message and "K-123456789" not in message

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.efficiency import measure
-from harness.errors import InputError
+from harness.errors import InputError, redact_urls
 from harness.load.drivers import closed_loop
 from harness.model import GoldenDataset, Query
 from harness.registry import BuildContext, SpecBase
@@ -66,6 +66,7 @@ def http_target(name: str, spec: SpecBase, k: int, pool: int, queries: Sequence[
 
     raw = spec.reveal()
     url, headers = raw["url"], dict(raw.get("headers") or {})
+    shown = redact_urls(url)  # error messages name the service, never its credentials
     timeout = float(raw.get("timeout_s", 30.0))
     client = httpx.Client(
         timeout=timeout,
@@ -80,12 +81,12 @@ def http_target(name: str, spec: SpecBase, k: int, pool: int, queries: Sequence[
         try:
             r = client.post(url, content=body(q), headers={"Content-Type": "application/json"})
         except httpx.TimeoutException as e:
-            raise TimeoutError(f"{url}: timed out ({type(e).__name__})") from None
+            raise TimeoutError(f"{shown}: timed out ({type(e).__name__})") from None
         if r.status_code != 200:
-            raise RuntimeError(f"{url}: HTTP {r.status_code}: {r.text[:200]}")
+            raise RuntimeError(f"{shown}: HTTP {r.status_code}: {r.text[:200]}")
         results = r.json().get("results")
         if not isinstance(results, dict) or q.id not in results:
-            raise RuntimeError(f"{url}: reply has no results for {q.id!r}")
+            raise RuntimeError(f"{shown}: reply has no results for {q.id!r}")
         return results
 
     load = None
