@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -373,3 +374,19 @@ def _fresh_harness_logger():
     log.handlers.clear()
     log.propagate = True
     log.setLevel(logging.NOTSET)
+
+
+def failing_every_third(first: BaseException, third: BaseException, sleep_s: float) -> Callable[[Any], None]:
+    """A retriever's ``send`` for the load drivers: calls 1, 4, 7, ... raise ``first``, calls 3, 6,
+    9, ... raise ``third``, and the others answer after ``sleep_s`` (a floor for the latencies)."""
+    calls = {"n": 0}
+
+    def send(q: Any) -> None:
+        calls["n"] += 1
+        if calls["n"] % 3 == 0:
+            raise third
+        if calls["n"] % 3 == 1:
+            raise first
+        time.sleep(sleep_s)
+
+    return send

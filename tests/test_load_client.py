@@ -4,8 +4,6 @@ real service."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,6 +11,7 @@ from hypothesis import strategies as st
 from harness.load.drivers import closed_loop
 from harness.load.httpclient import BadReply, Endpoint, check_reply, parse_reply
 from harness.model import Query
+from tests.conftest import failing_every_third
 
 BODY = b'{"results": {"q1": [{"id": "d1", "score": 1.0}]}}'
 LENGTH = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(BODY), BODY)
@@ -66,15 +65,8 @@ def test_requests_carry_the_wire_format_and_the_callers_headers() -> None:
 def test_threads_classify_failures_by_kind_not_by_their_text() -> None:
     """An error whose message says "timed out" is an error; a TimeoutError saying anything is a
     timeout; neither enters the percentiles (every answer here takes at least 5 ms)."""
-    calls = {"n": 0}
-
-    def send(q: Query) -> None:
-        calls["n"] += 1
-        if calls["n"] % 3 == 0:
-            raise RuntimeError("http://svc/timeout: HTTP 500 (upstream timed out)")
-        if calls["n"] % 3 == 1:
-            raise TimeoutError("gave up")
-        time.sleep(0.005)
+    upstream = RuntimeError("http://svc/timeout: HTTP 500 (upstream timed out)")
+    send = failing_every_third(TimeoutError("gave up"), upstream, 0.005)
 
     lv = closed_loop(send, [Query(id="q", text="t")], 2, 0.3, warmup_s=0.05)
     assert lv.errors and lv.timeouts and lv.ok

@@ -17,6 +17,7 @@ from harness.load.spec import CostSpec, LoadSpec, parse_search_params
 from harness.load.targets import Target, gil_probe
 from harness.model import Query
 from harness.run import Run
+from tests.conftest import failing_every_third
 
 QUERIES = [Query(id=f"q{i}", text=f"text {i}") for i in range(20)]
 
@@ -50,15 +51,7 @@ def test_poisson_schedule_is_seeded_and_at_rate() -> None:
 
 
 def test_closed_loop_counts_errors_and_timeouts_apart() -> None:
-    calls = {"n": 0}
-
-    def send(q: Query) -> None:
-        calls["n"] += 1
-        if calls["n"] % 3 == 0:
-            raise TimeoutError("no reply")
-        if calls["n"] % 3 == 1:
-            raise ValueError("bad reply")
-        time.sleep(0.001)
+    send = failing_every_third(ValueError("bad reply"), TimeoutError("no reply"), 0.001)
 
     lv = closed_loop(send, QUERIES, 2, 0.3, warmup_s=0.05)
     assert lv.requests == lv.ok + lv.errors + lv.timeouts and lv.errors and lv.timeouts and lv.ok

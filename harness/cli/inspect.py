@@ -33,13 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--results", metavar="DIR", help="a results folder of this dataset (a suite: the suite folder)")
     p.add_argument("--format", choices=["text", "json", "markdown"], default="text")
     p.add_argument("--plots", metavar="DIR", help="write the plots (PNG) into this new or empty folder")
-    p.add_argument(
-        "--near-threshold",
-        type=float,
-        default=None,
-        metavar="J",
-        help="near-duplicate documents: exact Jaccard of word 5-shingles at or above J (default 0.9)",
-    )
+    near = "near-duplicate documents: exact Jaccard of word 5-shingles at or above J (default 0.9)"
+    p.add_argument("--near-threshold", type=float, default=None, metavar="J", help=near)
     p.add_argument("--strict", action="store_true", help="exit 1 when a finding changes comparisons")
     p.set_defaults(func=run)
 

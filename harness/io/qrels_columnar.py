@@ -15,20 +15,18 @@ the line reader reads the file, with its located errors and warnings, exactly as
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from harness.io.trec_columnar import BLOCK_LINES, release_freed_memory, worth_it
+from harness.io.trec_columnar import STRICT_BLOCKS, GiveUp, codes_in, columnar_or_none, release_freed_memory, worth_it
 
 #: a grade both readers agree on without looking closer (int64 holds every 18-digit integer)
 _PLAIN_GRADE = r"-?[0-9]{1,18}"
 
 
-class _GiveUp(Exception):
-    """Not the plain shape: the line reader takes over."""
+_GiveUp = GiveUp  # not the plain shape: the line reader takes over
 
 
 def read_qrels_columnar(path: str | Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
@@ -38,29 +36,10 @@ def read_qrels_columnar(path: str | Path) -> tuple[list[str], np.ndarray, np.nda
     p = Path(path)
     if not worth_it(p):
         return None
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        return None
-    try:
-        return _read(pd, p)
-    except (_GiveUp, ValueError, UnicodeDecodeError, OverflowError, OSError):
-        return None
-    except Exception as e:  # pandas' own parser errors (ParserError, EmptyDataError) and the like
-        if type(e).__module__.startswith("pandas"):
-            return None
-        raise
+    return columnar_or_none(lambda pd: _read(pd, p))
 
 
-def _codes(values: np.ndarray, index: Any, pd: Any) -> tuple[np.ndarray, Any]:
-    """Integer codes of ``values`` in ``index`` (first-appearance order), new values appended."""
-    codes, uniques = pd.factorize(values)
-    have = index.get_indexer(uniques)
-    fresh = have < 0
-    if fresh.any():
-        have[fresh] = np.arange(len(index), len(index) + int(fresh.sum()))
-        index = index.append(pd.Index(uniques[fresh], dtype=object))
-    return have[codes].astype(np.int64), index
+_codes = codes_in
 
 
 def _read(pd: Any, path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
@@ -71,20 +50,9 @@ def _read(pd: Any, path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.nd
     g_parts: list[np.ndarray] = []
     reader = pd.read_csv(
         path,
-        sep=r"\s+",
-        header=None,
         names=["q", "it", "d", "g", "extra"],  # "extra": only to see that no line has a fifth column
         dtype=object,
-        engine="c",
-        na_filter=False,
-        quoting=csv.QUOTE_NONE,
-        comment=None,
-        skip_blank_lines=True,
-        encoding="utf-8",
-        encoding_errors="strict",
-        chunksize=BLOCK_LINES,
-        on_bad_lines="error",
-        index_col=False,
+        **STRICT_BLOCKS,
     )
     with reader:
         for block in reader:

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import csv
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from harness.run import PAD, Run
 
 #: lines per block: small enough that a block's Python strings stay small (~25 MB)
+T = TypeVar("T")
+
 BLOCK_LINES = 1 << 18
 #: files smaller than this go through the line reader (its exact errors cost nothing there)
 MIN_BYTES = 4 << 20
@@ -44,25 +47,65 @@ def _precise() -> dict[str, str]:
 
 _PRECISE = _precise()
 
+#: how both columnar readers (run files here, qrels in ``qrels_columnar``) ask pandas for a file: the
+#: C parser, every field as written (no NA guessing, no quoting, no comments), strict UTF-8, a bad line
+#: an error, in blocks of :data:`BLOCK_LINES` so a large file never sits in memory as text
+STRICT_BLOCKS: dict[str, Any] = {
+    "sep": r"\s+",
+    "header": None,
+    "engine": "c",
+    "na_filter": False,
+    "quoting": csv.QUOTE_NONE,
+    "comment": None,
+    "skip_blank_lines": True,
+    "encoding": "utf-8",
+    "encoding_errors": "strict",
+    "chunksize": BLOCK_LINES,
+    "on_bad_lines": "error",
+    "index_col": False,
+}
 
-class _GiveUp(Exception):
+
+class GiveUp(Exception):
     """The file is not in the plain shape: the line reader takes over."""
 
 
-def read_run_columnar(path: Path, *, name: str, doc_ids: Any = None) -> Run | None:
-    """The run in ``path``, or None when the file is not in the plain shape (see the module doc)."""
+_GiveUp = GiveUp
+
+
+def columnar_or_none(read: Callable[[Any], T]) -> T | None:
+    """``read(pandas)``, or None when pandas is missing or the file is not in the plain shape (the
+    reader gave up, or pandas' parser refused a line): the line reader then takes the file and words
+    its exact error. One place for both columnar readers (runs here, qrels in ``qrels_columnar``)."""
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - pandas is a dependency
         return None
     try:
-        return _read(pd, path, name=name, doc_ids=doc_ids)
-    except (_GiveUp, ValueError, UnicodeDecodeError, OverflowError, OSError):
+        return read(pd)
+    except (GiveUp, ValueError, UnicodeDecodeError, OverflowError, OSError):
         return None
     except Exception as e:  # pandas' own parser errors (ParserError, EmptyDataError) and the like
         if type(e).__module__.startswith("pandas"):
             return None
         raise
+
+
+def codes_in(values: np.ndarray, index: Any, pd: Any) -> tuple[np.ndarray, Any]:
+    """Integer codes of ``values`` in ``index`` (first-appearance order), new values appended: ids
+    become codes a block at a time, with no dict of every id (both columnar readers use it)."""
+    codes, uniques = pd.factorize(values)
+    have = index.get_indexer(uniques)
+    fresh = have < 0
+    if fresh.any():
+        have[fresh] = np.arange(len(index), len(index) + int(fresh.sum()))
+        index = index.append(pd.Index(uniques[fresh], dtype=object))
+    return have[codes].astype(np.int64), index
+
+
+def read_run_columnar(path: Path, *, name: str, doc_ids: Any = None) -> Run | None:
+    """The run in ``path``, or None when the file is not in the plain shape (see the module doc)."""
+    return columnar_or_none(lambda pd: _read(pd, path, name=name, doc_ids=doc_ids))
 
 
 def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
@@ -76,22 +119,11 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
     scores: list[np.ndarray] = []
     reader = pd.read_csv(
         path,
-        sep=r"\s+",
-        header=None,
         names=["q", "q0", "d", "rank", "s", "tag"],
         usecols=["q", "d", "s", "tag"],  # tag: only to see that a line has all six columns
         dtype={"q": object, "q0": object, "d": object, "rank": object, "s": np.float64, "tag": object},
-        engine="c",
-        na_filter=False,
-        quoting=csv.QUOTE_NONE,
-        comment=None,
-        skip_blank_lines=True,
-        encoding="utf-8",
-        encoding_errors="strict",
         **_PRECISE,
-        chunksize=BLOCK_LINES,
-        on_bad_lines="error",
-        index_col=False,
+        **STRICT_BLOCKS,
     )
     first = True
     with reader:
@@ -113,13 +145,8 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
             if block.isna().to_numpy().any() or (tag == "").any() or (tag.isna()).any() or (pd.Series(d) == "").any():
                 raise _GiveUp
             del tag
-            qc, qu = pd.factorize(q)
-            have = q_index.get_indexer(qu)
-            fresh = have < 0
-            if fresh.any():
-                have[fresh] = np.arange(len(q_index), len(q_index) + int(fresh.sum()))
-                q_index = q_index.append(pd.Index(qu[fresh], dtype=object))
-            q_codes.append(have[qc].astype(np.int32))
+            codes, q_index = codes_in(q, q_index, pd)
+            q_codes.append(codes.astype(np.int32))
             dc, du = pd.factorize(d)
             have = doc_index.get_indexer(du)
             fresh = have < 0
@@ -132,7 +159,7 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
                 doc_index = doc_index.append(pd.Index(du[fresh], dtype=object))
             d_codes.append(have[dc].astype(np.int64 if n_docs >= 2**31 else np.int32))
             scores.append(s)
-            del block, q, d, s, qc, qu, dc, du
+            del block, q, d, s, codes, dc, du
     if not q_codes:
         raise _GiveUp  # empty or comment-only: the line reader says what it says
     release_freed_memory()

@@ -168,6 +168,31 @@ class _Cpu:
         return (t.user + t.system - self.cpu0) / wall if wall > 0 else 0.0
 
 
+
+def summarise_closed(
+    concurrency: int,
+    duration_s: float,
+    t0: float,
+    t_end: float,
+    sent: np.ndarray,
+    done: np.ndarray,
+    status: np.ndarray,
+    **rest: Any,
+) -> Level:
+    """A closed-loop level from its requests' send and completion times: the measured window runs to
+    the later of the level's end and the last completion (a request sent in time is waited for), and a
+    request's latency is its completion minus its send. One place for the in-process driver and the
+    HTTP client's worker processes, so both report a level the same way."""
+    return summarise(
+        "closed",
+        concurrency=concurrency,
+        duration_s=duration_s,
+        measured_s=max(t_end, float(done.max()) if done.size else t_end) - t0,
+        lat=done - sent,
+        status=status,
+        **rest,
+    )
+
 def query_order(n_queries: int, n: int, seed: int) -> np.ndarray:
     """``n`` query positions drawn uniformly with replacement, seeded: every level and retriever
     gets the same stream."""
@@ -257,13 +282,8 @@ def closed_loop(
     sent = np.array([r[0] for r in rows], dtype=np.float64)
     done = np.array([r[1] for r in rows], dtype=np.float64)
     status = np.array([r[2] for r in rows], dtype=np.int64)
-    return summarise(
-        "closed",
-        concurrency=concurrency,
-        duration_s=duration_s,
-        measured_s=max(t_end, float(done.max()) if done.size else t_end) - t0,
-        lat=done - sent,
-        status=status,
+    return summarise_closed(
+        concurrency, duration_s, t0, t_end, sent, done, status,
         kinds=kinds,
         first_error=next((r[4] for r in rows if r[2] == 1), None) or next((r[4] or r[3] for r in rows if r[2]), None),
         warmup_requests=len(warm) + sum(s < t0 for s in stuck),

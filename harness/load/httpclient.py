@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from harness.load.drivers import Level, open_window, poisson_schedule, query_order, summarise
+from harness.load.drivers import Level, open_window, poisson_schedule, query_order, summarise, summarise_closed
 
 OK, ERROR, TIMEOUT = 0, 1, 2
 #: a level where the client's processes used this share of their cores, or more, was client-bound
@@ -548,13 +548,8 @@ class HttpLoad:
         order = query_order(len(self.ep.ids), 1 << 16, seed)
         parts, t0, t_end = self.pool.closed(concurrency, order, warmup_s, duration_s, timeout_s)
         sent, done, status, kinds, first = _merge(parts)
-        lv = summarise(
-            "closed",
-            concurrency=concurrency,
-            duration_s=duration_s,
-            measured_s=max(t_end, float(done.max()) if done.size else t_end) - t0,
-            lat=done - sent,
-            status=status,
+        lv = summarise_closed(
+            concurrency, duration_s, t0, t_end, sent, done, status,
             kinds=kinds,
             first_error=first,
             warmup_requests=sum(p["warm_sent"] for p in parts),
