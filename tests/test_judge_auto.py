@@ -179,8 +179,8 @@ def test_grades_are_the_servers_and_a_rerun_asks_only_for_the_ungraded(
     assert f"{graded} of 48 pairs graded (0 from earlier runs), {len(ungraded)} ungraded" in err
     n = len(policy.requests)
     assert f"{n} requests" in err
-    judges = {line.rsplit(",", 1)[1] for line in out.read_text(encoding="utf-8").splitlines()[1:]}
-    assert judges == {"", f"llm:m:{umbrela.PROMPT_VERSION}@{url}/chat/completions"}
+    judges = {r.extra["judge"] or None for r in rows}
+    assert judges == {None, f"llm:m:{umbrela.PROMPT_VERSION}@{url}/chat/completions;temperature=0;max_tokens=512"}
 
     before = list(policy.requests)
     assert _auto(pool, out, url) == 0
@@ -222,7 +222,8 @@ def test_refused_connection_is_one_line_without_credentials(tmp_path, capsys, mo
     s.close()  # nothing listens there now
     monkeypatch.setenv("R35_TEST_KEY", KEY)
     url = f"http://user:hunter2-password@127.0.0.1:{port}/v1?token=abc123secret"
-    assert _auto(_pool(tmp_path), tmp_path / "g.csv", url) == 2
+    assert main(["judge", "auto", str(_pool(tmp_path)), "--judge", "http", "--url", url, "--model", "m",
+                 "--out", str(tmp_path / "g.csv"), "--no-progress"]) == 2  # fmt: skip
     err = capsys.readouterr().err
     line = [x for x in err.splitlines() if "cannot connect" in x]
     assert len(line) == 1 and f"http://127.0.0.1:{port}/v1/chat/completions" in line[0]

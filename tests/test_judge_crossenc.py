@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
+from harness.errors import InputError
 from harness.judging.crossenc import fit_thresholds, to_grades
 from harness.judging.pool import PoolRow, read_pool, write_pool
 from harness.stats.agreement import cohen_kappa, confusion
@@ -76,6 +77,10 @@ def test_needs_thresholds_or_calibration(tiny_ce, tmp_path, capsys):
 def test_the_fit_beats_any_other_thresholds(data, other):
     s = np.array([d[0] for d in data])
     g = np.array([d[1] for d in data])
+    if np.unique(g).size < 2:  # one grade: nothing to fit (refused, never thresholds of -inf)
+        with pytest.raises(InputError, match="at least 2 different"):
+            fit_thresholds(s, g)
+        return
     (t, kq) = fit_thresholds(s, g)
     assert t[0] <= t[1] <= t[2]
     got = cohen_kappa(confusion(g, to_grades(s, t)), "quadratic")

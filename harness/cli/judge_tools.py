@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
 log = logging.getLogger("harness")
 
@@ -23,6 +24,11 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
         "--results", metavar="DIR", help="results folder: also each retriever's metric under A and B, tau, tau_AP"
     )
     a.add_argument("--metrics", help="with --results: comma-separated metrics (default: the folder's)")
+    a.add_argument(
+        "--no-folder-qrels",
+        action="store_true",
+        help="with --results: score each side on its own grades only, not laid over the folder's qrels.tsv",
+    )
     a.add_argument(
         "--depth",
         type=int,
@@ -48,7 +54,10 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     u.add_argument("--url", help="http: the OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)")
     u.add_argument("--api-key-env", metavar="VAR", help="http: environment variable holding the API key")
     u.add_argument("--concurrency", type=int, default=4, help="http: requests at a time (default 4)")
-    u.add_argument("--timeout", type=float, default=60.0, help="http: seconds for one whole reply (default 60)")
+    u.add_argument(
+        "--timeout", type=float, default=60.0,
+        help="http: the deadline of one request in seconds, connection, headers and body included (default 60)",
+    )  # fmt: skip
     u.add_argument("--retries", type=int, default=3, help="http: retries per pair (default 3)")
     u.add_argument("--temperature", type=float, default=0.0, help="http: sampling temperature (default 0)")
     u.add_argument("--max-tokens", type=int, default=512, help="http: max_tokens per reply (default 512)")
@@ -72,7 +81,7 @@ def agree(args: argparse.Namespace) -> int:
     if args.depth < 1:
         raise InputError("must be at least 1", field="--depth")
     a, b = read_grades(args.a), read_grades(args.b)
-    runs, metrics = None, []
+    runs, metrics, base, base_path = None, [], None, None
     if args.results:
         from harness.metrics.names import parse_metrics
         from harness.results import Results
@@ -85,9 +94,15 @@ def agree(args: argparse.Namespace) -> int:
             raise InputError("no stored runs (runs/*.trec)", path=args.results)
         wanted = parse_metrics(args.metrics) if args.metrics else parse_metrics(res.metrics)
         metrics = [m.name for m in wanted if not (m.needs_embeddings or m.needs_context)]
-    elif args.metrics:
-        raise InputError("--metrics needs --results (the runs to score)", field="--metrics")
-    report = do_agree(a, b, threshold=args.threshold, runs=runs, metrics=metrics, depth=args.depth)
+        folder_qrels = (res.folder or Path(args.results)) / "qrels.tsv"
+        if not args.no_folder_qrels and folder_qrels.is_file():
+            from harness.io.trec import read_qrels
+
+            base, base_path = read_qrels(folder_qrels), str(folder_qrels)
+    elif args.metrics or args.no_folder_qrels:
+        raise InputError("--metrics and --no-folder-qrels need --results (the runs to score)", field="--results")
+    report = do_agree(a, b, threshold=args.threshold, runs=runs, metrics=metrics, depth=args.depth, base=base,
+                      base_path=base_path)  # fmt: skip
     if args.format == "json":
         sys.stdout.write(json.dumps(report, indent=1) + "\n")
     else:
@@ -181,8 +196,13 @@ def auto(args: argparse.Namespace) -> int:
         raise InputError("--judge http needs --url (the OpenAI-compatible endpoint)", field="--url")
     if not 1 <= args.concurrency <= 256:
         raise InputError("must be 1..256", field="--concurrency")
-    if args.retries < 0 or args.timeout <= 0 or args.max_tokens < 1:
-        raise InputError("--retries >= 0, --timeout > 0 and --max-tokens >= 1 are needed", field="--retries")
+    from harness.judging.llm import check_timeout
+
+    check_timeout(args.timeout)  # nan, inf, 0, absurd: one line naming --timeout
+    if not 0 <= args.retries <= 100:
+        raise InputError("must be 0..100", field="--retries")
+    if args.max_tokens < 1:
+        raise InputError("must be at least 1", field="--max-tokens")
     for flag, price in (("--price-in", args.price_in), ("--price-out", args.price_out)):
         if price is not None and not price >= 0:
             raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)

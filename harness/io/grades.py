@@ -11,6 +11,9 @@ reason, because each looser reading has silently changed a golden set somewhere:
 - a float loses integers past 2**53 (``99999999999999999999999`` becomes ``...1611392``);
 - a grade outside int64 cannot be stored in the arrays the metrics run on.
 
+A judge's reply (:func:`final_score`) is read by the same rule: its one ``##final score: N`` line
+must carry a grade this module reads, within the judge's 0-3 scale; anything else is no grade.
+
 Text is read as written (no float round trip): the digits decide, so a huge integer is refused as
 out of range rather than rounded. JSON numbers must reach :func:`parse_grade` as their literal text
 (``json.loads(..., parse_float=str)``), so ``1e1`` in a JSON file is refused as it is in a CSV cell.
@@ -74,3 +77,35 @@ def _show(value: object) -> str:
         return str(value)
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
+
+
+#: a line that claims to give a judge's final score (``##final score``, any case and spacing, with or
+#: without bold markers): every such line must be well formed, and there must be exactly one
+_SCORE_CLAIM = re.compile(r"##\s*final\s*score", re.IGNORECASE)
+#: the well-formed line: ``##final score: N``, bold markers (``**``) allowed around the label and the
+#: grade, nothing else on the line; N is then read by :func:`parse_grade`
+_SCORE_LINE = re.compile(
+    r"[ \t]*(?:\*\*)?##[ \t]*final[ \t]+score[ \t]*(?:\*\*)?[ \t]*:[ \t]*(?:\*\*)?[ \t]*(?P<n>[^\s*]+?)[ \t]*(?:\*\*)?[ \t]*\Z",
+    re.IGNORECASE,
+)
+
+
+def final_score(reply: str, scale: range = range(0, 4)) -> int | None:
+    """The grade of a judge's reply: exactly one well-formed ``##final score: N`` line whose ``N`` is a
+    grade (:func:`parse_grade`) within ``scale``; None otherwise.
+
+    Strict on purpose: a reply with two score lines (``2`` then ``2.5``, ``3`` then ``7``, even ``2``
+    twice), or one whose ``N`` is ``0-3``, ``1e1``, ``2²``, ``12`` or another script's digit, argues or
+    garbles its answer, and reading its first number would invent a grade. No grade is never 0: the
+    caller asks again, then leaves the pair ungraded."""
+    claims = [line for line in reply.splitlines() if _SCORE_CLAIM.search(line)]
+    if len(claims) != 1:
+        return None
+    m = _SCORE_LINE.match(claims[0])
+    if m is None:
+        return None
+    try:
+        grade = parse_grade(m.group("n"))
+    except GradeError:
+        return None
+    return grade if grade in scale else None

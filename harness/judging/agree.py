@@ -11,6 +11,11 @@ model like one retriever's may favour that retriever's documents, and this shows
 With a results folder, also per system: each retriever's metric scored against A and against B,
 and Kendall's tau and tau_AP between the two rankings of retrievers. A judge can disagree with
 people on many pairs and still rank the systems the same way, which is what a benchmark needs.
+Both sides are scored on the same queries, those both A and B grade (a side scored on more queries
+than the other would differ for that alone), and each on the folder's own judgments (its
+``qrels.tsv``, the ones the pool was made against) with the side's grades over them: a pool holds
+only the documents nobody had judged, and a run scored on those alone loses every relevant document
+found before. The report names the queries and the judgments used.
 """
 
 from __future__ import annotations
@@ -102,13 +107,17 @@ def agree(
     runs: Mapping[str, Any] | None = None,
     metrics: Sequence[str] = (),
     depth: int = 10,
+    base: Qrels | None = None,
+    base_path: str | None = None,
 ) -> dict[str, Any]:
     """The agreement report (the JSON ``harness judge agree --format json`` prints).
 
     ``runs`` (``{retriever: Run}``, a results folder's stored runs) adds the system level: each
     retriever's ``metrics`` under A and under B, ``tau`` (Kendall's tau-b, scipy) and ``tau_ap``
     (A's ranking the reference) per metric; pairs in a run's top ``depth`` count for that retriever
-    in ``by_retriever``, beside the grade files' ``retrieved_by``.
+    in ``by_retriever``, beside the grade files' ``retrieved_by``. ``base`` (the folder's own
+    judgments, read from ``base_path``) is what each side's grades are laid over for the system
+    level; both sides are scored on the queries both grade (:func:`system_qrels`).
     """
     if not 0 < threshold <= SCALE[-1]:
         raise InputError(f"must be 1..{SCALE[-1]}", field="--threshold")
@@ -137,8 +146,34 @@ def agree(
             per.setdefault(name, []).append(i)
     out["by_retriever"] = {name: measures(ga[idx], gb[idx], threshold) for name, idx in sorted(per.items())}
     if runs:
-        out.update(systems(runs, a.qrels(), b.qrels(), metrics))
+        qa, qb, used = system_qrels(a, b, base)
+        out["system_queries"] = used
+        out["system_base"] = (
+            None if base is None else {"path": base_path, "judgments": sum(len(v) for v in base.values())}
+        )
+        out["system_queries_left_out"] = {
+            "only_a": len({q for q, _ in a.grades} - set(used)),
+            "only_b": len({q for q, _ in b.grades} - set(used)),
+        }
+        out.update(systems(runs, qa, qb, metrics))
     return out
+
+
+def system_qrels(a: Grades, b: Grades, base: Qrels | None) -> tuple[Qrels, Qrels, list[str]]:
+    """The judgments each side's systems are scored on: ``base`` (the folder's), the side's grades over
+    it, on the queries both A and B grade (sorted, returned too); the others are left out of both."""
+    used = sorted({q for q, _ in a.grades} & {q for q, _ in b.grades})
+    if not used:
+        raise InputError("A and B grade no query in common: the systems cannot be scored on the same queries")
+
+    def side(g: Grades) -> Qrels:
+        out: Qrels = {q: dict((base or {}).get(q, {})) for q in used}
+        for (q, d), grade in g.grades.items():
+            if q in out:
+                out[q][d] = grade
+        return out
+
+    return side(a), side(b), used
 
 
 def systems(runs: Mapping[str, Any], qa: Qrels, qb: Qrels, metrics: Sequence[str]) -> dict[str, Any]:
@@ -195,7 +230,19 @@ def render(report: Mapping[str, Any]) -> str:
             )
     if "systems" in report:
         metrics = list(report["tau"])
-        lines += ["", f"{'retriever':<24}" + "".join(f"{m + ' A':>16}{m + ' B':>16}" for m in metrics)]
+        left = report["system_queries_left_out"]
+        base = report["system_base"]
+        lines += [
+            "",
+            f"systems scored on the {len(report['system_queries'])} queries both A and B grade "
+            f"({left['only_a']} graded by A only and {left['only_b']} by B only left out of both), "
+            + (
+                f"each side's grades over the folder's {base['judgments']} judgments ({base['path']})"
+                if base is not None
+                else "each side on its own grades only (the folder's judgments not used)"
+            ),
+        ]
+        lines += [f"{'retriever':<24}" + "".join(f"{m + ' A':>16}{m + ' B':>16}" for m in metrics)]
         for name, per in report["systems"].items():
             lines.append(f"{name:<24}" + "".join(f"{per[m][0]:>16.4f}{per[m][1]:>16.4f}" for m in metrics))
         lines.append(

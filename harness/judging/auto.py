@@ -1,20 +1,23 @@
 """``harness judge auto POOL --judge http|cross-encoder --out grades.csv``: a pool filled by a judge.
 
-The output is the pool file format (``harness judge merge`` takes it) with one more column,
-``judge``, naming who gave each grade (an ungraded row leaves both empty). Every row of the pool
-is graded, already-graded ones too: agreement with people is measured on the same pairs.
+The output is the pool file format (``harness judge merge`` takes it) with two more columns:
+``judge``, naming who gave each grade with the settings that decide it (model, prompt version,
+endpoint without credentials, temperature, max_tokens), and ``judge_key``, the hash of those and of
+the query text and the document text the grade was given for (an ungraded row leaves all three
+empty). Every row of the pool is graded, already-graded ones too: agreement with people is measured
+on the same pairs.
 
-For an endpoint, every reply with a grade is cached (:class:`ReplyCache`, keyed by the endpoint
-without credentials, model, temperature, max_tokens, prompt version, query text and a hash of the
-document text), and the output is rewritten atomically every few seconds and at the end: a re-run
-sends requests only for the pairs still ungraded, and Ctrl-C keeps every grade received.
+For an endpoint, every reply with a grade is cached (:class:`ReplyCache`, under the same key), and
+the output is rewritten atomically every few seconds and at the end: a re-run sends requests only
+for the pairs still ungraded, and Ctrl-C keeps every grade received. An earlier output's grade, or a
+cached one, is used again only when its key is the one the pair has now: a changed temperature, a
+changed document text, another model or URL asks again.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import json
 import logging
 import os
@@ -22,19 +25,18 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.io import atomic
 from harness.judging import umbrela
-from harness.judging.pool import COLUMNS, PoolRow, encode_row, file_format, read_pool
+from harness.judging.pool import COLUMNS, PoolRow, file_format, read_pool, write_pool
 
 log = logging.getLogger("harness")
 
-#: the output's columns: the pool's, then who graded the row
-AUTO_COLUMNS = (*COLUMNS, "judge")
+#: the output's columns: the pool's, then who graded the row and the key of what was graded
+AUTO_COLUMNS = (*COLUMNS, "judge", "judge_key")
 #: seconds between two rewrites of the output while grading
 SAVE_EVERY = 5.0
 
@@ -47,9 +49,10 @@ class Summary:
     ungraded: int = 0  # replies never held a readable grade
     failed: int = 0  # no usable reply (timeouts, errors, cut replies) after the retries
     retried: int = 0  # pairs that needed more than one request
-    requests: int = 0
+    requests: int = 0  # requests sent, those of a pair cut short by a stop or Ctrl-C included
     tokens_in: int = 0
     tokens_out: int = 0
+    usage_refused: int = 0  # replies whose token counts were not believable: neither counted nor priced
     cost_usd: float | None = None
     seconds: float = 0.0
     interrupted: bool = False
@@ -58,10 +61,16 @@ class Summary:
 
     def line(self) -> str:
         cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
+        refused = (
+            f" ({self.usage_refused} replies' usage refused as not believable: not counted"
+            + (", the cost is a lower bound)" if self.cost_usd is not None else ")")
+            if self.usage_refused
+            else ""
+        )
         return (
             f"{self.graded} of {self.pairs} pairs graded ({self.from_cache} from earlier runs), {self.ungraded} "
             f"ungraded (no readable grade), {self.failed} failed, {self.retried} retried; {self.requests} "
-            f"requests, {self.tokens_in} tokens in, {self.tokens_out} out{cost}"
+            f"requests, {self.tokens_in} tokens in, {self.tokens_out} out{cost}{refused}"
         )
 
 
@@ -86,54 +95,37 @@ def _is_auto_file(p: Path) -> bool:
         return False
     if file_format(p) == "jsonl":
         try:
-            return "judge" in json.loads(first)
+            rec = json.loads(first)
         except (ValueError, TypeError):
             return False
-    return first.strip().split(",") == list(AUTO_COLUMNS)
+        return isinstance(rec, dict) and "judge" in rec
+    names = next(csv.reader([first]), [])
+    return all(c in names for c in COLUMNS) and "judge" in names  # this version's, an older one's, served
 
 
-def earlier_grades(out: Path, judge: str) -> dict[tuple[str, str], int]:
-    """The grades ``judge`` gave in an earlier run's output (another judge's are not reused)."""
+def earlier_grades(out: Path, judge: str) -> dict[tuple[str, str], tuple[int, str]]:
+    """The grades ``judge`` gave in an earlier run's output, with the key each was given under
+    (another judge's, a person's and a keyless row's are not reused)."""
     if not out.exists():
         return {}
-    keep: dict[tuple[str, str], int] = {}
-    rows = read_pool(out)
-    names = _judge_column(out)
-    for r, name in zip(rows, names):
-        if r.grade is not None and name == judge:
-            keep[r.query_id, r.doc_id] = r.grade
+    keep: dict[tuple[str, str], tuple[int, str]] = {}
+    for r in read_pool(out):
+        key = r.extra.get("judge_key")
+        if r.grade is not None and r.extra.get("judge") == judge and isinstance(key, str) and key:
+            keep[r.query_id, r.doc_id] = (r.grade, key)
     return keep
 
 
-def _judge_column(p: Path) -> list[str]:
-    text = p.read_text(encoding="utf-8-sig")
-    if file_format(p) == "jsonl":
-        return [str(json.loads(line).get("judge") or "") for line in text.splitlines() if line.strip()]
-    return [str(rec.get("judge") or "") for rec in csv.DictReader(io.StringIO(text, newline=""))]
-
-
-def write_auto(path: Path, rows: Sequence[PoolRow], judges: Sequence[str | None]) -> Path:
-    """The pool rows with their grades and the ``judge`` column, written atomically. Each row is
-    encoded as the pool file encodes it (:func:`~harness.judging.pool.encode_row`), the judge after it."""
-    fmt = file_format(path)
-    parts: list[bytes] = []
-    if fmt == "jsonl":
-        for r, j in zip(rows, judges):
-            rec = {**asdict(r), "judge": j if r.grade is not None else None}
-            text = json.dumps(rec, ensure_ascii=False)
-            if any("\ud800" <= c <= "\udfff" for c in text):  # a lone surrogate: ASCII escapes, as the pool
-                text = json.dumps(rec)
-            parts.append((text + "\n").encode("utf-8"))
-    else:
-        parts.append((",".join(AUTO_COLUMNS) + "\n").encode())
-        for r, j in zip(rows, judges):
-            cell = b""
-            if j and r.grade is not None:
-                buf = io.StringIO()
-                csv.writer(buf, lineterminator="").writerow([j])
-                cell = buf.getvalue().encode("utf-8", "surrogatepass")
-            parts.append(encode_row(r, "csv")[:-1] + b"," + cell + b"\n")  # the pool's cells, neutralised
-    return atomic.write_bytes(path, b"".join(parts))
+def write_auto(
+    path: Path, rows: Sequence[PoolRow], judges: Sequence[str | None], keys: Sequence[str | None] | None = None
+) -> Path:
+    """The pool rows with their grades, ``judge`` and ``judge_key`` (empty on an ungraded row), and
+    every other column the pool has, written atomically as a pool file."""
+    for i, (r, j) in enumerate(zip(rows, judges)):
+        graded = r.grade is not None and bool(j)
+        r.extra["judge"] = j if graded else None
+        r.extra["judge_key"] = (keys[i] if keys is not None else None) if graded else None
+    return write_pool(path, rows)
 
 
 # ----------------------------------------------------------------------------- reply cache
@@ -141,6 +133,14 @@ def write_auto(path: Path, rows: Sequence[PoolRow], judges: Sequence[str | None]
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def pair_key(identity: list, query: str, title: str, text: str) -> str:
+    """The key of one pair's grade: sha256 of the judge's identity (URL without credentials, model,
+    temperature, max_tokens, prompt version), the query text and sha256 of the document text. Two
+    grades with one key were asked the same question; any other difference asks again."""
+    doc = _sha(umbrela.passage(title, text))
+    return _sha(json.dumps([*identity, query, doc], ensure_ascii=False))
 
 
 class ReplyCache:
@@ -163,8 +163,7 @@ class ReplyCache:
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def key(self, query: str, title: str, text: str) -> str:
-        doc = _sha(umbrela.passage(title, text))
-        return _sha(json.dumps([*self.identity, query, doc], ensure_ascii=False))
+        return pair_key(self.identity, query, title, text)
 
     def get(self, key: str) -> int | None:
         return self._known.get(key)
@@ -203,15 +202,18 @@ def fill_http(
     start = clock()
     s = Summary(pairs=len(rows))
     name = judge.name
+    sent_before = getattr(judge, "requests_sent", None)
     judges: list[str | None] = [None] * len(rows)
     earlier = earlier_grades(out, name) if out.exists() else {}
     todo: list[int] = []
-    keys: list[str | None] = [None] * len(rows)
+    identity = judge.cache_identity()
+    keys: list[str | None] = [pair_key(identity, r.query, r.title, r.text) for r in rows]
     for i, r in enumerate(rows):
         r.grade = None
-        g = earlier.get((r.query_id, r.doc_id))
+        g, key = earlier.get((r.query_id, r.doc_id), (None, None))
+        if key != keys[i]:  # graded under other settings, or for another text: asked again
+            g = None
         if g is None and cache is not None:
-            keys[i] = cache.key(r.query, r.title, r.text)
             g = cache.get(keys[i])
         if g is not None:
             r.grade, judges[i] = g, name
@@ -247,11 +249,13 @@ def fill_http(
                 except JudgeStopped as e:
                     if s.stopped is None:
                         s.stopped = str(e)
+                    s.requests += e.requests
                     stop.set()
                     continue
                 s.requests += o.requests
                 s.tokens_in += o.tokens_in
                 s.tokens_out += o.tokens_out
+                s.usage_refused += getattr(o, "usage_refused", 0)
                 s.retried += o.requests > 1
                 if o.grade is not None:
                     rows[i].grade, judges[i] = o.grade, name
@@ -267,7 +271,7 @@ def fill_http(
                 if progress is not None:
                     progress.advance(1)
             if clock() - last_save >= SAVE_EVERY:
-                write_auto(out, rows, judges)
+                write_auto(out, rows, judges, keys)
                 last_save = clock()
             submit()
     except KeyboardInterrupt:
@@ -277,7 +281,9 @@ def fill_http(
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
         judge.close()
-        write_auto(out, rows, judges)
+        write_auto(out, rows, judges, keys)
+    if sent_before is not None:  # every request sent, those of pairs cut short by a stop included
+        s.requests = judge.requests_sent - sent_before
     if s.stopped or s.interrupted:  # pairs never asked count as failed, so the counts add up
         s.failed = s.pairs - s.graded - s.ungraded
     if price_in is not None or price_out is not None:

@@ -44,6 +44,8 @@ def fit_thresholds(scores: np.ndarray, grades: np.ndarray) -> tuple[tuple[float,
     g = np.asarray(grades, dtype=np.int64)
     if s.size < 2:
         raise InputError("calibration needs at least 2 graded pairs", field="--calibrate")
+    if np.unique(g).size < 2:
+        raise InputError("calibration needs people's grades of at least 2 different values", field="--calibrate")
     u = np.unique(s)
     mids = (u[:-1] + u[1:]) / 2 if u.size > 1 else u
     if mids.size > MAX_CANDIDATES:
@@ -57,6 +59,8 @@ def fit_thresholds(scores: np.ndarray, grades: np.ndarray) -> tuple[tuple[float,
         kq = cohen_kappa(confusion(g, pred), "quadratic")
         if kq > best_k:
             best_k, best = kq, (float(cands[i]), float(cands[j]), float(cands[k]))
+    if not np.isfinite(best_k):  # no triple gives a defined kappa: no fit, never thresholds of -inf
+        raise InputError("no thresholds give a defined agreement with these grades", field="--calibrate")
     return best, float(best_k)
 
 
@@ -100,6 +104,14 @@ def run_cross_encoder(args: argparse.Namespace, out: Path) -> int:
         calib = [r for r in read_pool(args.calibrate) if r.grade is not None and 0 <= r.grade <= 3]
         if len(calib) < 2:
             raise InputError("needs at least 2 rows graded 0-3 (a graded pool file)", path=args.calibrate)
+        used = sorted({r.grade for r in calib})
+        if len(used) < 2:
+            raise InputError(
+                f"every one of the {len(calib)} graded rows is grade {used[0]}: thresholds cannot be fitted on one "
+                "grade (agreement with a grader who never varies is undefined); grade pairs of other grades, "
+                "or give --thresholds T1,T2,T3",
+                path=args.calibrate,
+            )
     start = time.monotonic()
     try:
         if calib is not None:

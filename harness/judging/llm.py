@@ -1,42 +1,74 @@
 """An OpenAI-compatible chat-completions endpoint as a relevance judge (vLLM, Ollama, llama.cpp's
 server, a hosted API), asked UMBRELA's prompt (:mod:`harness.judging.umbrela`).
 
-A hostile or broken endpoint must not stall or corrupt a run, so every request is bounded: a total
-deadline (a reply that trickles in forever is cut), a size cap (a reply over 1 MB is cut), retries
-with exponential backoff for timeouts, dropped connections and 5xx, ``Retry-After`` honoured (up to
-a cap) on 429 and 503, and a reply without a readable ``##final score`` asked again and then left
-ungraded, never read as 0. A refused connection, or an endpoint that refuses the key or does not
-exist (401, 403, 404, 405), stops the run with one line naming the URL without its credentials:
-every other request would fail the same way.
+The client is generic: :meth:`HttpJudge.ask` sends one user message and reads the reply's text with
+a ``parse`` the caller gives (UMBRELA's grade for :meth:`HttpJudge.grade`; another prompt, another
+reading); the request, its deadline, retries, size cap and key handling are the same for every use.
+
+A hostile or broken endpoint must not stall or corrupt a run, so every request is bounded: one
+deadline (``timeout``) for the whole exchange, connection, status line, headers and body alike, so
+a server that drips its headers a byte at a time is cut as one that drips its body is (each socket
+read and write is given only the time left, :class:`_DeadlineBackend`); a size cap (a reply over
+1 MB is cut, after decompression too: ``gzip`` and ``deflate`` replies are decoded, the only ones
+asked for); retries with exponential backoff for timeouts, dropped connections and 5xx;
+``Retry-After`` honoured (up to a cap) on 429 and 503; and a reply without exactly one well-formed
+``##final score`` asked again and then left ungraded, never read as 0. A refused connection, or an
+endpoint that refuses the key or does not exist (401, 403, 404, 405), stops the run with one line
+naming the URL without its credentials: every other request would fail the same way.
 
 The key comes from an environment variable, goes only into the ``Authorization`` header, and is
-registered with :func:`harness.errors.register_secret`, so no message can carry it.
+registered with :func:`harness.errors.register_secret`, so no message can carry it. Credentials in
+the URL are sent as basic auth, which uses the same header: a URL with credentials and a key is
+refused rather than one of them silently dropped.
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import json
+import math
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-import httpx
+import httpcore
 
-from harness.errors import HarnessError, register_secret
+from harness.errors import HarnessError, InputError, register_secret
+from harness.io.inflate import ACCEPT_ENCODING, BodyError, Inflater
 from harness.judging import umbrela
 
-#: a reply larger than this is cut and the attempt counts as failed
+#: a reply larger than this is cut and the attempt counts as failed (after decompression too)
 MAX_REPLY_BYTES = 1 << 20
 #: the longest ``Retry-After`` honoured (seconds); a longer one is waited this long
 MAX_RETRY_AFTER = 60.0
+#: the longest deadline one request may be given (seconds): a day; more is a typo, not a plan
+MAX_TIMEOUT = 86_400.0
+#: a reply's ``usage`` token count above this is not believed (no model reads or writes 100M tokens
+#: in one reply): the reply's usage is refused, not priced
+MAX_USAGE_TOKENS = 100_000_000
+
+
+def check_timeout(value: float) -> float:
+    """``value`` as a request deadline in seconds; :class:`InputError` naming ``--timeout`` for nan,
+    infinity, 0, negative or absurd (over :data:`MAX_TIMEOUT`) values."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise InputError(
+            f"must be a number of seconds above 0 and at most {MAX_TIMEOUT:g} (one day), not {value!r}",
+            field="--timeout",
+        )
+    return float(value)
 
 
 class JudgeStopped(HarnessError):
-    """The endpoint cannot grade anything (unreachable, key refused, no such path): stop the run."""
+    """The endpoint cannot grade anything (unreachable, key refused, no such path): stop the run.
+    ``requests``: how many requests the pair being asked had sent (the summary counts them)."""
+
+    requests: int = 0
 
 
 def public_url(url: str) -> str:
@@ -60,13 +92,16 @@ def endpoint(url: str) -> str:
 
 @dataclass
 class Outcome:
-    """One pair's result: the grade (None: ungraded), why not, how many requests, tokens spent."""
+    """One request's result after its retries: the grade (None: ungraded), why not, how many
+    requests, tokens spent. :meth:`HttpJudge.ask` puts its ``parse``'s answer in ``answer``."""
 
     grade: int | None
     failure: str | None = None  # "unparsable" or "failed: <why>"
     requests: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    usage_refused: int = 0  # replies whose ``usage`` was not believable (not counted, not priced)
+    answer: Any = None
 
 
 class _Attempt(Exception):
@@ -77,8 +112,76 @@ class _Attempt(Exception):
         self.why, self.wait = why, wait
 
 
+# ----------------------------------------------------------------------------- one deadline per request
+
+_LOCAL = threading.local()  # .deadline: the time.monotonic() the current thread's request must end by
+
+
+def _time_left(timeout: float | None, expired: type[Exception]) -> float | None:
+    """The socket timeout for one read or write: the smaller of httpcore's own and the time left
+    before this thread's request deadline; ``expired`` raised when it has passed."""
+    deadline = getattr(_LOCAL, "deadline", None)
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise expired("the request's deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write gets only the time left before the request's deadline:
+    httpcore gives each read the full read timeout, so a server sending one byte a second would
+    otherwise hold a request for as long as it likes."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _time_left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _time_left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:  # noqa: ANN001
+        t = _time_left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, t))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's own synchronous sockets, each wrapped in :class:`_DeadlineStream`. The sync pool does
+    its I/O in the calling thread, so the thread's deadline is the request's."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # noqa: ANN001
+        t = _time_left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(host, port, t, local_address, socket_options))
+
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):  # noqa: ANN001
+        t = _time_left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_unix_socket(path, t, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+# ----------------------------------------------------------------------------- the client
+
+
 class HttpJudge:
-    """Grades (query, document) pairs through one endpoint; thread-safe (one pooled client)."""
+    """Asks one endpoint, at most ``concurrency`` requests at a time; thread-safe (one pool).
+
+    :meth:`grade` grades a (query, document) pair with UMBRELA's prompt; :meth:`ask` sends any one
+    message and reads the reply with the caller's ``parse`` (``prompt_version`` then names that
+    prompt in :meth:`cache_identity` and :attr:`name`)."""
 
     def __init__(
         self,
@@ -92,52 +195,93 @@ class HttpJudge:
         retries: int = 3,
         concurrency: int = 4,
         sleep: Callable[[float], None] = time.sleep,
+        prompt_version: str = umbrela.PROMPT_VERSION,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise HarnessError(f"--url: not an http(s) URL: {public_url(url)}")
+            raise InputError(f"not an http(s) URL: {public_url(url)}", field="--url")
+        try:
+            parts.port  # noqa: B018 - a port that is not a number raises here, before any request
+        except ValueError:
+            raise InputError(f"not a valid port in {public_url(url)}", field="--url") from None
+        self.timeout = check_timeout(timeout)
+        if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
+            raise InputError(f"must be a finite number >= 0, not {temperature!r}", field="--temperature")
+        has_credentials = bool(parts.username or parts.password)
+        if has_credentials and api_key:
+            raise InputError(
+                "the URL carries credentials (user:password@) and --api-key-env gives a key: both would go "
+                "in the one Authorization header; give one of them",
+                field="--api-key-env",
+            )
         self.url, self.model = endpoint(url), model
         self.public = public_url(self.url)
         self.temperature, self.max_tokens = temperature, max_tokens
-        self.timeout, self.retries = timeout, retries
+        self.retries = retries
+        self.prompt_version = prompt_version
         self._sleep = sleep
         self._rng = random.Random(0)
         self._lock = threading.Lock()
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        self._sent = 0
+        # the URL asked: credentials out of it (they go in a header), the query string kept
+        target = urlsplit(self.url)
+        netloc = target.netloc.rpartition("@")[2]
+        self._target = urlunsplit((target.scheme, netloc, target.path, target.query, ""))
+        headers = [(b"Content-Type", b"application/json"), (b"Accept", b"application/json"),
+                   (b"Accept-Encoding", ACCEPT_ENCODING.encode())]  # fmt: skip
         if api_key:
             register_secret(api_key)
-            headers["Authorization"] = f"Bearer {api_key}"
-        auth = None
-        if parts.username:  # credentials in the URL: sent as basic auth, never printed
-            register_secret(parts.password or "")
-            auth = httpx.BasicAuth(parts.username, parts.password or "")
-        self._client = httpx.Client(
-            headers=headers,
-            auth=auth,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
-            follow_redirects=False,
-            trust_env=False,  # no proxy from the environment: the URL given is the one asked
+            headers.append((b"Authorization", f"Bearer {api_key}".encode("latin-1", "replace")))
+        if has_credentials:  # credentials in the URL: sent as basic auth, never printed
+            user, password = unquote(parts.username or ""), unquote(parts.password or "")
+            register_secret(password)
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            register_secret(token)
+            headers.append((b"Authorization", f"Basic {token}".encode()))
+        self._headers = headers
+        # no proxy from the environment (httpcore reads none): the URL given is the one asked
+        self._pool = httpcore.ConnectionPool(
+            max_connections=concurrency,
+            max_keepalive_connections=concurrency,
+            network_backend=_DeadlineBackend(),
         )
 
     @property
     def name(self) -> str:
-        """The judge as recorded per grade: model, prompt version, endpoint (no credentials)."""
-        return f"llm:{self.model}:{umbrela.PROMPT_VERSION}@{self.public}"
+        """The judge as recorded per grade: model, prompt version, endpoint (no credentials) and the
+        sampling settings, everything beside the pair that decides a reply."""
+        return (
+            f"llm:{self.model}:{self.prompt_version}@{self.public};temperature={self.temperature:g};"
+            f"max_tokens={self.max_tokens}"
+        )
+
+    @property
+    def requests_sent(self) -> int:
+        """Requests started so far (a stop or Ctrl-C included: they count as sent)."""
+        with self._lock:
+            return self._sent
 
     def cache_identity(self) -> list:
         """What, beside the query and the document, decides a reply (the cache key's first part)."""
-        return [self.public, self.model, self.temperature, self.max_tokens, umbrela.PROMPT_VERSION]
+        return [self.public, self.model, self.temperature, self.max_tokens, self.prompt_version]
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.close()
 
     def grade(self, query: str, title: str, text: str, stop: threading.Event | None = None) -> Outcome:
         """Ask until a grade comes back or the retries are spent; :class:`JudgeStopped` when the
         endpoint cannot grade anything."""
+        out = self.ask(umbrela.prompt(query, title, text), umbrela.parse, stop)
+        out.grade = out.answer
+        return out
+
+    def ask(self, content: str, parse: Callable[[str], Any], stop: threading.Event | None = None) -> Outcome:
+        """Send ``content`` as the user message until ``parse`` reads an answer (not None) from the
+        reply's text, or the retries are spent. :class:`JudgeStopped` (carrying the requests sent for
+        this message in ``requests``) when the endpoint cannot answer anything."""
         body = {
             "model": self.model,
-            "messages": [{"role": "user", "content": umbrela.prompt(query, title, text)}],
+            "messages": [{"role": "user", "content": content}],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
@@ -155,13 +299,13 @@ class HttpJudge:
                 if attempt < self.retries:
                     self._sleep(self._backoff(attempt, e.wait))
                 continue
-            usage = reply.get("usage") if isinstance(reply, dict) else None
-            if isinstance(usage, dict):
-                out.tokens_in += _int(usage.get("prompt_tokens"))
-                out.tokens_out += _int(usage.get("completion_tokens"))
-            grade = umbrela.parse(_content(reply))
-            if grade is not None:
-                out.grade, out.failure = grade, None
+            except JudgeStopped as e:
+                e.requests = out.requests
+                raise
+            _count_usage(out, reply)
+            answer = parse(_content(reply))
+            if answer is not None:
+                out.answer, out.failure = answer, None
                 return out
             last = "unparsable"
         out.failure = last
@@ -175,42 +319,87 @@ class HttpJudge:
         return min(0.5 * 2**attempt * (1 + jitter), MAX_RETRY_AFTER)
 
     def _post(self, data: bytes) -> object:
-        """One request, its whole reply read within the deadline and the size cap, as JSON."""
-        deadline = time.monotonic() + self.timeout
+        """One request within one deadline (connect, status line, headers and body), its body decoded
+        and capped, read as JSON (None when it is not JSON)."""
+        with self._lock:
+            self._sent += 1
+        t = self.timeout
+        _LOCAL.deadline = time.monotonic() + t
         try:
-            with self._client.stream("POST", self.url, content=data) as r:
-                if r.status_code in (401, 403, 404, 405):
-                    raise JudgeStopped(
-                        f"{self.public} answered {r.status_code} {r.reason_phrase}"
-                        + (" (is the key right? --api-key-env)" if r.status_code in (401, 403) else "")
-                    )
-                if r.status_code in (429, 503):
-                    raise _Attempt(f"HTTP {r.status_code}", _retry_after(r.headers.get("Retry-After")))
-                if r.status_code >= 500:
-                    raise _Attempt(f"HTTP {r.status_code}")
-                if r.status_code != 200:
-                    raise _Attempt(f"HTTP {r.status_code}")
-                size = int(r.headers.get("Content-Length") or 0)
-                if size > MAX_REPLY_BYTES:
-                    raise _Attempt("reply over 1 MB")
-                chunks, got = [], 0
-                for chunk in r.iter_raw():
-                    got += len(chunk)
-                    if got > MAX_REPLY_BYTES:
-                        raise _Attempt("reply over 1 MB (cut)")
-                    if time.monotonic() > deadline:
-                        raise _Attempt(f"reply still coming after {self.timeout:g} s (cut)")
-                    chunks.append(chunk)
-        except httpx.ConnectError:
+            with self._pool.stream(
+                "POST", self._target, headers=self._headers, content=data,
+                extensions={"timeout": {"connect": min(t, 10.0), "read": t, "write": t, "pool": t}},
+            ) as r:  # fmt: skip
+                headers = _headers(r.headers)
+                _check_status(r.status, r.extensions.get("reason_phrase", b""), headers, self.public)
+                body = _read_body(r.iter_stream(), headers)
+        except httpcore.ConnectError:
             raise JudgeStopped(f"cannot connect to {self.public} (connection refused or no such host)") from None
-        except httpx.TimeoutException:
-            raise _Attempt(f"no answer within {self.timeout:g} s") from None
-        except (httpx.TransportError, httpx.DecodingError) as e:
+        except httpcore.TimeoutException:
+            raise _Attempt(f"no whole reply within {t:g} s (--timeout: the deadline of one request)") from None
+        except (httpcore.NetworkError, httpcore.ProtocolError) as e:
             raise _Attempt(type(e).__name__) from None
+        except httpcore.UnsupportedProtocol as e:
+            raise JudgeStopped(f"{self.public}: {e}") from None
+        finally:
+            _LOCAL.deadline = None
         try:
-            return json.loads(b"".join(chunks))
+            return json.loads(body)
         except (ValueError, RecursionError):
             return None  # not JSON: read as unparsable (asked again)
+
+
+def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Response headers by lower-case name (the last of a repeated one)."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+
+
+def _check_status(status: int, reason: bytes, headers: dict[str, str], public: str) -> None:
+    if status in (401, 403, 404, 405):
+        raise JudgeStopped(
+            f"{public} answered {status} {reason.decode('latin-1', 'replace')}"
+            + (" (is the key right? --api-key-env)" if status in (401, 403) else "")
+        )
+    if status in (429, 503):
+        raise _Attempt(f"HTTP {status}", _retry_after(headers.get("retry-after")))
+    if status != 200:
+        raise _Attempt(f"HTTP {status}")
+
+
+def _read_body(chunks: Iterable[bytes], headers: dict[str, str]) -> bytes:
+    """The body, decoded (gzip, deflate), cut past :data:`MAX_REPLY_BYTES` as sent or as decoded."""
+    declared = headers.get("content-length", "").strip()
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
+        raise _Attempt("reply over 1 MB")
+    try:
+        body = Inflater(headers.get("content-encoding"), MAX_REPLY_BYTES)
+        got = 0
+        for chunk in chunks:
+            got += len(chunk)
+            if got > MAX_REPLY_BYTES:
+                raise _Attempt("reply over 1 MB (cut)")
+            body.feed(chunk)
+        return body.finish()
+    except BodyError as e:
+        raise _Attempt(str(e)) from None
+
+
+def _count_usage(out: Outcome, reply: object) -> None:
+    """Add the reply's ``usage`` tokens to ``out``; a count that is not an integer in
+    0..:data:`MAX_USAGE_TOKENS` refuses the reply's whole usage (counted in ``usage_refused``)."""
+    usage = reply.get("usage") if isinstance(reply, dict) else None
+    if usage is None:
+        return
+    counts = [usage.get(k, 0) for k in ("prompt_tokens", "completion_tokens")] if isinstance(usage, dict) else []
+    if len(counts) == 2 and all(_plausible(c) for c in counts):
+        out.tokens_in += counts[0]
+        out.tokens_out += counts[1]
+    else:
+        out.usage_refused += 1
+
+
+def _plausible(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_USAGE_TOKENS
 
 
 def _content(reply: object) -> str:
@@ -220,10 +409,6 @@ def _content(reply: object) -> str:
     except (KeyError, IndexError, TypeError):
         return ""
     return content if isinstance(content, str) else ""
-
-
-def _int(x: object) -> int:
-    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else 0
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -20,8 +20,9 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.errors import InputError
 from harness.io import atomic, jsontext
@@ -52,6 +53,14 @@ class PoolRow:
     retrieved_by: str
     best_rank: int
     grade: int | None = None
+    #: the file's other columns (``judge``, a spreadsheet's notes), kept as read and written back:
+    #: a tool that rewrites the file drops nothing it does not own
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        """The row as one JSON object: the pool's columns, then its other ones."""
+        base = {c: getattr(self, c) for c in COLUMNS}
+        return {**base, **{k: v for k, v in self.extra.items() if k not in base}}
 
 
 def top_docs(run: Run, depth: int) -> dict[str, list[str]]:
@@ -190,12 +199,26 @@ def _fmt(path: Path) -> str:
     return "jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "csv"
 
 
-def header(fmt: str) -> bytes:
+def extra_columns(rows: Iterable[PoolRow]) -> list[str]:
+    """The columns beside :data:`COLUMNS` that the rows carry, in the order first met."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        for k in r.extra:
+            if k not in COLUMNS:
+                seen.setdefault(k, None)
+    return list(seen)
+
+
+def header(fmt: str, extra: Sequence[str] = ()) -> bytes:
     """What the pool file starts with: the CSV header line (nothing for JSON Lines)."""
-    return b"" if fmt == "jsonl" else (",".join(COLUMNS) + "\n").encode()
+    if fmt == "jsonl":
+        return b""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([*COLUMNS, *(neutralise(c) for c in extra)])
+    return buf.getvalue().encode("utf-8", "surrogatepass")
 
 
-def encode_row(r: PoolRow, fmt: str) -> bytes:
+def encode_row(r: PoolRow, fmt: str, extra: Sequence[str] = ()) -> bytes:
     """One row as written (``csv`` or ``jsonl``); an empty grade is an empty cell / ``null``.
 
     CSV text cells are neutralised (:func:`harness.io.csvcell.neutralise`: a spreadsheet evaluates
@@ -204,9 +227,10 @@ def encode_row(r: PoolRow, fmt: str) -> bytes:
     back exactly; a CSV file has no escape, so its text shows U+FFFD there and an id holding one is
     refused (write a .jsonl pool)."""
     if fmt == "jsonl":
-        text = json.dumps(asdict(r), ensure_ascii=False) + "\n"
+        rec = r.record()
+        text = json.dumps(rec, ensure_ascii=False) + "\n"
         if _SURROGATE.search(text):
-            text = json.dumps(asdict(r)) + "\n"
+            text = json.dumps(rec) + "\n"
         return text.encode("utf-8")
     for name in ("query_id", "doc_id"):
         if _SURROGATE.search(getattr(r, name)):
@@ -215,8 +239,16 @@ def encode_row(r: PoolRow, fmt: str) -> bytes:
     buf = io.StringIO()
     cells = [neutralise(_SURROGATE.sub("\ufffd", c)) for c in (r.query_id, r.query, r.doc_id, r.title, r.text,
                                                                    r.retrieved_by)]  # fmt: skip
-    csv.writer(buf, lineterminator="\n").writerow([*cells, r.best_rank, "" if r.grade is None else r.grade])
+    others = [neutralise(_SURROGATE.sub("\ufffd", _cell_text(r.extra.get(c)))) for c in extra]
+    csv.writer(buf, lineterminator="\n").writerow([*cells, r.best_rank, "" if r.grade is None else r.grade, *others])
     return buf.getvalue().encode("utf-8")
+
+
+def _cell_text(value: object) -> str:
+    """An extra column's value as a CSV cell (None: empty; JSON values from a .jsonl row as JSON)."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -224,19 +256,29 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def dumps(rows: Iterable[PoolRow], fmt: str) -> str:
     """The pool file's text."""
-    return (header(fmt) + b"".join(encode_row(r, fmt) for r in rows)).decode("utf-8")
+    rows = list(rows)
+    extra = extra_columns(rows)
+    return (header(fmt, extra) + b"".join(encode_row(r, fmt, extra) for r in rows)).decode("utf-8")
 
 
 def write_pool(
-    path: str | os.PathLike[str], rows: Iterable[PoolRow], *, encoded: Sequence[bytes] | None = None
+    path: str | os.PathLike[str],
+    rows: Iterable[PoolRow],
+    *,
+    encoded: Sequence[bytes] | None = None,
+    extra: Sequence[str] | None = None,
 ) -> Path:
     """Write the pool file atomically (temp file, fsync, rename, fsync of the folder): a process
     killed at any moment leaves the previous file or the new one, and a written one survives a crash.
-    ``encoded``: the rows already encoded (:func:`encode_row`), as the judging server keeps them."""
+    ``encoded``: the rows already encoded (:func:`encode_row` with ``extra``, the file's other
+    columns), as the judging server keeps them; by default every column the rows carry is written."""
     p = Path(path)
     fmt = _fmt(p)
-    lines = encoded if encoded is not None else [encode_row(r, fmt) for r in rows]
-    atomic.write_bytes(p, header(fmt) + b"".join(lines))
+    rows = list(rows)
+    if extra is None:
+        extra = extra_columns(rows)
+    lines = encoded if encoded is not None else [encode_row(r, fmt, extra) for r in rows]
+    atomic.write_bytes(p, header(fmt, extra) + b"".join(lines))
     # the file is in place (its content fsynced): from here on it is saved, and a folder that cannot
     # be synced is a warning, never an error a caller would report as "not saved"
     try:
@@ -258,13 +300,16 @@ def read_pool(path: str | os.PathLike[str]) -> list[PoolRow]:
     neutralised (:mod:`harness.io.csvcell`) read back as the text they were made from. Grades (and
     ranks) are read by the one strict parser (:func:`harness.io.grades.parse_grade`)."""
     p = Path(path)
-    records: list[tuple[int, dict]] = []
+    records: list[tuple[int, dict, dict]] = []
     if _fmt(p) == "jsonl":
         for lineno, line in iter_lines(p, "pool file", skip_comments=False):
             rec = jsontext.loads(line, path=p, line=lineno, parse_float=str)
             if not isinstance(rec, dict):
                 raise InputError("expected a JSON object per line", path=p, line=lineno)
-            records.append((lineno, rec))
+            other = [k for k in rec if k not in COLUMNS]
+            # other columns are kept as JSON values (numbers as numbers), not as the grades' text
+            plain = json.loads(line) if other else {}
+            records.append((lineno, rec, {k: plain[k] for k in other}))
     else:
         try:
             text = open_checked(p, "pool file").read_text(encoding="utf-8-sig")
@@ -274,31 +319,48 @@ def read_pool(path: str | os.PathLike[str]) -> list[PoolRow]:
         missing = [c for c in ("query_id", "doc_id", "grade") if c not in (reader.fieldnames or [])]
         if missing:
             raise InputError(f"missing column(s) {', '.join(missing)} (expected {', '.join(COLUMNS)})", path=p, line=1)
+        other = [c for c in reader.fieldnames or [] if c not in COLUMNS]
         for rec in reader:
-            records.append((reader.line_num, {k: restore(v) if isinstance(v, str) else v for k, v in rec.items()}))
+            rec = {k: restore(v) if isinstance(v, str) else v for k, v in rec.items() if k is not None}
+            records.append((reader.line_num, rec, {restore(c): rec.get(c) for c in other}))
     rows: list[PoolRow] = []
     seen: dict[tuple[str, str], int] = {}
-    for lineno, rec in records:
+    for lineno, rec, other in records:
+        text = {c: _text(rec.get(c), p, lineno, c) for c in ("query_id", "query", "doc_id", "title", "text",
+                                                             "retrieved_by")}  # fmt: skip
         for c in ("query_id", "doc_id"):
-            if not str(rec.get(c) or "").strip():
+            if not text[c].strip():
                 raise InputError("empty", path=p, line=lineno, field=c)
-        q, d = str(rec["query_id"]).strip(), str(rec["doc_id"]).strip()
+        q, d = text["query_id"].strip(), text["doc_id"].strip()
         if (q, d) in seen:
             raise InputError(f"query {q!r}, doc {d!r} is listed twice (also line {seen[q, d]})", path=p, line=lineno)
         seen[q, d] = lineno
         rows.append(
             PoolRow(
                 q,
-                str(rec.get("query") or ""),
+                text["query"],
                 d,
-                str(rec.get("title") or ""),
-                str(rec.get("text") or ""),
-                str(rec.get("retrieved_by") or ""),
+                text["title"],
+                text["text"],
+                text["retrieved_by"],
                 _int(rec.get("best_rank"), p, lineno, "best_rank", default=0),
                 _int(rec.get("grade"), p, lineno, "grade", default=None),
+                other,
             )
         )
     return rows
+
+
+def _text(value: object, p: Path, lineno: int, field: str) -> str:
+    """A text cell: a string as it is, a JSON integer as its digits (id ``0`` is an id, not an empty
+    cell), a JSON number as its text (read with ``parse_float=str``); null or absent is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise InputError(f"expected text or a number, not {json.dumps(value)[:40]}", path=p, line=lineno, field=field)
 
 
 def _int(value: object, p: Path, lineno: int, field: str, *, default: int | None) -> int | None:

@@ -38,7 +38,7 @@ from harness.io import jsontext
 from harness.io.grades import GradeError, parse_grade
 from harness.judging.guard import TOKEN_HEADER, host_allowed, new_token, origin_allowed, token_ok
 from harness.judging.lock import PoolLock
-from harness.judging.pool import GRADES, PoolRow, encode_row, file_format, read_pool, write_pool
+from harness.judging.pool import GRADES, PoolRow, encode_row, extra_columns, file_format, read_pool, write_pool
 
 log = logging.getLogger("harness")
 
@@ -47,6 +47,11 @@ HOST = "127.0.0.1"
 MAX_BODY = 4096
 #: seconds a connection may take to send a request (its line, headers and body) before it is dropped
 REQUEST_TIMEOUT = 10.0
+#: what a grade made on the page writes in the row's ``judge`` column, where the file has one (a
+#: ``judge auto`` output): a person's correction stays told apart from the model's grade
+PERSON = "person"
+#: columns that describe who gave the grade: a grade made on the page replaces them
+_WHO = ("judge", "judge_key")
 
 
 class Conflict(Exception):
@@ -72,10 +77,11 @@ class Judging:
             raise InputError("cannot write the pool file (its grades are saved there as they are made)", path=path)
         self.lock = PoolLock(self.path)
         self._lock = threading.Lock()
-        self._undo: list[tuple[int, int | None]] = []
+        self._undo: list[tuple[int, int | None, dict[str, Any]]] = []
         # each row as written, so a grade re-encodes one row, not the whole pool
         self._fmt = file_format(self.path)
-        self._encoded = [encode_row(r, self._fmt) for r in self.rows]
+        self._extra = extra_columns(self.rows)  # the file's other columns: written back as they are
+        self._encoded = [encode_row(r, self._fmt, self._extra) for r in self.rows]
         # the file as this server last read or wrote it: another change is someone else's
         self._seen = _signature(self.path)
         self.token = new_token()
@@ -96,7 +102,7 @@ class Judging:
     def next_ungraded(self, after: int = -1) -> int | None:
         """The first ungraded row after ``after`` (wrapping round), None when all are graded."""
         seq = self.order if self.order is not None else list(range(len(self.rows)))
-        again = self.review - {i for i, _ in self._undo} if self.review else frozenset()
+        again = self.review - {u[0] for u in self._undo} if self.review else frozenset()
         n = len(seq)
         start = seq.index(after) if 0 <= after < len(self.rows) and after in seq else -1
         for step in range(1, n + 1):
@@ -141,8 +147,9 @@ class Judging:
             )
         changed = {i for i, (a, b) in enumerate(zip(self.rows, disk)) if a.grade != b.grade}
         self.rows = disk
-        self._encoded = [encode_row(r, self._fmt) for r in disk]
-        self._undo = [(i, g) for i, g in self._undo if i not in changed]  # never undo someone else's grade
+        self._extra = extra_columns(disk)
+        self._encoded = [encode_row(r, self._fmt, self._extra) for r in disk]
+        self._undo = [u for u in self._undo if u[0] not in changed]  # never undo someone else's grade
         self._seen = now
         if changed:
             log.info("%s: %d grade(s) changed on disk were read back (kept)", self.path, len(changed))
@@ -154,9 +161,10 @@ class Judging:
         with self._lock, contextlib.suppress(Conflict):
             self.refresh()
 
-    def _set(self, i: int, grade: int | None, expect: int | None) -> None:
+    def _set(self, i: int, grade: int | None, expect: int | None, who: dict[str, Any] | None = None) -> None:
         """Row ``i``'s grade, saved (the whole file, atomically) if the file still gives the row
-        ``expect``; unchanged in memory if saving fails before the file is replaced."""
+        ``expect``; unchanged in memory if saving fails before the file is replaced. ``who``: the
+        row's ``judge`` columns to write with it (default: a person's grade, :data:`PERSON`)."""
         self.refresh()
         if self.rows[i].grade != expect:
             raise Conflict(
@@ -164,13 +172,20 @@ class Judging:
                 f"{self.rows[i].grade if self.rows[i].grade is not None else 'empty'} in the file meanwhile; "
                 "that grade is kept"
             )
-        before, line = self.rows[i].grade, self._encoded[i]
-        self.rows[i].grade = grade
-        self._encoded[i] = encode_row(self.rows[i], self._fmt)
+        row = self.rows[i]
+        before, line, cells = row.grade, self._encoded[i], dict(row.extra)
+        row.grade = grade
+        if who is not None:
+            row.extra = dict(who)
+        else:
+            for c in _WHO:
+                if c in self._extra:
+                    row.extra[c] = (PERSON if grade is not None else None) if c == "judge" else None
+        self._encoded[i] = encode_row(row, self._fmt, self._extra)
         try:
-            write_pool(self.path, self.rows, encoded=self._encoded)
+            write_pool(self.path, self.rows, encoded=self._encoded, extra=self._extra)
         except BaseException as e:
-            self.rows[i].grade, self._encoded[i] = before, line
+            row.grade, self._encoded[i], row.extra = before, line, cells
             if isinstance(e, OSError):
                 raise NotSaved(e.strerror or str(e)) from None
             raise
@@ -181,9 +196,9 @@ class Judging:
         showed for the row (default: the one in memory); a different one in the file is a conflict."""
         with self._lock:
             self.refresh()
-            before = self.rows[i].grade
+            before, cells = self.rows[i].grade, dict(self.rows[i].extra)
             self._set(i, grade, before if expect is ... else expect)  # type: ignore[arg-type]
-            self._undo.append((i, before))
+            self._undo.append((i, before, cells))
             nxt = self.next_ungraded(i)
             return {"saved": i, "next": nxt, **self.progress()}
 
@@ -193,8 +208,8 @@ class Judging:
             self.refresh()
             if not self._undo:
                 return {"undone": None, **self.progress()}
-            i, before = self._undo[-1]
-            self._set(i, before, self.rows[i].grade)
+            i, before, cells = self._undo[-1]
+            self._set(i, before, self.rows[i].grade, who=cells)
             self._undo.pop()
             return {"undone": i, **self.progress()}
 

@@ -10,7 +10,7 @@ of every cache key and of the judge name recorded per grade).
 
 from __future__ import annotations
 
-import re
+from harness.io.grades import final_score
 
 #: names the prompt text below; change it whenever the text changes (cached replies then miss)
 PROMPT_VERSION = "umbrela-zeroshot-bing-1"
@@ -42,9 +42,6 @@ PROMPT = (
     "providing any reasoning."
 )
 
-# ASCII 0-3 only ([0-3] is a code-point range: no other script's digits), not followed by another
-# digit or a decimal point ("##final score: 10" and "2.5" are not grades)
-_FINAL = re.compile(r"##\s*final\s+score\s*:\s*\**\s*([0-3])(?![0-9.,])", re.IGNORECASE)
 
 
 def passage(title: str, text: str) -> str:
@@ -58,7 +55,8 @@ def prompt(query: str, title: str, text: str) -> str:
 
 
 def parse(reply: str) -> int | None:
-    """The grade of a reply: its ``##final score: N`` (0-3); None when it has none, or when two of
-    them disagree (a reply that argues both ways is not a grade, and is never read as 0)."""
-    found = {int(m.group(1)) for m in _FINAL.finditer(reply)}
-    return found.pop() if len(found) == 1 else None
+    """The grade of a reply: its one well-formed ``##final score: N`` line, N a grade in 0-3
+    (:func:`harness.io.grades.final_score`, the rule every grade file is read by); None for anything
+    else: no score line, two of them (even agreeing), ``2.5``, ``12``, ``0-3``, ``1e1``, ``2²``,
+    another script's digits. None is asked again and then left ungraded, never read as 0."""
+    return final_score(reply)
