@@ -223,6 +223,7 @@ class HttpJudge:
         self._rng = random.Random(0)
         self._lock = threading.Lock()
         self._sent = 0
+        self._stopped: JudgeStopped | None = None  # once the endpoint refused everything, nothing more is sent
         # the URL asked: credentials out of it (they go in a header), the query string kept
         target = urlsplit(self.url)
         netloc = target.netloc.rpartition("@")[2]
@@ -291,6 +292,8 @@ class HttpJudge:
         for attempt in range(self.retries + 1):
             if stop is not None and stop.is_set():
                 break
+            if self._stopped is not None:  # another thread's request found the endpoint refusing
+                raise JudgeStopped(str(self._stopped))
             out.requests += 1
             try:
                 reply = self._post(data)
@@ -301,6 +304,7 @@ class HttpJudge:
                 continue
             except JudgeStopped as e:
                 e.requests = out.requests
+                self._stopped = e
                 raise
             _count_usage(out, reply)
             answer = parse(_content(reply))
