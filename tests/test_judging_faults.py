@@ -230,9 +230,9 @@ def test_serve_keeps_every_column_and_marks_a_persons_grade(tmp_path, suffix):
     judge = "llm:m:p@http://x/v1"
     pool = tmp_path / f"auto{suffix}"
     if suffix == ".csv":
-        pool.write_text("query_id,query,doc_id,title,text,retrieved_by,best_rank,grade,judge,judge_key,notes\n"
-                        + "".join(f"q1,query,d{i},,text {i},bm25,{i + 1},{i},{judge},k{i},note {i}\n" for i in range(3)),
-                        encoding="utf-8")  # fmt: skip
+        rows = "".join(f"q1,query,d{i},,text {i},bm25,{i + 1},{i},{judge},k{i},note {i}\n" for i in range(3))
+        head = "query_id,query,doc_id,title,text,retrieved_by,best_rank,grade,judge,judge_key,notes\n"
+        pool.write_text(head + rows, encoding="utf-8")
     else:
         pool.write_text("".join(json.dumps({"query_id": "q1", "query": "query", "doc_id": f"d{i}", "title": "",
                                             "text": f"text {i}", "retrieved_by": "bm25", "best_rank": i + 1,

@@ -85,7 +85,8 @@ _SCORE_CLAIM = re.compile(r"##\s*final\s*score", re.IGNORECASE)
 #: the well-formed line: ``##final score: N``, bold markers (``**``) allowed around the label and the
 #: grade, nothing else on the line; N is then read by :func:`parse_grade`
 _SCORE_LINE = re.compile(
-    r"[ \t]*(?:\*\*)?##[ \t]*final[ \t]+score[ \t]*(?:\*\*)?[ \t]*:[ \t]*(?:\*\*)?[ \t]*(?P<n>[^\s*]+?)[ \t]*(?:\*\*)?[ \t]*\Z",
+    r"[ \t]*(?:\*\*)?##[ \t]*final[ \t]+score[ \t]*(?:\*\*)?[ \t]*:"  # the label, bold or not
+    r"[ \t]*(?:\*\*)?[ \t]*(?P<n>[^\s*]+?)[ \t]*(?:\*\*)?[ \t]*\Z",  # the grade, bold or not, alone
     re.IGNORECASE,
 )
 

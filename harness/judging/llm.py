@@ -146,7 +146,7 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:  # noqa: ANN001
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None) -> httpcore.NetworkStream:
         t = _time_left(timeout, httpcore.ConnectTimeout)
         return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, t))
 
@@ -161,11 +161,11 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self) -> None:
         self._inner = httpcore.SyncBackend()
 
-    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):  # noqa: ANN001
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         t = _time_left(timeout, httpcore.ConnectTimeout)
         return _DeadlineStream(self._inner.connect_tcp(host, port, t, local_address, socket_options))
 
-    def connect_unix_socket(self, path, timeout=None, socket_options=None):  # noqa: ANN001
+    def connect_unix_socket(self, path, timeout=None, socket_options=None):
         t = _time_left(timeout, httpcore.ConnectTimeout)
         return _DeadlineStream(self._inner.connect_unix_socket(path, t, socket_options))
 

@@ -43,7 +43,6 @@ PROMPT = (
 )
 
 
-
 def passage(title: str, text: str) -> str:
     """The passage a judge reads: the title on its own line when there is one, then the text."""
     return f"{title}\n{text}" if title.strip() else text
