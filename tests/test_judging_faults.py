@@ -245,7 +245,7 @@ def test_serve_keeps_every_column_and_marks_a_persons_grade(tmp_path, suffix):
         assert _post(int(port), {"i": 0, "grade": 3}, tok) == 200
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.communicate(timeout=30)  # waits, and closes the pipes
     after = read_pool(pool)
     assert [r.grade for r in after] == [3, 1, 2]
     text = pool.read_text(encoding="utf-8")

@@ -14,6 +14,10 @@ script) are read back before the next save, never erased: the server re-reads th
 changed on disk, keeps every grade found there, and refuses a grade for a row that was graded
 differently on disk meanwhile (the page shows the file's grade).
 
+Every column of the file is kept (:attr:`~harness.judging.pool.PoolRow.extra`): a ``judge auto``
+output keeps its ``judge`` and ``judge_key``, and a grade made on the page writes :data:`PERSON` in
+``judge`` (where the file has it), so a person's correction is never taken for the model's grade.
+
 A malformed request (a ``Content-Length`` that is not a count, a body that is not a JSON object) is
 a 400 with one line and no traceback, and no request can hold a handler: reads time out.
 
