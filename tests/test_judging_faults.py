@@ -261,6 +261,21 @@ def test_serve_keeps_every_column_and_marks_a_persons_grade(tmp_path, suffix):
                                                                             (judge, "k2", "note 2")]  # fmt: skip
 
 
+def test_a_persons_grade_in_the_output_is_never_overwritten_by_the_judge(tmp_path, endpoint, capsys):
+    """A `judge auto` output someone corrected on the page: running the judge into it again is
+    refused before any request (it would regrade the row), and the file is left as it is."""
+    ep = endpoint(lambda h, n, q, p: reply(h, "##final score: 1"))
+    pool, out = _pool(tmp_path, ["a", "b"]), tmp_path / "g.csv"
+    assert _auto(pool, out, ep.url) == 0
+    rows = read_pool(out)
+    rows[0].grade, rows[0].extra["judge"] = 3, "person"
+    write_pool(out, rows)
+    before = out.read_bytes()
+    assert _auto(pool, out, ep.url, "--temperature", "0.5") == 2
+    assert "never overwritten" in capsys.readouterr().err
+    assert out.read_bytes() == before and len(ep.requests) == 2
+
+
 # ----------------------------------------------------------------------------- row 5: one deadline
 
 

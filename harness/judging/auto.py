@@ -37,6 +37,8 @@ log = logging.getLogger("harness")
 
 #: the output's columns: the pool's, then who graded the row and the key of what was graded
 AUTO_COLUMNS = (*COLUMNS, "judge", "judge_key")
+#: how the ``judge`` cell of a grade an automatic judge gave starts
+JUDGES = ("llm:", "cross-encoder:")
 #: seconds between two rewrites of the output while grading
 SAVE_EVERY = 5.0
 
@@ -84,6 +86,18 @@ def check_out(out: str | os.PathLike[str]) -> Path:
         raise InputError("the grade file must end in .csv or .jsonl", field="--out")
     if p.exists() and not _is_auto_file(p):
         raise InputError("exists and was not written by `harness judge auto`; choose a new file", path=p, field="--out")
+    if p.exists():
+        theirs = [
+            r for r in read_pool(p) if r.grade is not None and not str(r.extra.get("judge") or "").startswith(JUDGES)
+        ]
+        if theirs:  # graded on the page (`person`) or typed in: rewriting the file would erase them
+            raise InputError(
+                f"holds {len(theirs)} grade(s) no judge gave (made on the `judge serve` page or typed in, e.g. "
+                f"query {theirs[0].query_id!r}, doc {theirs[0].doc_id!r}); they are never overwritten: choose a "
+                "new file",
+                path=p,
+                field="--out",
+            )
     return p
 
 
