@@ -17,18 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from harness import defaults
 from harness.errors import InputError
+from harness.results import groups
 from harness.stats import allpairs as ap
 
 log = logging.getLogger("harness")
 
-#: the randomized test's draws unless --draws says otherwise (Carterette used 10^4 to 10^5)
-DRAWS = 10_000
+#: the randomized test's draws unless --draws says otherwise (Carterette used 10^4 to 10^5); the table's
+#: letters use as many (and the same seed) where cheap, so that both give the same p-values
+DRAWS = groups.DRAWS
 #: draws of two disjoint query sets per set size for the swap rate
 SWAP_DRAWS = 1_000
 #: the options of --all-pairs, and what each defaults to (None in argparse: "not given")
-OPTIONS = {"draws": DRAWS, "seed": defaults.SEED, "sizes": None, "swap_draws": SWAP_DRAWS, "groups_from": "randomized"}
+OPTIONS = {"draws": DRAWS, "seed": None, "sizes": None, "swap_draws": SWAP_DRAWS, "groups_from": "randomized"}
 #: a bin of the swap rate with fewer (draw, pair) cells than this is shown as a dash (the JSON has it)
 FEW = 30
 #: options of the one-pair figures that mean nothing for all pairs
@@ -43,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="every pair of retrievers: Tukey HSD, randomized Tukey HSD, groups, discriminative power, swap rate",
     )
     p.add_argument("--draws", type=int, metavar="B", help=f"with --all-pairs: randomized draws (default {DRAWS:,})")
-    p.add_argument("--seed", type=int, help=f"with --all-pairs: random seed (default {defaults.SEED})")
+    p.add_argument("--seed", type=int, help="with --all-pairs: random seed (default: the results' seed)")
     p.add_argument(
         "--sizes",
         metavar="N1,N2",
@@ -122,9 +123,9 @@ def run(args: argparse.Namespace, sections: list[tuple[str | None, Any]], alpha_
                     f"set size {too_big[0]} is above half the queries ({n_max}): two disjoint sets must fit",
                     field="--sizes",
                 )
-        plans.append((name, alpha, names, metrics, matrices, dropped))
+        plans.append((name, results, alpha, names, metrics, matrices, dropped))
     out: list[tuple[str | None, dict[str, ap.AllPairs], dict[str, int]]] = []
-    for name, alpha, names, metrics, matrices, dropped in plans:
+    for name, results, alpha, names, metrics, matrices, dropped in plans:
         figures = {}
         for m in metrics:
             log.info("all pairs%s: %s, %d retrievers x %d queries", f" ({name})" if name else "", m, *matrices[m].shape)
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace, sections: list[tuple[str | None, Any]], alpha_
                 names,
                 alpha=alpha,
                 draws=_option(args, "draws"),
-                seed=_option(args, "seed"),
+                seed=groups.seed_of(results) if args.seed is None else args.seed,
                 sizes=getattr(args, "sizes_list", None),
                 swap_draws=_option(args, "swap_draws"),
                 groups_from=_option(args, "groups_from"),
