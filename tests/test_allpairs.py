@@ -105,7 +105,9 @@ def check_rule(names, groups, separated) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(1, 9).flatmap(lambda k: st.tuples(st.just(k), st.lists(st.booleans(), min_size=k * k, max_size=k * k))))
+@given(
+    st.integers(1, 9).flatmap(lambda k: st.tuples(st.just(k), st.lists(st.booleans(), min_size=k * k, max_size=k * k)))
+)
 def test_letter_rule_on_any_separation_graph(drawn):
     k, bits = drawn
     names = [f"r{i}" for i in range(k)]
@@ -260,9 +262,9 @@ def test_cli_needs_three_retrievers_and_all_pairs(tmp_path, capsys):
 
 def test_table_letters_and_sentence(folder):
     from harness.results import Results
+    from harness.results.formats import terminal_text
     from harness.results.html_table import to_html
     from harness.results.table import build_table, to_markdown
-    from harness.results.formats import terminal_text
 
     results = Results.load(folder)
     table = build_table(results)
@@ -279,7 +281,9 @@ def test_table_letters_and_sentence(folder):
         cell = row.metrics["ndcg@10"]
         assert cell.letters == f.letters[row.name]
         line = next(x for x in md.splitlines() if x.startswith(f"| {row.name}"))
-        assert f"{cell.value:.4f}" in line and f"{cell.marker} {cell.letters} [" in line  # beside the mean, before the CI
+        assert (
+            f"{cell.value:.4f}" in line and f"{cell.marker} {cell.letters} [" in line
+        )  # beside the mean, before the CI
         assert f"{cell.marker} {cell.letters}" in next(x for x in term.splitlines() if f" {row.name}" in x)
     html = to_html(table)
     assert html.count('class="grp"') == len(table.ok_rows) * 2

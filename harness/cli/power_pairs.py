@@ -230,11 +230,21 @@ def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int])
             out.append(f"note: {dropped[m]} queries left out: not scored by every retriever")
         order = sorted(range(len(f.names)), key=lambda i: -f.means[i])
         lets = f.letters
-        out += _table(["retriever", "mean", "group"], [[f.names[i], f"{f.means[i]:.4f}", lets[f.names[i]]] for i in order])
+        out += _table(
+            ["retriever", "mean", "group"], [[f.names[i], f"{f.means[i]:.4f}", lets[f.names[i]]] for i in order]
+        )
         out.append("")
+        apart = {(p.a, p.b) for p in f.pairs if f.separates(p)}
         body = [
-            [p.a, p.b, f"{p.delta:+.4f}", "inf" if p.q is None else f"{p.q:.3f}", _p(p.p), _p(p.p_randomized, f.draws)]
-            + ["yes" if (p.p_randomized if f.groups_from == "randomized" else p.p) < f.alpha else ""]  # type: ignore[operator]
+            [
+                p.a,
+                p.b,
+                f"{p.delta:+.4f}",
+                "inf" if p.q is None else f"{p.q:.3f}",
+                _p(p.p),
+                _p(p.p_randomized, f.draws),
+                "yes" if (p.a, p.b) in apart else "",
+            ]
             for p in f.pairs
         ]
         out += _table(["a", "b", "Δ (a - b)", "q", "p Tukey", "p rand.", "separated"], body, left=2)
@@ -244,8 +254,11 @@ def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int])
             f"({dp['tukey']:.0%}), randomized {sep['randomized']}/{len(f.pairs)} ({dp['randomized']:.0%})."
         )
         if f.swap:
-            out += ["", f"swap rate: share of pairs two disjoint sets of n queries order oppositely ({f.swap[0].draws:,} "
-                    f"draws per n); by |Δ| on the first set (—: fewer than {FEW} draws x pairs in the bin):"]  # fmt: skip
+            out += [
+                "",
+                "swap rate: share of pairs two disjoint sets of n queries order oppositely "
+                f"({f.swap[0].draws:,} draws per n); by |Δ| on the first set (—: fewer than {FEW} draws x pairs):",
+            ]
             heads = [_bin(b) for b in f.swap[0].bins]
             body = [
                 [str(s.n), f"{s.rate:.3f}", *("—" if b["count"] < FEW else f"{b['rate']:.3f}" for b in s.bins)]

@@ -1,11 +1,11 @@
-"""The all-pairs figures a results table shows: letter groups beside each mean, the sentence of the
-legend, the swap-rate curve of ``report.html`` (docs/power.md, "All pairs").
+"""The all-pairs figures a results table shows: letter groups beside each mean, the sentence of
+the legend, the swap-rate curve of ``report.html`` (docs/power.md, "All pairs").
 
 Computed from the per-query scores when the table is rendered (nothing new in ``results.json``), for
 three retrievers or more, with the draws of ``harness power --all-pairs`` where that is cheap and
 fewer on a large folder (:func:`draws_for`; the swap curve: :data:`SWAP_DRAWS`), so that rendering
-a folder stays around a second per metric; the command gives the full figures. Cached on the :class:`~harness.results.Results`,
-so the renderings of one folder draw once.
+a folder stays around a second per metric; the command gives the full figures. Cached on the
+:class:`~harness.results.Results`, so the renderings of one folder draw once.
 """
 
 from __future__ import annotations

@@ -111,6 +111,11 @@ class AllPairs:
     groups_from: str
     swap: list[SwapPoint] = field(default_factory=list)
 
+    def separates(self, pair: Pair) -> bool:
+        """Whether the test the groups follow separates ``pair`` at alpha."""
+        p = pair.p_randomized if self.groups_from == "randomized" else pair.p
+        return p is not None and p < self.alpha
+
     @property
     def separated(self) -> dict[str, int]:
         """Pairs separated at alpha, per test."""
@@ -431,13 +436,11 @@ def all_pairs(
     for pair, p in zip(pairs, randomized_tukey(x, draws, seed)):
         pair.p_randomized = p
     means = [float(v) for v in x.mean(axis=1)]
-    by = (lambda p: p.p_randomized) if groups_from == "randomized" else (lambda p: p.p)
-    apart = {frozenset((p.a, p.b)) for p in pairs if by(p) is not None and by(p) < alpha}
-    groups = letter_groups(list(names), means, apart)
-    swap = []
+    out = AllPairs(list(names), means, x.shape[1], mse, df, pairs, draws, seed, alpha, [], groups_from)
+    out.groups = letter_groups(list(names), means, {frozenset((p.a, p.b)) for p in pairs if out.separates(p)})
     if swap_draws:
-        swap = swap_rates(x, default_sizes(x.shape[1]) if sizes is None else sizes, swap_draws, seed)
-    return AllPairs(list(names), means, x.shape[1], mse, df, pairs, draws, seed, alpha, groups, groups_from, swap)
+        out.swap = swap_rates(x, default_sizes(x.shape[1]) if sizes is None else sizes, swap_draws, seed)
+    return out
 
 
 def sentence(result: AllPairs) -> str:

@@ -209,7 +209,7 @@ def swap_chart(metric: str, points: Sequence[Any], draws: int) -> str:
         return left + w * n / n_max, top + h * (1 - rate / y_max)
 
     out = [f'<svg viewBox="0 0 {SWAP_W} {SWAP_H}" role="img" aria-label="swap rate against set size">']
-    for k in range(0, int(round(y_max * 10)) + 1):  # horizontal grid every 0.1
+    for k in range(0, round(y_max * 10) + 1):  # horizontal grid every 0.1
         _, y = xy(0, k / 10)
         out.append(f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#d8dee4"/>')
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{k / 10:.1f}</text>')
