@@ -169,19 +169,7 @@ def _matrices(
         )
     have = [m for m in dict.fromkeys(m for r in names for m in results.per_query[r]) if all(
         m in results.per_query[r] for r in names)]  # fmt: skip
-    if wanted is None:
-        metrics = have
-    else:
-        from harness.gate.tolerances import metric_key
-
-        by_key = {metric_key(m): m for m in have}
-        absent = [m for m in wanted if metric_key(m) not in by_key]
-        if absent:
-            raise InputError(
-                f"no per-query scores of every retriever for metric(s) {', '.join(absent)} (it has: {', '.join(have)})",
-                field="--metrics",
-            )
-        metrics = [by_key[metric_key(m)] for m in wanted]
+    metrics = have if wanted is None else _pick(wanted, have)
     if not metrics:
         raise InputError("no metric has per-query scores for every retriever", path=getattr(results, "folder", where))
     matrices, dropped = {}, {}
@@ -195,6 +183,21 @@ def _matrices(
             )
         matrices[m], dropped[m] = x[:, keep], int((~keep).sum())
     return names, metrics, matrices, dropped
+
+
+def _pick(wanted: list[str], have: list[str]) -> list[str]:
+    """The folder's spelling of each metric asked for (``NDCG@10`` finds ``ndcg@10``), or one line."""
+    from harness.gate.tolerances import metric_key
+
+    found = {metric_key(m): m for m in have}
+    picked = [(asked, found.get(metric_key(asked))) for asked in wanted]
+    missing = [asked for asked, m in picked if m is None]
+    if missing:
+        raise InputError(
+            f"no per-query scores of every retriever for metric(s) {', '.join(missing)} (it has: {', '.join(have)})",
+            field="--metrics",
+        )
+    return [m for _, m in picked if m is not None]
 
 
 def _json(figures: dict[str, ap.AllPairs], dropped: dict[str, int]) -> dict[str, Any]:
