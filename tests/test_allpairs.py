@@ -300,3 +300,20 @@ def test_two_retrievers_keep_the_table_as_it_was(tmp_path):
         res.significance.pop(name, None)
     table = build_table(res)
     assert table.groups == {} and "All pairs" not in to_markdown(table) and 'class="grp"' not in to_markdown(table)
+
+
+def test_cli_suite_has_one_section_per_dataset(folder, tmp_path, capsys):
+    from harness.results import Results
+    from harness.suite.aggregate import aggregate
+    from harness.suite.run import write_suite
+
+    res = Results.load(folder)
+    for d in ("one", "two"):
+        res.save(tmp_path / "suite" / d)
+    write_suite(aggregate({d: Results.load(tmp_path / "suite" / d) for d in ("one", "two")}), tmp_path / "suite")
+    argv = ["power", str(tmp_path / "suite"), "--all-pairs", "--draws", "300", "--swap-draws", "20", "--format", "json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out["datasets"]) == ["one", "two"]
+    one, two = (out["datasets"][d]["metrics"]["ndcg@10"] for d in ("one", "two"))
+    assert one["groups"] == two["groups"] and one["tukey"] == two["tukey"]
