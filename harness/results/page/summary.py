@@ -191,7 +191,7 @@ def notes(lines: Sequence[str]) -> str:
 
 #: the swap-rate chart's box (SVG user units) and its margins: left, right, top, bottom
 SWAP_W, SWAP_H = 480, 240
-SWAP_M = (44, 12, 12, 36)
+SWAP_M = (52, 12, 12, 36)
 
 
 def swap_chart(metric: str, points: Sequence[Any], draws: int) -> str:
@@ -231,6 +231,8 @@ def swap_chart(metric: str, points: Sequence[Any], draws: int) -> str:
         )
         out.append(f'<text x="{x:.1f}" y="{top + h + 16}" text-anchor="middle">{p.n}</text>')
     out.append(f'<text x="{left + w / 2:.1f}" y="{SWAP_H - 4}" text-anchor="middle">queries per set (n)</text>')
+    mid = top + h / 2
+    out.append(f'<text x="12" y="{mid:.1f}" text-anchor="middle" transform="rotate(-90 12 {mid:.1f})">swap rate</text>')
     out.append("</svg>")
     rows = "".join(f"<tr><th scope=row>{p.n}</th><td>{p.rate:.3f}</td></tr>" for p in points)
     caption = (
