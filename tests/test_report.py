@@ -103,8 +103,10 @@ def test_table_marks_significance_best_and_failures(results):
 
 def test_markdown(results):
     md = to_markdown(results)
-    # judged@10 (0.2222: these qrels judge few of the ranked docs) is shown beside the quality columns
-    assert "| better | **0.7602**▲ [0.760, 0.760] | **1.0000**▲ [1.000, 1.000] | 0.2222 | 2.00 |" in md
+    # judged@10 (0.2222: these qrels judge few of the ranked docs) is shown beside the quality columns;
+    # four retrievers: each mean carries its letter group (randomized Tukey HSD over all pairs)
+    assert "| better | **0.7602**▲ a [0.760, 0.760] | **1.0000**▲ a [1.000, 1.000] | 0.2222 | 2.00 |" in md
+    assert "| lucky | 0.5077 b [0.480, 0.545] |" in md and "groups: {better}, {lucky, bm25}, {worse}." in md
     assert "▼" in next(line for line in md.splitlines() if line.startswith("| worse |"))
     assert "bm25 (baseline)" in md and "| broken | **FAILED** | |" in md
     assert "**FAILED** broken: `RetrieverError: connection refused | at http.py:12`" in md  # under the table

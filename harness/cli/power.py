@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import defaults
+from harness.cli import power_pairs
 from harness.cli.command import add_allow_incomplete, add_command
 from harness.errors import InputError
 from harness.stats import planning
@@ -28,7 +29,9 @@ ABOUT = """how many queries are enough: minimum detectable effect and queries ne
 
 With a results folder (or a suite folder): per retriever x metric against the baseline, the sd of
 the per-query differences, the smallest difference the set detects at 80% power, and the queries a
-difference needs. Without one, --sd and --delta (or --queries) plan a golden set."""
+difference needs. Without one, --sd and --delta (or --queries) plan a golden set. --all-pairs: which
+of the retrievers the set separates at all (Tukey HSD, randomized Tukey HSD, letter groups,
+discriminative power, swap rate against the set size)."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--sd-scores", type=float, metavar="S", help="planning: one system's per-query sd (uses sqrt(2) x S)"
     )
     p.add_argument("--format", choices=["text", "json"], default="text", help="stdout: a table or JSON")
+    power_pairs.add_arguments(p)
     add_allow_incomplete(p)
     p.set_defaults(func=run)
 
@@ -89,6 +93,7 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    power_pairs.check_args(args)  # --all-pairs and its options (docs/power.md, "All pairs")
     _check_args(args)
     if not args.folder:
         return _plan_only(args)
@@ -103,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         from harness.cli.check import read_results
 
         sections = [(None, read_results(args.folder, "results", allow_incomplete=args.allow_incomplete))]
+    if args.all_pairs:
+        return power_pairs.run(args, sections, _alpha)
     wanted = [m.strip() for m in (args.metrics or "").split(",") if m.strip()] or None
     out: list[tuple[str | None, float, str | None, list[PlanRow]]] = []
     for name, results in sections:

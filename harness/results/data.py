@@ -104,6 +104,8 @@ class Results(BaseModel):
     _arrays: dict[str, dict[str, np.ndarray]] = PrivateAttr(default_factory=dict)
     #: each run's measured cost (what :meth:`save` stores beside the run)
     _costs: dict[str, Cost] = PrivateAttr(default_factory=dict)
+    #: all-pairs figures drawn for the renderings (harness.results.groups), drawn once per object
+    _all_pairs: dict[Any, Any] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod

@@ -34,6 +34,7 @@ th { border-bottom: 2px solid #444; }
 .ci { display: block; color: #777; font-size: 80%; }
 .best { font-weight: bold; }
 .up { color: #1a7f37; } .down { color: #cf222e; }
+.grp { color: #0550ae; font-size: 85%; }
 .failed td { color: #cf222e; }
 .legend { color: #555; font-size: 90%; }
 img { max-width: 48%; margin-right: 1%; }
@@ -51,14 +52,15 @@ def _tooltip(test: dict | None) -> str:
 
 
 def metric_cell(c: Cell, tip: str, esc: Callable[[str], str]) -> str:
-    """One mean as an HTML cell: bold when best, its ▲/▼ marker, its CI under it, ``tip`` (the test
+    """One mean as an HTML cell: bold when best, its ▲/▼ marker, its letter groups, its CI under it, ``tip`` (the test
     behind the marker) as its tooltip. ``table.html`` and ``report.html`` show a mean the same way;
     ``esc`` escapes text as the page it goes into does."""
     best = ' class="best"' if c.best else ""
     mark = f'<span class="{"up" if c.sig > 0 else "down"}">{c.marker}</span>' if c.marker else ""
     ci = f'<span class="ci">{esc(fmt_ci(c.ci))}</span>' if c.ci else ""
+    grp = f' <span class="grp">{esc(c.letters)}</span>' if c.letters else ""
     title = f' title="{esc(tip)}"' if tip else ""
-    return f"<td{title}><span{best}>{fmt_metric(c.value)}</span>{mark}{ci}</td>"
+    return f"<td{title}><span{best}>{fmt_metric(c.value)}</span>{mark}{grp}{ci}</td>"
 
 
 def to_html(table: ComparisonTable, plots: list[str] | None = None) -> str:

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from harness import defaults
+from harness.results import groups as grp
 from harness.results.coverage import coverage
 from harness.stats.power import reason_sentence, sentence
 
 if TYPE_CHECKING:
     from harness.results import Results
+    from harness.stats.allpairs import AllPairs
 
 #: efficiency key -> (column label, True when higher is better), in column order. ``index s`` is the
 #: whole ``index()`` call: shown whenever a row does not split it into encode and build (a ``python``
@@ -71,6 +73,8 @@ class Cell:
     #: for a cache-sensitive cost: "cold" (computed) or "warm" (mostly read from the cache); None
     #: when unknown (results that record no cache hit rate) or not a cost a cache affects
     state: str | None = None
+    #: the mean's letter groups over all retrievers (``ab``; harness.results.groups), "" when none
+    letters: str = ""
 
     @property
     def marker(self) -> str:
@@ -106,6 +110,8 @@ class ComparisonTable:
     n_tests: int
     #: lines under the legend about the judgments themselves (holes, judged-only scoring)
     notes: list[str] = field(default_factory=list)
+    #: per metric, the all-pairs figures behind the letters (three retrievers or more)
+    groups: dict[str, AllPairs] = field(default_factory=dict)
 
     @property
     def chunked(self) -> bool:
@@ -146,6 +152,7 @@ class ComparisonTable:
                 f"{other})."
             )
             lines += self.power_lines()
+        lines += self.group_lines()
         if bold:
             lines.append("Bold: best in its column" + (" (warm figures excluded)." if self.has_states else "."))
         if "encode_seconds" in self.efficiency or "build_seconds" in self.efficiency:
@@ -174,6 +181,14 @@ class ComparisonTable:
             parts = "; ".join(f"{r.name} = {' + '.join(r.components)}" for r in composed)
             lines.append(f"Efficiency of a composed retriever adds up the components it runs ({parts}).")
         return lines + self.notes
+
+    def group_lines(self) -> list[str]:
+        """The all-pairs sentence of the first metric and what the letters mean (nothing below three
+        retrievers)."""
+        first = next((m for m in self.metrics if m in self.groups), None)
+        if first is None:
+            return []
+        return [grp.sentence_line(first, self.groups[first]), grp.letters_line(self.groups[first])]
 
     def power_lines(self) -> list[str]:
         """Per retriever, what this set can detect on the first metric against the baseline, in words
@@ -289,11 +304,26 @@ def build_table(results: Results) -> ComparisonTable:
     for k in eff_keys:
         if k not in NOT_RANKED:
             _mark_best(rows, k, "efficiency", EFFICIENCY_COLUMNS[k][1], fmt_number)
+    stats = _stats_config(results)
+    groups = _letters(results, rows, [m for m in metrics if m != shown], stats)
     ds = results.manifest.get("dataset") or {}
     name = ds.get("name") or "results"
     parts = [p for p in (ds.get("split"), f"{ds['queries']} queries" if ds.get("queries") is not None else None) if p]
     title = f"{name} ({', '.join(parts)})" if parts else name
-    return ComparisonTable(title, metrics, eff_keys, rows, baseline, _stats_config(results), n_tests, notes)
+    return ComparisonTable(title, metrics, eff_keys, rows, baseline, stats, n_tests, notes, groups)
+
+
+def _letters(results: Results, rows: list[Row], metrics: list[str], stats: dict[str, Any]) -> dict[str, AllPairs]:
+    """The all-pairs figures of every metric over the rows that ran, their letters set on the cells."""
+    ok = [r for r in rows if r.error is None]
+    alpha = stats.get("alpha", defaults.ALPHA)
+    alpha = float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else defaults.ALPHA
+    figures = grp.table_groups(results, [r.name for r in ok], metrics, alpha)
+    for m, f in figures.items():
+        for row in ok:
+            if m in row.metrics:
+                row.metrics[m].letters = f.letters.get(row.name, "")
+    return figures
 
 
 # ---------------------------------------------------------------------- formatting
@@ -432,7 +462,7 @@ def to_markdown(results: Results | ComparisonTable) -> str:
             text = fmt_metric(c.value)
             text = f"**{text}**" if c.best else text
             ci = fmt_ci(c.ci)
-            cells.append(f"{text}{c.marker}" + (f" {ci}" if ci else ""))
+            cells.append(f"{text}{c.marker}" + (f" {c.letters}" if c.letters else "") + (f" {ci}" if ci else ""))
         for k, c in row.efficiency.items():
             text = fmt_cost(k, c)
             cells.append(f"**{text}**" if c.best else text)

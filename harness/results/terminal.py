@@ -171,6 +171,8 @@ def _metric_columns(table: ComparisonTable, with_ci: bool) -> list[Column]:
             text = Text(fmt_metric(c.value), style=BEST if c.best else "")
             if c.marker:
                 text.append(c.marker, style="green" if c.sig > 0 else "red")
+            if c.letters:
+                text.append(f" {c.letters}", style="cyan")
             if with_ci and c.ci:
                 text.append("\n" + fmt_ci(c.ci), style="dim")
             cells.append(text)

@@ -24,7 +24,7 @@ from harness.io import atomic
 from harness.results.page import summary
 from harness.results.page.data import PageData, build
 from harness.results.page.embed import csp, script_json, text
-from harness.results.table import build_table
+from harness.results.table import ComparisonTable, build_table
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -96,6 +96,7 @@ def render(
         summary.legend(table),
         summary.tests_table(results, table),
         summary.cost_table(table),
+        _swap_section(results, table),
         "</section>",
         f"{CHECK_START}{check_section}{CHECK_END}",
     ]
@@ -144,6 +145,17 @@ def render(
         ]
     )
     return Page(html + "\n", side, policy)
+
+
+def _swap_section(results: Results, table: ComparisonTable) -> str:
+    """The swap-rate curve of the first metric over the retrievers that ran (three or more)."""
+    from harness.results import groups
+
+    metric = next((m for m in table.metrics if m in table.groups), None)
+    if metric is None:
+        return ""
+    names = [r.name for r in table.ok_rows]
+    return summary.swap_chart(metric, groups.swap_curve(results, names, metric), groups.SWAP_DRAWS)
 
 
 def write_page(

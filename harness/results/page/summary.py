@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -186,3 +187,62 @@ def failures(table: ComparisonTable) -> str:
 
 def notes(lines: Sequence[str]) -> str:
     return "".join(f'<p class="note">note: {text(n)}</p>' for n in lines)
+
+
+#: the swap-rate chart's box (SVG user units) and its margins: left, right, top, bottom
+SWAP_W, SWAP_H = 480, 240
+SWAP_M = (52, 12, 12, 36)
+
+
+def swap_chart(metric: str, points: Sequence[Any], draws: int) -> str:
+    """The swap rate against the set size as an inline SVG (no script, no style attribute: the page's
+    policy allows neither), with the 5% line; empty without points. Each point's ``<title>`` is its
+    figure; a table under it carries the same numbers for a reader without the chart."""
+    if not points:
+        return ""
+    left, right, top, bottom = SWAP_M
+    n_max = max(p.n for p in points)
+    y_max = max(0.1, math.ceil(max(p.rate for p in points) * 10) / 10)
+    w, h = SWAP_W - left - right, SWAP_H - top - bottom
+
+    def xy(n: float, rate: float) -> tuple[float, float]:
+        return left + w * n / n_max, top + h * (1 - rate / y_max)
+
+    out = [f'<svg viewBox="0 0 {SWAP_W} {SWAP_H}" role="img" aria-label="swap rate against set size">']
+    for k in range(0, round(y_max * 10) + 1):  # horizontal grid every 0.1
+        _, y = xy(0, k / 10)
+        out.append(f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#d8dee4"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{k / 10:.1f}</text>')
+    _, y5 = xy(0, 0.05)
+    out.append(
+        f'<line class="target" x1="{left}" x2="{left + w}" y1="{y5:.1f}" y2="{y5:.1f}" stroke="#cf222e" '
+        'stroke-dasharray="4 3"/>'
+    )
+    coords = [xy(p.n, p.rate) for p in points]
+    out.append(
+        '<polyline fill="none" stroke="#0969da" stroke-width="2" points="'
+        + " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
+        + '"/>'
+    )
+    for p, (x, y) in zip(points, coords):
+        out.append(
+            f'<circle class="pt" data-n="{p.n}" data-rate="{p.rate:.4f}" cx="{x:.1f}" cy="{y:.1f}" r="3.5" '
+            f'fill="#0969da"><title>n = {p.n}: swap rate {p.rate:.3f}</title></circle>'
+        )
+        out.append(f'<text x="{x:.1f}" y="{top + h + 16}" text-anchor="middle">{p.n}</text>')
+    out.append(f'<text x="{left + w / 2:.1f}" y="{SWAP_H - 4}" text-anchor="middle">queries per set (n)</text>')
+    mid = top + h / 2
+    out.append(f'<text x="12" y="{mid:.1f}" text-anchor="middle" transform="rotate(-90 12 {mid:.1f})">swap rate</text>')
+    out.append("</svg>")
+    rows = "".join(f"<tr><th scope=row>{p.n}</th><td>{p.rate:.3f}</td></tr>" for p in points)
+    caption = (
+        f"Swap rate on {metric}: the share of retriever pairs that two disjoint sets of n queries order oppositely "
+        f"({draws:,} draws per n; Voorhees and Buckley, SIGIR 2002). Dashed: 5%. "
+        "harness power DIR --all-pairs gives it per bin of the difference, with more draws."
+    )
+    return (
+        f'<section id="swap"><h3>Would another set order them the same way?</h3><figure>{"".join(out)}'
+        f"<figcaption>{text(caption)}</figcaption></figure>"
+        '<details><summary>The numbers</summary><table class="num"><thead><tr><th scope=col>n</th>'
+        f"<th scope=col>swap rate</th></tr></thead><tbody>{rows}</tbody></table></details></section>"
+    )

@@ -1,0 +1,105 @@
+"""The all-pairs figures a results table shows: letter groups beside each mean, the sentence of
+the legend, the swap-rate curve of ``report.html`` (docs/power.md, "All pairs").
+
+Computed from the per-query scores when the table is rendered (nothing new in ``results.json``), for
+three retrievers or more, with the draws of ``harness power --all-pairs`` where that is cheap and
+fewer on a large folder (:func:`draws_for`; the swap curve: :data:`SWAP_DRAWS`), so that rendering
+a folder stays around a second per metric; the command gives the full figures. Cached on the
+:class:`~harness.results.Results`, so the renderings of one folder draw once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness import defaults
+from harness.stats import allpairs as ap
+
+if TYPE_CHECKING:
+    from harness.results import Results
+
+#: randomized Tukey HSD draws behind the letters of a table: those of ``harness power --all-pairs``
+#: (same seed, so the same p-values) unless draws x retrievers x queries would pass :data:`BUDGET`
+DRAWS = 10_000
+#: permuted scores one metric's letters may cost (about a second); the fewest draws, however large
+BUDGET, MIN_DRAWS = 50_000_000, 1_000
+#: draws of two disjoint query sets per set size behind the page's swap-rate curve
+SWAP_DRAWS = 200
+#: the fewest retrievers the groups are drawn for (two: the baseline test of the table applies)
+MIN_RETRIEVERS = 3
+
+
+def seed_of(results: Results) -> int:
+    """The seed the results were run with (the config's ``seed``), else the default."""
+    seed = (results.manifest.get("config") or {}).get("seed")
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) else defaults.SEED
+
+
+def matrix(results: Results, metric: str, names: list[str]) -> np.ndarray | None:
+    """Retrievers x queries of ``metric`` over the queries every one of ``names`` scored (None when
+    fewer than 2, or a retriever has no per-query scores of it)."""
+    rows = []
+    for r in names:
+        scores = results.scores(r) if r in results.per_query else {}
+        if metric not in scores:
+            return None
+        rows.append(np.asarray(scores[metric], dtype=np.float64))
+    if len({len(r) for r in rows}) != 1:
+        return None
+    x = np.vstack(rows)
+    x = x[:, np.isfinite(x).all(axis=0)]
+    return x if x.shape[1] >= 2 else None
+
+
+def draws_for(x: np.ndarray) -> int:
+    """Draws for a systems x queries matrix: :data:`DRAWS`, fewer where they would pass :data:`BUDGET`."""
+    return max(MIN_DRAWS, min(DRAWS, BUDGET // max(1, x.size)))
+
+
+def table_groups(results: Results, names: list[str], metrics: list[str], alpha: float) -> dict[str, ap.AllPairs]:
+    """Per metric, the randomized Tukey HSD and letter groups of ``names`` (empty below
+    :data:`MIN_RETRIEVERS`); cached per (names, metric, alpha)."""
+    if len(names) < MIN_RETRIEVERS:
+        return {}
+    cache: dict[Any, Any] = results._all_pairs
+    out = {}
+    for m in metrics:
+        key = (tuple(names), m, alpha)
+        if key not in cache:
+            x = matrix(results, m, names)
+            cache[key] = None if x is None else ap.all_pairs(
+                x, names, alpha=alpha, draws=draws_for(x), seed=seed_of(results), parametric=False
+            )  # fmt: skip
+        if cache[key] is not None:
+            out[m] = cache[key]
+    return out
+
+
+def swap_curve(results: Results, names: list[str], metric: str) -> list[ap.SwapPoint]:
+    """The swap rate of ``metric`` over every pair of ``names`` at the default set sizes (empty below
+    :data:`MIN_RETRIEVERS` or with fewer than 4 queries)."""
+    if len(names) < MIN_RETRIEVERS:
+        return []
+    cache: dict[Any, Any] = results._all_pairs
+    key = ("swap", tuple(names), metric)
+    if key not in cache:
+        x = matrix(results, metric, names)
+        sizes = ap.default_sizes(x.shape[1]) if x is not None else []
+        cache[key] = ap.swap_rates(x, sizes, SWAP_DRAWS, seed_of(results)) if sizes and x is not None else []
+    return cache[key]
+
+
+def sentence_line(metric: str, figures: ap.AllPairs) -> str:
+    """The legend's sentence: what the set separates, and the groups."""
+    return f"All pairs on {metric}: {ap.sentence(figures)}."
+
+
+def letters_line(figures: ap.AllPairs) -> str:
+    """What the letters beside the means are."""
+    return (
+        "a, b, ...: groups beside each mean (compact letter display): two retrievers that share a letter are "
+        f"not separated on that metric at alpha {figures.alpha:g} by the randomized Tukey HSD over all pairs "
+        f"({figures.draws:,} draws; harness power DIR --all-pairs gives the tests and the swap rate)."
+    )

@@ -1,0 +1,455 @@
+"""Every pair of retrievers at once: Tukey HSD, randomized Tukey HSD, letter groups, swap rate.
+
+``harness power`` sizes one pair (a retriever against the baseline). With five or ten retrievers
+the questions are which pairs the set separates at all, and whether another set of the same size
+would order them the same way. The figures here answer them, over a score matrix ``X`` of ``k``
+systems x ``n`` queries (the same queries for every system: a two-way design without replication).
+
+**Tukey HSD** (the parametric one). The two-way ANOVA of systems x queries leaves the residuals
+
+    r_ij = x_ij - mean_i. - mean_.j + mean_..,   mse = sum r_ij^2 / df,   df = (k - 1)(n - 1)
+
+and for a pair (a, b), ``q = |mean_a - mean_b| / sqrt(mse / n)`` is referred to the studentized range
+distribution of ``k`` means with ``df`` degrees of freedom: ``p = studentized_range.sf(q, k, df)``.
+Taking out the query effect (the row means) is what makes it the paired design: most of the
+variance of IR scores is between queries, not between systems.
+
+**Randomized Tukey HSD** (Carterette, "Multiple testing in statistical analysis of systems-based
+information retrieval experiments", TOIS 2012). Under the null hypothesis that the systems are
+interchangeable, each query's ``k`` scores may be shuffled among the systems. Per draw, every
+query's scores are permuted independently; the statistic is the largest difference between two
+permuted system means, ``max_i mean_i - min_i mean_i``. The p-value of a pair is the share of draws
+whose statistic reaches the observed ``|mean_a - mean_b|``. Comparing each pair with the
+distribution of the *maximum* difference is what holds the family-wise error at alpha over all
+``k (k - 1) / 2`` pairs, without the normal assumption of the parametric test.
+
+**Groups** (a compact letter display, Piepho, "An algorithm for a letter-based representation of
+all-pairwise comparisons", J. Comput. Graph. Stat. 2004): every two retrievers that share a group
+are not separated at alpha, and every two that are not separated share a group. The groups are the
+maximal cliques of the graph "not separated" (Bron-Kerbosch), less those whose every member and
+every pair another group already covers.
+
+**Discriminative power** (Sakai, "Evaluating evaluation metrics based on the bootstrap", SIGIR
+2006): the share of the pairs a test separates at alpha.
+
+**Swap rate** (Voorhees and Buckley, "The effect of topic set size on retrieval experiment error",
+SIGIR 2002): for a set size ``n`` (at most half the queries), draw two disjoint sets of ``n``
+queries; a pair *swaps* when the two sets order it oppositely (``d_A * d_B < 0``, a tie on either
+side is no swap). The rate is the share of (draw, pair) that swap; per bin of ``|d_A|`` (the
+difference seen on the first set, as Voorhees and Buckley bin it) it says how large a difference
+must be before a set of that size orders it reliably.
+
+Everything is numpy-vectorised: permutations are drawn in chunks of a few million scores, so 10,000
+draws over 10 systems x 1,000 queries take about a second.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+
+#: edges of the |difference| bins of the swap rate (the last bin is open above)
+BIN_EDGES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.1, math.inf)
+#: the swap rate a set size must get under to order a pair "reliably" (Voorhees and Buckley's 5%)
+SWAP_TARGET = 0.05
+#: the set sizes of the default grid (capped at half the queries, which is added)
+GRID = (5, 10, 25, 50, 100, 200, 500, 1000, 2000, 5000)
+#: scores per chunk of draws (memory: about 8 bytes x 3 each)
+_CHUNK = 1 << 21
+#: below this, relative to the largest |score|, a difference is rounding noise
+_ZERO = 1e-12
+#: permutations of up to this many systems are drawn from a table of all k! (faster than shuffling)
+_TABLE_K = 7
+
+
+@dataclass
+class Pair:
+    """One pair of systems: ``delta = mean_a - mean_b``; ``q`` None when it is infinite (mse 0)."""
+
+    a: str
+    b: str
+    delta: float
+    q: float | None
+    #: the parametric Tukey HSD's p (None where only the randomized test was run)
+    p: float | None
+    p_randomized: float | None = None
+
+
+@dataclass
+class SwapPoint:
+    """The swap rate at one set size ``n`` over ``draws`` pairs of disjoint query sets."""
+
+    n: int
+    draws: int
+    rate: float
+    #: per bin of |difference on the first set|: ``low``, ``high`` (None: open), ``count``, ``rate``
+    bins: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "draws": self.draws, "rate": self.rate, "bins": self.bins}
+
+
+@dataclass
+class AllPairs:
+    """Every figure of ``harness power --all-pairs`` for one metric (see module doc)."""
+
+    names: list[str]
+    means: list[float]
+    n: int
+    mse: float
+    df: int
+    pairs: list[Pair]
+    draws: int
+    seed: int
+    alpha: float
+    groups: list[list[str]]
+    groups_from: str
+    swap: list[SwapPoint] = field(default_factory=list)
+
+    def separates(self, pair: Pair) -> bool:
+        """Whether the test the groups follow separates ``pair`` at alpha."""
+        p = pair.p_randomized if self.groups_from == "randomized" else pair.p
+        return p is not None and p < self.alpha
+
+    @property
+    def separated(self) -> dict[str, int]:
+        """Pairs separated at alpha, per test."""
+        out = {"tukey": sum(p.p is not None and p.p < self.alpha for p in self.pairs)}
+        out["randomized"] = sum(p.p_randomized is not None and p.p_randomized < self.alpha for p in self.pairs)
+        return out
+
+    @property
+    def discriminative_power(self) -> dict[str, float]:
+        """Share of the pairs separated at alpha, per test (Sakai 2006)."""
+        total = max(1, len(self.pairs))
+        return {k: v / total for k, v in self.separated.items()}
+
+    @property
+    def n_for_5pct(self) -> int | None:
+        """The smallest set size of the grid whose swap rate is under 5%; None when none is."""
+        return next((s.n for s in self.swap if s.rate < SWAP_TARGET), None)
+
+    @property
+    def letters(self) -> dict[str, str]:
+        """Retriever -> its group letters (``a`` is the group of the best mean)."""
+        return letters(self.names, self.groups)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON of docs/power.md, "All pairs"."""
+        out: dict[str, Any] = {
+            "n": self.n,
+            "alpha": self.alpha,
+            "means": dict(zip(self.names, self.means)),
+            "tukey": {
+                "mse": self.mse,
+                "df": self.df,
+                "pairs": [{"a": p.a, "b": p.b, "delta": p.delta, "q": p.q, "p": p.p} for p in self.pairs],
+            },
+            "randomized": {
+                "draws": self.draws,
+                "seed": self.seed,
+                "pairs": [{"a": p.a, "b": p.b, "p": p.p_randomized} for p in self.pairs],
+            },
+            "groups": self.groups,
+            "groups_from": self.groups_from,
+            "letters": self.letters,
+            "discriminative_power": self.discriminative_power,
+            "swap_rate": [s.to_json() for s in self.swap],
+            "n_for_5pct": self.n_for_5pct,
+        }
+        return out
+
+
+# ---------------------------------------------------------------------- Tukey HSD
+def _matrix(scores: Any) -> np.ndarray:
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"scores must be systems x queries (2-d), got shape {x.shape}")
+    if x.shape[1] < 2:
+        raise ValueError(f"all-pairs tests need at least 2 queries, got {x.shape[1]}")
+    if not np.isfinite(x).all():
+        raise ValueError("scores must be finite (drop the queries a system has no score for first)")
+    return x
+
+
+def _tol(x: np.ndarray) -> float:
+    return _ZERO * max(1.0, float(np.abs(x).max(initial=0.0)))
+
+
+def two_way_mse(scores: Any) -> tuple[float, int]:
+    """Residual mean square and its degrees of freedom of the two-way ANOVA without replication."""
+    x = _matrix(scores)
+    k, n = x.shape
+    r = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
+    df = (k - 1) * (n - 1)
+    return float((r * r).sum() / df) if df else 0.0, df
+
+
+def tukey_hsd(scores: Any, names: Sequence[str], *, p_values: bool = True) -> tuple[float, int, list[Pair]]:
+    """``mse``, ``df`` and per pair (in the order of ``combinations(names, 2)``) delta, q and p.
+
+    A difference of 0 gives q 0 and p 1; with an mse of 0 (every query moves every system alike) a
+    non-zero difference is certain: q None (infinite), p 0. Never nan. scipy's studentized range
+    integrates numerically (about 0.1 s a value): ``p_values=False`` leaves p None, for the reports,
+    which need only the randomized test.
+    """
+    from scipy.stats import studentized_range
+
+    x = _matrix(scores)
+    k, n = x.shape
+    mse, df = two_way_mse(x)
+    means = x.mean(axis=1)
+    tol = _tol(x)
+    se = math.sqrt(mse / n)
+    out = []
+    for i, j in combinations(range(k), 2):
+        delta = float(means[i] - means[j])
+        if abs(delta) <= tol:
+            q, p = 0.0, 1.0
+        elif se <= tol:
+            q, p = None, 0.0
+        else:
+            q, p = abs(delta) / se, None
+        out.append(Pair(names[i], names[j], delta, q, p))
+    todo = [pair for pair in out if pair.p is None]
+    if p_values and todo:  # one vectorised call
+        ps = np.atleast_1d(studentized_range.sf(np.array([pair.q for pair in todo]), k, df))
+        for pair, p in zip(todo, ps):
+            pair.p = 0.0 if math.isnan(p) else min(1.0, max(0.0, float(p)))
+    return mse, df, out
+
+
+# ---------------------------------------------------------------------- randomized Tukey HSD
+def _permuted_sums(rng: np.random.Generator, moving: np.ndarray, c: int, table: np.ndarray | None) -> np.ndarray:
+    """``c`` draws of each system's sum after every row of ``moving`` (queries x systems) is
+    permuted independently: shape (c, k). ``table``: every permutation of every row (rows x k!
+    blocks of k), where small enough to draw one index per row instead of shuffling."""
+    m, k = moving.shape
+    if table is not None:
+        n_perm = table.shape[0] // m
+        pick = rng.integers(0, n_perm, size=(c, m)) + np.arange(m) * n_perm
+        return table.take(pick.ravel(), axis=0).reshape(c, m, k).sum(axis=1)
+    z = np.broadcast_to(moving, (c, m, k)).reshape(c * m, k).copy()
+    rng.permuted(z, axis=1, out=z)
+    return z.reshape(c, m, k).sum(axis=1)
+
+
+def _table(moving: np.ndarray) -> np.ndarray | None:
+    """Every permutation of every row of ``moving`` (rows x k! of k), or None when too large."""
+    from itertools import permutations
+
+    m, k = moving.shape
+    if k > _TABLE_K or m * math.factorial(k) * k > _CHUNK:
+        return None
+    perms = np.array(list(permutations(range(k))), dtype=np.intp)
+    return moving[:, perms].reshape(m * len(perms), k)
+
+
+def max_range_null(scores: Any, draws: int, seed: int) -> np.ndarray:
+    """Per draw, ``max - min`` of the system means after each query's scores are permuted among the
+    systems (the null distribution of the randomized Tukey HSD). Queries whose scores are equal for
+    every system move no mean apart and are left out of the shuffling (the statistic is unchanged)."""
+    x = _matrix(scores)
+    k, n = x.shape
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    moving = np.ascontiguousarray(x[:, np.ptp(x, axis=0) > 0].T)  # (m, k)
+    m = moving.shape[0]
+    out = np.zeros(draws)
+    if m == 0:
+        return out
+    rng = np.random.default_rng(seed)
+    table = _table(moving)
+    chunk = max(1, _CHUNK // (m * k))
+    for start in range(0, draws, chunk):
+        c = min(chunk, draws - start)
+        sums = _permuted_sums(rng, moving, c, table)
+        out[start : start + c] = (sums.max(axis=1) - sums.min(axis=1)) / n
+    return out
+
+
+def randomized_tukey(scores: Any, draws: int, seed: int) -> list[float]:
+    """Per pair (``combinations`` order), the share of draws whose largest permuted mean difference
+    reaches the pair's observed ``|delta|`` (Carterette 2012). A difference of 0 gives 1."""
+    x = _matrix(scores)
+    null = np.sort(max_range_null(x, draws, seed))
+    means = x.mean(axis=1)
+    tol = _tol(x)
+    out = []
+    for i, j in combinations(range(x.shape[0]), 2):
+        d = abs(float(means[i] - means[j])) - tol  # a draw equal to the observed value counts
+        out.append(float(draws - np.searchsorted(null, d, side="left")) / draws)
+    return out
+
+
+# ---------------------------------------------------------------------- groups
+def _maximal_cliques(adj: list[set[int]]) -> list[frozenset[int]]:
+    """Bron-Kerbosch with pivoting: every maximal clique of the graph ``adj``."""
+    out: list[frozenset[int]] = []
+
+    def expand(r: set[int], p: set[int], x: set[int]) -> None:
+        if not p and not x:
+            out.append(frozenset(r))
+            return
+        pivot = max(p | x, key=lambda u: len(adj[u] & p))
+        for v in sorted(p - adj[pivot]):
+            expand(r | {v}, p & adj[v], x & adj[v])
+            p = p - {v}
+            x = x | {v}
+
+    expand(set(), set(range(len(adj))), set())
+    return out
+
+
+def letter_groups(names: Sequence[str], means: Sequence[float], separated: set[frozenset[str]]) -> list[list[str]]:
+    """The compact letter display of ``names``: a list of groups, each a list of names.
+
+    Two names share a group exactly when they are not ``separated`` (a set of name pairs). Groups
+    are the maximal cliques of "not separated", less redundant ones (every member and every pair
+    covered by another kept group), each ordered by mean (best first), the groups by their best
+    member's mean, then by their next ones'.
+    """
+    k = len(names)
+    index = {name: i for i, name in enumerate(names)}
+    apart = {frozenset(index[n] for n in pair) for pair in separated}
+    adj = [{j for j in range(k) if j != i and frozenset((i, j)) not in apart} for i in range(k)]
+    cliques = _maximal_cliques(adj)
+    # drop redundant cliques, smallest first
+    kept = sorted(cliques, key=lambda c: (len(c), sorted(c)))
+    for c in list(kept):
+        others = [o for o in kept if o is not c]
+        members = all(any(v in o for o in others) for v in c)
+        pairs = all(any(u in o and v in o for o in others) for u, v in combinations(sorted(c), 2))
+        if members and pairs:
+            kept.remove(c)
+    order = sorted(range(k), key=lambda i: (-means[i], i))
+    rank = {i: r for r, i in enumerate(order)}
+    groups = [sorted(c, key=lambda i: rank[i]) for c in kept]
+    groups.sort(key=lambda g: [rank[i] for i in g])
+    return [[names[i] for i in g] for g in groups]
+
+
+def letter(i: int) -> str:
+    """The ``i``-th group's letter: a..z, then aa, ab, ..."""
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(ord("a") + r) + s
+    return s
+
+
+def letters(names: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str, str]:
+    """Name -> the letters of the groups it belongs to (``a`` is the first group)."""
+    out = dict.fromkeys(names, "")
+    for g, members in enumerate(groups):
+        for name in members:
+            out[name] += letter(g)
+    return out
+
+
+# ---------------------------------------------------------------------- swap rate
+def default_sizes(queries: int) -> list[int]:
+    """The grid of set sizes: 5, 10, 25, 50, 100, ... up to half the queries, and half the queries."""
+    half = queries // 2
+    sizes = [s for s in GRID if s < half]
+    return [*sizes, half] if half >= 1 else []
+
+
+def swap_rates(
+    scores: Any,
+    sizes: Sequence[int],
+    draws: int,
+    seed: int,
+    edges: Sequence[float] = BIN_EDGES,
+) -> list[SwapPoint]:
+    """Voorhees-Buckley swap rates of every pair at each set size (see module doc)."""
+    x = _matrix(scores)
+    k, total = x.shape
+    ia, ib = (np.array(v, dtype=np.intp) for v in zip(*combinations(range(k), 2))) if k > 1 else ([], [])
+    rng = np.random.default_rng(seed)
+    tol = _tol(x)
+    out = []
+    for n in sizes:
+        if not (1 <= n <= total // 2):
+            raise ValueError(f"set size {n} is not in 1..{total // 2} (half of {total} queries)")
+        chunk = max(1, _CHUNK // (2 * n * k + total))
+        swaps = 0
+        counts = np.zeros(len(edges) - 1, dtype=np.int64)
+        bin_swaps = np.zeros(len(edges) - 1, dtype=np.int64)
+        for start in range(0, draws, chunk):
+            c = min(chunk, draws - start)
+            # the n smallest of c x total uniform keys are set A, the next n set B: two disjoint
+            # uniformly random sets (argpartition: linear, not a sort of every query)
+            order = np.argpartition(rng.random((c, total)), sorted({n - 1, 2 * n - 1}), axis=1)
+            ma = x[:, order[:, :n]].mean(axis=2)  # (k, c)
+            mb = x[:, order[:, n : 2 * n]].mean(axis=2)
+            da, db = ma[ia] - ma[ib], mb[ia] - mb[ib]  # (pairs, c)
+            da = np.where(np.abs(da) <= tol, 0.0, da)
+            db = np.where(np.abs(db) <= tol, 0.0, db)
+            swap = da * db < 0
+            swaps += int(swap.sum())
+            which = np.clip(np.searchsorted(np.asarray(edges[1:-1]), np.abs(da), side="right"), 0, len(counts) - 1)
+            counts += np.bincount(which.ravel(), minlength=len(counts))
+            bin_swaps += np.bincount(which.ravel(), weights=swap.ravel(), minlength=len(counts)).astype(np.int64)
+        cells = max(1, draws * len(ia))
+        bins = [
+            {
+                "low": float(edges[b]),
+                "high": None if math.isinf(edges[b + 1]) else float(edges[b + 1]),
+                "count": int(counts[b]),
+                "rate": float(bin_swaps[b] / counts[b]) if counts[b] else None,
+            }
+            for b in range(len(counts))
+        ]
+        out.append(SwapPoint(int(n), int(draws), swaps / cells, bins))
+    return out
+
+
+# ---------------------------------------------------------------------- all of it
+def all_pairs(
+    scores: Any,
+    names: Sequence[str],
+    *,
+    alpha: float,
+    draws: int,
+    seed: int,
+    sizes: Sequence[int] | None = None,
+    swap_draws: int = 0,
+    groups_from: str = "randomized",
+    parametric: bool = True,
+) -> AllPairs:
+    """Tukey HSD, randomized Tukey HSD, groups and (with ``swap_draws``) swap rates of ``scores``
+    (systems x queries, rows named by ``names``); ``parametric=False`` skips the Tukey HSD's p-values
+    (see :func:`tukey_hsd`)."""
+    x = _matrix(scores)
+    if len(names) != x.shape[0] or len(set(names)) != len(names):
+        raise ValueError("names must name every row of scores once")
+    if groups_from not in ("randomized", "tukey") or (groups_from == "tukey" and not parametric):
+        raise ValueError(f"groups_from must be 'randomized' or 'tukey' (with parametric), got {groups_from!r}")
+    mse, df, pairs = tukey_hsd(x, names, p_values=parametric)
+    for pair, p in zip(pairs, randomized_tukey(x, draws, seed)):
+        pair.p_randomized = p
+    means = [float(v) for v in x.mean(axis=1)]
+    out = AllPairs(list(names), means, x.shape[1], mse, df, pairs, draws, seed, alpha, [], groups_from)
+    out.groups = letter_groups(list(names), means, {frozenset((p.a, p.b)) for p in pairs if out.separates(p)})
+    if swap_draws:
+        out.swap = swap_rates(x, default_sizes(x.shape[1]) if sizes is None else sizes, swap_draws, seed)
+    return out
+
+
+def sentence(result: AllPairs) -> str:
+    """The result in one sentence: "with 93 queries this set separates 6 of 10 pairs at alpha 0.05
+    (randomized Tukey HSD); groups: {bm25, bm25_k1}, {dense}"."""
+    test = "randomized Tukey HSD" if result.groups_from == "randomized" else "Tukey HSD"
+    separated = result.separated[result.groups_from]
+    groups = ", ".join("{" + ", ".join(g) + "}" for g in result.groups)
+    return (
+        f"with {result.n:,} queries this set separates {separated} of {len(result.pairs)} pairs at alpha "
+        f"{result.alpha:g} ({test}); groups: {groups}"
+    )
