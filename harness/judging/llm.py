@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -67,6 +68,7 @@ class Outcome:
     requests: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    value: Any = None  # what the reply reader read (:meth:`HttpJudge.ask`); the grade for a judge
 
 
 class _Attempt(Exception):
@@ -135,9 +137,19 @@ class HttpJudge:
     def grade(self, query: str, title: str, text: str, stop: threading.Event | None = None) -> Outcome:
         """Ask until a grade comes back or the retries are spent; :class:`JudgeStopped` when the
         endpoint cannot grade anything."""
+        out, _ = self.ask(umbrela.prompt(query, title, text), umbrela.parse, stop)
+        return out
+
+    def ask(
+        self, content: str, parse: Callable[[str], Any], stop: threading.Event | None = None
+    ) -> tuple[Outcome, str | None]:
+        """Send ``content`` as the user message until ``parse`` reads something other than None from
+        a reply (in ``Outcome.value``; ``Outcome.grade`` too when it is an int), or the retries are
+        spent; also the text of the reply that parsed. The request, retry and stop machinery of
+        :meth:`grade`, for any prompt and reply reader (``harness synth generate`` asks for questions)."""
         body = {
             "model": self.model,
-            "messages": [{"role": "user", "content": umbrela.prompt(query, title, text)}],
+            "messages": [{"role": "user", "content": content}],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
         }
@@ -159,13 +171,15 @@ class HttpJudge:
             if isinstance(usage, dict):
                 out.tokens_in += _int(usage.get("prompt_tokens"))
                 out.tokens_out += _int(usage.get("completion_tokens"))
-            grade = umbrela.parse(_content(reply))
-            if grade is not None:
-                out.grade, out.failure = grade, None
-                return out
+            text = _content(reply)
+            value = parse(text)
+            if value is not None:
+                out.value, out.failure = value, None
+                out.grade = value if isinstance(value, int) else None
+                return out, text
             last = "unparsable"
         out.failure = last
-        return out
+        return out, None
 
     def _backoff(self, attempt: int, wait: float | None) -> float:
         if wait is not None:
