@@ -205,3 +205,20 @@ def test_exclude_dataset_keeps_the_human_sets_documents_out(tmp_path):
     assert synth["draw"]["excluded"] == len(judged)
     assert not set(synth["draw"]["documents"]) & judged
     assert (out / "corpus.jsonl").read_bytes() == Path("datasets/demo/corpus.jsonl").read_bytes()
+
+
+def test_report_html_of_a_run_over_a_synthetic_set_shows_its_bias(tmp_path):
+    from tests.conftest import bm25_config
+
+    out = tmp_path / "set"
+    assert main(["synth", "generate", "--dataset", "demo", "--out", str(out), "--queries", "12",
+                 "--generator", "extract", "--no-progress"]) == 0  # fmt: skip
+    bias = json.loads((out / "bias.json").read_text())
+    assert main(["run", "--config", str(bm25_config(tmp_path)), "--dataset", str(out), "--out", str(tmp_path / "r"),
+                 "--no-progress"]) == 0  # fmt: skip
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert 'id="synthetic-bias"' in page
+    assert f"{100 * bias['source_rank']['at1']:.0f}% solved by BM25 at rank 1" in page
+    assert main(["run", "--config", str(bm25_config(tmp_path, name="b2.yaml")), "--out", str(tmp_path / "h"),
+                 "--no-progress"]) == 0  # fmt: skip
+    assert 'id="synthetic-bias"' not in (tmp_path / "h" / "report.html").read_text(encoding="utf-8")
