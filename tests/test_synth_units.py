@@ -130,8 +130,8 @@ def test_the_prompt_names_its_style_and_hashes_stably():
 
 
 def test_filters_are_counted_in_order():
-    c = [F.Candidate(t, 0, "question", None) for t in ["too short", "a fine question here", "A  fine question HERE",
-                                                        "copied words from the source", "high overlap one two"]]  # fmt: skip
+    texts = ["too short", "a fine question here", "A  fine question HERE", "copied from the source", "high overlap q"]
+    c = [F.Candidate(t, 0, "question", None) for t in texts]
     c[3].leaked = True
     c[4].overlap = 0.9
     counts = F.apply(c, drop_leaked=True, max_overlap=0.5)
@@ -167,7 +167,9 @@ def test_bad_input_is_one_located_line_and_nothing_written(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "corpus.jsonl").write_text("")
-    one_line_error(_gen(empty, tmp_path / "o1", "--queries", "3", "--generator", "extract"), "no documents", "corpus.jsonl")
+    one_line_error(
+        _gen(empty, tmp_path / "o1", "--queries", "3", "--generator", "extract"), "no documents", "corpus.jsonl"
+    )
     one_line_error(_gen("demo", tmp_path / "o2", "--queries", "500", "--generator", "extract"), "--queries", "187")
     other = copy_demo(tmp_path / "other")
     (other / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq01\tnot-a-doc\t1\n")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 
 from harness.cli.command import add_command
@@ -33,20 +32,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     g.add_argument("--strata", type=int, default=4, help="length strata of the draw (default 4: quartiles)")
     g.add_argument("--exclude-dataset", metavar="D2", help="a human set: documents in its qrels are not drawn")
-    g.add_argument("--generator", choices=["http", "extract"], default="http",
-                   help="http: an OpenAI-compatible endpoint; extract: a sentence of the document (no model)")  # fmt: skip
-    g.add_argument("--style", choices=["question", "keyword", "paraphrase", "mixed"], default="question",
-                   help="how questions are asked (paraphrase: avoid the passage's words; mixed: in turn)")  # fmt: skip
-    g.add_argument("--url", help="http: the OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)")
+    g.add_argument(
+        "--generator",
+        choices=["http", "extract"],
+        default="http",
+        help="http: an OpenAI-compatible endpoint; extract: a sentence of the document (no model)",
+    )
+    g.add_argument(
+        "--style",
+        choices=["question", "keyword", "paraphrase", "mixed"],
+        default="question",
+        help="how questions are asked (paraphrase: avoid the passage's words; mixed: in turn)",
+    )
     g.add_argument("--model", help="http: the model name to ask for")
-    g.add_argument("--api-key-env", metavar="VAR", help="http: environment variable holding the API key")
-    g.add_argument("--concurrency", type=int, default=4, help="http: requests at a time (default 4)")
-    g.add_argument("--timeout", type=float, default=60.0, help="http: seconds for one whole reply (default 60)")
-    g.add_argument("--retries", type=int, default=3, help="http: retries per document (default 3)")
-    g.add_argument("--temperature", type=float, default=0.0, help="http: sampling temperature (default 0)")
-    g.add_argument("--max-tokens", type=int, default=512, help="http: max_tokens per reply (default 512)")
-    g.add_argument("--max-failed", type=float, default=0.2, metavar="F",
-                   help="share of documents whose replies may fail (left out, counted) before the run stops (default 0.2)")  # fmt: skip
+    from harness.cli.endpoint import add_endpoint_arguments
+
+    add_endpoint_arguments(g, "document")  # the flags of judge auto --judge http
+    g.add_argument(
+        "--max-failed",
+        type=float,
+        default=0.2,
+        metavar="F",
+        help="share of documents whose replies may fail (left out, counted) before the run stops (default 0.2)",
+    )
     g.add_argument("--drop-leaked", action="store_true", help="drop questions that stand verbatim in their source")
     g.add_argument("--max-overlap", type=float, metavar="F",
                    help="drop questions sharing more than F of their analysed words with their source")  # fmt: skip
@@ -63,31 +71,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
-def _client(args: argparse.Namespace):
-    from harness.errors import InputError
-
-    if not args.url or not args.model:
-        raise InputError("--generator http needs --url and --model (or --generator extract)", field="--url")
-    if args.retries < 0 or args.timeout <= 0 or args.max_tokens < 1:
-        raise InputError("--retries >= 0, --timeout > 0 and --max-tokens >= 1 are needed", field="--retries")
-    key = None
-    if args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if not key:
-            raise InputError(f"environment variable {args.api_key_env} is not set or empty", field="--api-key-env")
-    from harness.judging.llm import HttpJudge
-
-    return HttpJudge(
-        args.url, args.model, api_key=key, temperature=args.temperature, max_tokens=args.max_tokens,
-        timeout=args.timeout, retries=args.retries, concurrency=max(1, min(args.concurrency, 256)),
-    )  # fmt: skip
-
-
 def generate(args: argparse.Namespace) -> int:
     from harness.errors import InputError
     from harness.judging.llm import JudgeStopped
     from harness.synth import generate as G
-    from harness.synth.make import Settings, check, generate as make
+    from harness.synth.make import Settings, check
+    from harness.synth.make import generate as make
     from harness.synth.render import headline
 
     s = Settings(
@@ -99,7 +88,12 @@ def generate(args: argparse.Namespace) -> int:
     check(s)
     client = cache = None
     if args.generator == "http":
-        client = _client(args)
+        from harness.cli.endpoint import check_endpoint_arguments, endpoint_client
+
+        check_endpoint_arguments(args, "--generator http")
+        if not args.model:
+            raise InputError("--generator http needs --model (the model name to ask for)", field="--model")
+        client = endpoint_client(args, args.model)
         cache = G.QueryCache(G.cache_file(), G.cache_identity(client))
     try:
         prov = make(args.dataset, args.out, s, client=client, cache=cache, stream=sys.stderr,
@@ -111,7 +105,9 @@ def generate(args: argparse.Namespace) -> int:
             client.close()
     kept = sum(1 for q in prov["queries"] if q["kept"])
     filtered = ", ".join(f"{k} {v}" for k, v in prov["filtered"].items() if v) or "nothing"
-    log.info("%s: %d questions from %d documents (filtered: %s)", args.out, kept, len(prov["draw"]["documents"]), filtered)
+    log.info(
+        "%s: %d questions from %d documents (filtered: %s)", args.out, kept, len(prov["draw"]["documents"]), filtered
+    )
     print(headline(prov["bias"]))
     return 0
 

@@ -193,7 +193,9 @@ def systems(synthetic: Any, human: Any, metrics: Sequence[str] | None = None, se
         for m in common:
             a = np.asarray(s_scores[m], dtype=np.float64)[:, None]
             b = np.asarray(h_scores[m], dtype=np.float64)[:, None]
-            diffs = bootstrap_means(a, n=BOOTSTRAP, seed=seed)[:, 0] - bootstrap_means(b, n=BOOTSTRAP, seed=seed + 1)[:, 0]
+            diffs = (
+                bootstrap_means(a, n=BOOTSTRAP, seed=seed)[:, 0] - bootstrap_means(b, n=BOOTSTRAP, seed=seed + 1)[:, 0]
+            )
             lo, hi = np.quantile(diffs, [0.025, 0.975])
             delta = synthetic.summary[r][m] - human.summary[r][m]
             out["gap"][r][m] = {"delta": float(delta), "low": float(lo), "high": float(hi)}

@@ -22,7 +22,7 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,73 +171,52 @@ class Interrupted(KeyboardInterrupt):
 
 
 def ask_all(
-    jobs: Sequence[Job],
-    k: int,
-    client: Any,
-    cache: QueryCache | None,
-    *,
-    concurrency: int = 4,
-    progress: Any = None,
+    jobs: Sequence[Job], k: int, client: Any, cache: QueryCache | None, *, concurrency: int = 4, progress: Any = None
 ) -> tuple[list[Reply], Tally]:
-    """Every job's reply, cached ones first, the rest at most ``concurrency`` requests at a time.
-    A stop of the client (:class:`~harness.judging.llm.JudgeStopped`) is raised after the requests
-    in flight end; Ctrl-C raises :class:`Interrupted`."""
+    """Every job's reply: cached ones without a request, the rest through ``concurrency`` workers,
+    each reply cached as it arrives. A stop of the client (:class:`~harness.judging.llm.JudgeStopped`:
+    unreachable, key refused) is raised once the requests in flight end (the queued ones see the
+    stop and send nothing); Ctrl-C raises :class:`Interrupted`."""
     from harness.judging.llm import JudgeStopped
 
     tally = Tally(jobs=len(jobs))
-    replies: list[Reply | None] = [None] * len(jobs)
     keys = [cache.key(j, k) if cache is not None else "" for j in jobs]
-    todo: list[int] = []
-    for i, key in enumerate(keys):
-        hit = cache.get(key) if cache is not None else None
-        if hit is None:
-            todo.append(i)
-            continue
-        replies[i] = Reply(hit[0][:k], reply_sha256=hit[1], cached=True)
-        tally.from_cache += 1
+    hits = [cache.get(key) if cache is not None else None for key in keys]
+    replies = [None if h is None else Reply(h[0][:k], reply_sha256=h[1], cached=True) for h in hits]
+    tally.from_cache = sum(r is not None for r in replies)
+    missing = [i for i, r in enumerate(replies) if r is None]
     if progress is not None:
-        progress.phase(f"asking for questions on {len(todo)} documents", len(todo))
+        progress.phase(f"asking for questions on {len(missing)} documents", len(missing))
     stop = threading.Event()
-    stopped: JudgeStopped | None = None
-    workers = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="synth")
-    queue = iter(todo)
-    running: dict[Future, int] = {}
+    stopped: list[JudgeStopped] = []
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="synth")
     try:
-        while True:
-            while len(running) < 2 * concurrency and not stop.is_set():
-                i = next(queue, None)
-                if i is None:
-                    break
-                running[workers.submit(ask_one, client, jobs[i], k, stop)] = i
-            if not running:
-                break
-            finished, _ = wait(list(running), timeout=1.0, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                i = running.pop(fut)
-                try:
-                    reply = fut.result()
-                except JudgeStopped as e:
-                    stopped = stopped or e
-                    stop.set()
-                    continue
-                replies[i] = reply
-                if reply.queries and cache is not None:
-                    cache.put(keys[i], reply.queries, reply.reply_sha256)
-                _count(tally, reply)
-                if progress is not None:
-                    progress.advance(1)
+        asked = {pool.submit(ask_one, client, jobs[i], k, stop): i for i in missing}
+        for fut in as_completed(asked):
+            i = asked[fut]
+            error = fut.exception()
+            if isinstance(error, JudgeStopped):
+                stopped.append(error)
+                stop.set()
+                continue
+            if error is not None:
+                raise error
+            reply = replies[i] = fut.result()
+            if reply.queries and cache is not None:
+                cache.put(keys[i], reply.queries, reply.reply_sha256)
+            _count(tally, reply)
+            if progress is not None:
+                progress.advance(1)
     except KeyboardInterrupt:
-        stop.set()
-        workers.shutdown(wait=False, cancel_futures=True)
-        got = tally.answered
         raise Interrupted(
-            f"{got} new replies arrived and are kept in the reply cache; the same command asks only for the rest"
+            f"{tally.answered} new replies arrived and are kept in the reply cache; the same command asks "
+            "only for the rest"
         ) from None
     finally:
         stop.set()
-        workers.shutdown(wait=False, cancel_futures=True)
-    if stopped is not None:
-        raise stopped
+        pool.shutdown(wait=False, cancel_futures=True)
+    if stopped:
+        raise stopped[0]
     tally.answered += tally.from_cache
     return [r if r is not None else Reply(None, failure="failed: not asked") for r in replies], tally
 

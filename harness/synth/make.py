@@ -16,7 +16,7 @@ from typing import Any
 from harness import progress as progress_mod
 from harness.errors import InputError
 from harness.io.beir import read_corpus
-from harness.model import Corpus, GoldenDataset, Query
+from harness.model import Corpus
 from harness.synth import draw as D
 from harness.synth import filters as F
 from harness.synth import folder as W
@@ -243,8 +243,12 @@ def _provenance(
             "duplicates_not_drawn": drawn.grouped_away,
             "documents": [str(ids[p]) for p in drawn.positions],
         },
-        "requests": {"sent": tally.requests, "from_cache": tally.from_cache, "tokens_in": tally.tokens_in,
-                     "tokens_out": tally.tokens_out},  # fmt: skip
+        "requests": {
+            "sent": tally.requests,
+            "from_cache": tally.from_cache,
+            "tokens_in": tally.tokens_in,
+            "tokens_out": tally.tokens_out,
+        },
         "filtered": counts,
         "queries": queries,
     }

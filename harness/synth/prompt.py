@@ -28,17 +28,16 @@ _STYLE_TEXT = {
     "copy a phrase of three or more words from it.",
 }
 
-PROMPT = (
-    "You help build a test set for a search engine.\n"
-    "\n"
-    "Passage:\n"
-    "{passage}\n"
-    "\n"
-    "{instruction}\n"
-    "Put each one on a line of its own that starts with ##query: and nothing else on that line, for example\n"
-    "##query: how do vaccines train the immune system\n"
-    "Write nothing after the last ##query: line."
-)
+PROMPT = """\
+You help build a test set for a search engine.
+
+Passage:
+{passage}
+
+{instruction}
+Put each one on a line of its own that starts with ##query: and nothing else on that line, for example
+##query: how do vaccines train the immune system
+Write nothing after the last ##query: line."""
 
 _QUERY = re.compile(r"^[ \t]*##query:(.*)$", re.MULTILINE)
 

@@ -56,9 +56,7 @@ def render(report: Mapping[str, Any]) -> str:
         lines.append(row(f"word overlap {key}", report["overlap"][key], h.get("overlap", {}).get(key)))
     for key in ("mean", "p50", "p90"):
         lines.append(row(f"words per question {key}", report["length"][key], h.get("length", {}).get(key)))
-    lines.append(
-        f"{'verbatim in source':<28}{len(report['leaked']):>12}" + (f"{h['leaked']:>12}" if human else "")
-    )
+    lines.append(f"{'verbatim in source':<28}{len(report['leaked']):>12}" + (f"{h['leaked']:>12}" if human else ""))
     if report["length"].get("ks") is not None:
         lines.append(f"length: Kolmogorov-Smirnov statistic {report['length']['ks']:.3f} (0: same distribution)")
     cov = report.get("coverage") or {}
@@ -68,12 +66,14 @@ def render(report: Mapping[str, Any]) -> str:
             f"{_pct(cov.get('strata'))} of the length strata drawn"
         )
     filtered = {k: v for k, v in (report.get("filtered") or {}).items() if v}
-    lines.append(
-        "filtered: " + (", ".join(f"{k} {v}" for k, v in filtered.items()) if filtered else "nothing")
-    )
+    lines.append("filtered: " + (", ".join(f"{k} {v}" for k, v in filtered.items()) if filtered else "nothing"))
     if "systems" in report:
         metrics = list(report["tau"])
-        lines += ["", f"{'retriever':<24}" + "".join(f"{m + ' synth':>18}{m + ' human':>18}{'gap [95% CI]':>26}" for m in metrics)]
+        lines += [
+            "",
+            f"{'retriever':<24}"
+            + "".join(f"{m + ' synth':>18}{m + ' human':>18}{'gap [95% CI]':>26}" for m in metrics),
+        ]
         for name, per in report["systems"].items():
             cells = ""
             for m in metrics:
