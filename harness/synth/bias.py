@@ -199,11 +199,14 @@ def systems(synthetic: Any, human: Any, metrics: Sequence[str] | None = None, se
             lo, hi = np.quantile(diffs, [0.025, 0.975])
             delta = synthetic.summary[r][m] - human.summary[r][m]
             out["gap"][r][m] = {"delta": float(delta), "low": float(lo), "high": float(hi)}
-    out["picked"] = {
-        m: [max(names, key=lambda r: out["systems"][r][m][0]), max(names, key=lambda r: out["systems"][r][m][1])]
-        for m in common
-    }
+    out["picked"] = {m: [_best(out["systems"], m, 0), _best(out["systems"], m, 1)] for m in common}
     return out
+
+
+def _best(systems: Mapping[str, Any], metric: str, side: int) -> list[str]:
+    """The retrievers with the highest mean on one side (several when they tie)."""
+    top = max(per[metric][side] for per in systems.values())
+    return [r for r, per in systems.items() if per[metric][side] == top]
 
 
 def report(

@@ -82,8 +82,8 @@ def write_set(
 ) -> str:
     """``corpus.jsonl`` (linked), ``queries.jsonl``, ``qrels/test.tsv`` (each question's source,
     grade 1) and ``synth.json`` under ``folder``. ``queries``: ``(id, text, source id, metadata)``.
-    Returns how the corpus got there."""
-    how = link_or_copy(corpus_file, folder / "corpus.jsonl")
+    Returns how the corpus got there (also ``provenance["corpus"]["how"]``)."""
+    how = provenance.setdefault("corpus", {})["how"] = link_or_copy(corpus_file, folder / "corpus.jsonl")
     lines = [_line({"_id": qid, "text": text, "metadata": meta}) for qid, text, _, meta in queries]
     atomic.write_text(folder / "queries.jsonl", "".join(line + "\n" for line in lines))
     rows = ["query-id\tcorpus-id\tscore", *(f"{qid}\t{src}\t1" for qid, _, src, _ in queries)]

@@ -222,17 +222,19 @@ def ask_all(
 
 
 def _count(tally: Tally, reply: Reply) -> None:
+    """Add one reply to the tally: answered, a reply with no ##query: line, or failed (and why)."""
     tally.requests += reply.requests
     tally.tokens_in += reply.tokens_in
     tally.tokens_out += reply.tokens_out
     if reply.queries:
         tally.answered += 1
-    elif reply.failure == "unparsable":
+        return
+    if reply.failure == "unparsable":
         tally.unparsable += 1
-    else:
-        tally.failed += 1
-        why = (reply.failure or "failed").removeprefix("failed: ")
-        tally.failures[why] = tally.failures.get(why, 0) + 1
+        return
+    tally.failed += 1
+    reason = (reply.failure or "failed").removeprefix("failed: ")
+    tally.failures[reason] = 1 + tally.failures.get(reason, 0)
 
 
 def cache_file(cache_dir: str | os.PathLike[str] | None = None) -> Path:

@@ -135,6 +135,8 @@ def generate(
         else:
             replies, tally = G.ask_all(jobs, s.per_doc, client, cache, concurrency=s.concurrency, progress=bar)
     log.info("%s", tally.line())
+    for reason, count in sorted(tally.failures.items()):
+        log.info("  %d failed: %s", count, reason)
     _check_failed(jobs, replies, tally, s, client)
     candidates, failed = _candidates(jobs, replies, drawn)
     _measure(candidates, corpus)
@@ -147,7 +149,7 @@ def generate(
     queries = [(q["id"], c.text, q["source"], {"source": q["source"], "style": c.style})
                for q, c in zip((q for q in provenance["queries"] if q["kept"]), kept)]  # fmt: skip
     with W.staging(target) as tmp:
-        provenance["corpus"]["how"] = W.write_set(tmp, corpus_file, queries, provenance)
+        W.write_set(tmp, corpus_file, queries, provenance)
         figures = bias_of(tmp, provenance)
         W.write_json(tmp / W.BIAS_FILE, figures)
     provenance["bias"] = figures

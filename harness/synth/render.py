@@ -84,7 +84,7 @@ def render(report: Mapping[str, Any]) -> str:
             best_s, best_h = report["picked"][m]
             same = "yes" if best_s == best_h else "no"
             lines.append(
-                f"would this set have picked the same retriever on {m}? {same} (synthetic: {best_s}, human: "
-                f"{best_h}); tau {_f(report['tau'][m])}, tau_AP {_f(report['tau_ap'][m])}"
+                f"would this set have picked the same retriever on {m}? {same} (synthetic: {' = '.join(best_s)}, "
+                f"human: {' = '.join(best_h)}); tau {_f(report['tau'][m])}, tau_AP {_f(report['tau_ap'][m])}"
             )
     return "\n".join(lines) + "\n"
