@@ -136,7 +136,15 @@ def test_filters_are_counted_in_order():
     c[4].overlap = 0.9
     counts = F.apply(c, drop_leaked=True, max_overlap=0.5)
     assert [x.dropped for x in c] == ["short", None, "duplicate", "leaked", "overlap"]
-    assert counts == {"failed": 0, "short": 1, "leaked": 1, "overlap": 1, "duplicate": 1, "near_duplicate": 0}
+    assert counts == {
+        "failed": 0,
+        "invalid": 0,
+        "short": 1,
+        "leaked": 1,
+        "overlap": 1,
+        "duplicate": 1,
+        "near_duplicate": 0,
+    }
 
 
 def test_overlap_and_leak_are_by_the_bm25_analyser_and_normalised_text():
@@ -224,3 +232,25 @@ def test_report_html_of_a_run_over_a_synthetic_set_shows_its_bias(tmp_path):
     assert main(["run", "--config", str(bm25_config(tmp_path, name="b2.yaml")), "--out", str(tmp_path / "h"),
                  "--no-progress"]) == 0  # fmt: skip
     assert 'id="synthetic-bias"' not in (tmp_path / "h" / "report.html").read_text(encoding="utf-8")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=40), st.sampled_from(["\ud800", "\udfff", "٣", "３", "ǅ", "\u2028"]))
+def test_hostile_questions_are_filtered_or_kept_never_a_crash(text, odd):
+    q = f"{text} {odd} what is it"
+    [c] = [F.Candidate(q, 0, "question", None)]
+    F.apply([c])
+    if odd in ("\ud800", "\udfff") or any("\ud800" <= ch <= "\udfff" for ch in text):
+        assert c.dropped == "invalid"  # no command could read it back
+    else:
+        assert c.dropped in (None, "short")
+
+
+def test_a_corpus_with_a_lone_surrogate_is_refused_naming_its_line(tmp_path):
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "corpus.jsonl").write_text(
+        '{"_id": "d1", "text": "fine text here"}\n{"_id": "d2", "text": "bad \\ud800"}\n'
+    )
+    line = one_line_error(_gen(corpus, tmp_path / "o", "--queries", "1", "--generator", "extract"), "corpus.jsonl:2")
+    assert "d2" in line and not (tmp_path / "o").exists()

@@ -1,5 +1,7 @@
 """The filters a generated question passes, each applied in this order and counted, never silent.
 
+0. ``invalid``: not valid Unicode text (a lone surrogate, which a JSON reply may escape): no
+   command could read the set back;
 1. ``short``: fewer than :data:`MIN_WORDS` whitespace-separated words;
 2. ``leaked`` (``--drop-leaked``): its normalised text (:func:`harness.inspect.text.normalize`)
    stands verbatim in its source's normalised content;
@@ -24,7 +26,7 @@ from harness.model import Corpus
 #: a question of fewer words is dropped
 MIN_WORDS = 3
 #: every filter's name, in the order applied (``synth.json``'s ``filtered`` keys)
-NAMES = ("failed", "short", "leaked", "overlap", "duplicate", "near_duplicate")
+NAMES = ("failed", "invalid", "short", "leaked", "overlap", "duplicate", "near_duplicate")
 
 
 @dataclass
@@ -61,6 +63,14 @@ def overlap(question_tokens: Sequence[str], source_tokens: set[str]) -> float:
     return len(distinct & source_tokens) / len(distinct) if distinct else 0.0
 
 
+def _valid(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def apply(
     candidates: list[Candidate], *, drop_leaked: bool = False, max_overlap: float | None = None
 ) -> dict[str, int]:
@@ -73,7 +83,9 @@ def apply(
         counts[why] += 1
 
     for c in candidates:
-        if len(c.text.split()) < MIN_WORDS:
+        if not _valid(c.text):
+            drop(c, "invalid")
+        elif len(c.text.split()) < MIN_WORDS:
             drop(c, "short")
         elif drop_leaked and c.leaked:
             drop(c, "leaked")

@@ -16,7 +16,7 @@ from typing import Any
 from harness import progress as progress_mod
 from harness.errors import InputError
 from harness.io.beir import read_corpus
-from harness.model import Corpus
+from harness.model import Corpus, GoldenDataset
 from harness.synth import draw as D
 from harness.synth import filters as F
 from harness.synth import folder as W
@@ -116,6 +116,12 @@ def generate(
     corpus = read_corpus(corpus_file)
     if len(corpus) == 0:
         raise InputError("the corpus has no documents: nothing to draw questions from", path=corpus_file)
+    from harness.validate import check_corpus_encodable
+
+    # text no command could write back (a lone surrogate) is refused now, naming the file and line
+    check_corpus_encodable(
+        GoldenDataset(name="corpus", corpus=corpus, queries=[], qrels={}, source=str(corpus_file.parent))
+    )
     if s.queries > len(corpus):
         raise InputError(f"{s.queries} asked, but the corpus has only {len(corpus)} documents", field="--queries")
     exclude = excluded_positions(corpus, s.exclude_dataset) if s.exclude_dataset else []
