@@ -254,3 +254,19 @@ def test_a_corpus_with_a_lone_surrogate_is_refused_naming_its_line(tmp_path):
     )
     line = one_line_error(_gen(corpus, tmp_path / "o", "--queries", "1", "--generator", "extract"), "corpus.jsonl:2")
     assert "d2" in line and not (tmp_path / "o").exists()
+
+
+def test_bias_refuses_results_run_over_another_set(tmp_path):
+    from tests.conftest import bm25_config
+
+    out = tmp_path / "set"
+    assert main(["synth", "generate", "--dataset", "demo", "--out", str(out), "--queries", "8",
+                 "--generator", "extract", "--no-progress"]) == 0  # fmt: skip
+    cfg = str(bm25_config(tmp_path))
+    assert main(["run", "--config", cfg, "--out", str(tmp_path / "h"), "--no-progress"]) == 0  # over demo
+    proc = run_harness(
+        "synth", "bias", str(out), "--results", str(tmp_path / "h"), "--human-results", str(tmp_path / "h")
+    )
+    one_line_error(proc, "--results", "fingerprint")
+    proc = run_harness("synth", "bias", str(out), "--results", str(tmp_path / "h"))
+    one_line_error(proc, "--results and --human-results go together")

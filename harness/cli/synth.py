@@ -131,6 +131,12 @@ def bias(args: argparse.Namespace) -> int:
         results = (Results.load(args.results), Results.load(args.human_results))
     dataset = load_dataset(args.folder)
     human = load_dataset(args.human) if args.human else None
+    if results is not None:
+        from harness.synth.bias import check_ran_over
+
+        check_ran_over(results[0], dataset, "--results")
+        if human is not None:
+            check_ran_over(results[1], human, "--human-results")
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     out = report(dataset, synth, human=human, results=results, metrics=metrics)
     from pathlib import Path

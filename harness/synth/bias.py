@@ -151,6 +151,19 @@ def check_same_corpus(human: GoldenDataset, synthetic: GoldenDataset) -> None:
         )
 
 
+def check_ran_over(results: Any, dataset: GoldenDataset, flag: str) -> None:
+    """A results folder compared for a set must have been run over that set (its manifest's
+    dataset fingerprint), or its means say nothing about it."""
+    ran = (results.manifest.get("dataset") or {}).get("fingerprint")
+    if ran and ran != dataset.fingerprint:
+        raise InputError(
+            f"was not run over {dataset.source or dataset.name} (its dataset fingerprint differs): run the same "
+            "retrievers over each set",
+            path=results.folder,
+            field=flag,
+        )
+
+
 def coverage(synth: Mapping[str, Any], corpus_size: int, kept_sources: Sequence[str]) -> dict[str, Any]:
     """Share of the corpus's documents that are a kept question's source, and of the length strata."""
     strata = int(synth.get("draw", {}).get("strata") or 0)
