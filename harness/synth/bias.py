@@ -22,6 +22,7 @@ from; a human question: its judged relevant documents, grade >= 1):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,8 @@ from harness.inspect.text import normalize
 from harness.model import GoldenDataset
 from harness.synth.filters import analyser as default_analyser
 from harness.synth.filters import overlap as overlap_of
+
+log = logging.getLogger("harness")
 
 #: the depth of the BM25 run the source ranks come from (a source ranked deeper counts 0)
 DEPTH = 1000
@@ -62,6 +65,7 @@ def source_ranks(dataset: GoldenDataset, sources: Mapping[str, Sequence[str]], d
     ``depth`` or not retrieved. The run is made by the harness's engine, as ``harness run`` makes it."""
     from harness.api import benchmark
 
+    log.info("%s: ranking %d questions with the default bm25 (depth %d)", dataset.name, len(sources), depth)
     res = benchmark(
         dataset, {"bm25": {"type": "bm25"}}, metrics=["mrr"], depth=depth, latency_queries=0,
         warmup_queries=0, stats={"bootstrap": 0, "permutations": 0},

@@ -156,18 +156,18 @@ def generate(
                for q, c in zip((q for q in provenance["queries"] if q["kept"]), kept)]  # fmt: skip
     with W.staging(target) as tmp:
         W.write_set(tmp, corpus_file, queries, provenance)
-        figures = bias_of(tmp, provenance)
+        figures = bias_of(tmp, provenance, target.name)
         W.write_json(tmp / W.BIAS_FILE, figures)
     provenance["bias"] = figures
     return provenance
 
 
-def bias_of(folder: Path, provenance: dict[str, Any]) -> dict[str, Any]:
+def bias_of(folder: Path, provenance: dict[str, Any], name: str) -> dict[str, Any]:
     """The set's own bias figures (no human set), as ``synth bias`` computes them."""
     from harness.datasets import load_dataset
     from harness.synth.bias import report
 
-    ds = load_dataset(folder, name=folder.name)
+    ds = load_dataset(folder, name=name)
     return report(ds, provenance)
 
 
