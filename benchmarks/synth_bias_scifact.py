@@ -22,17 +22,7 @@ from pathlib import Path
 
 from harness.cli import main
 
-CONFIG = """depth: 1000
-latency_queries: 0
-warmup_queries: 0
-metrics: [ndcg@10, hit_rate@1, mrr]
-stats: {bootstrap: 200, permutations: 200}
-retrievers:
-  bm25: {type: bm25}
-  bm25_robertson: {type: bm25, k1: 1.5, b: 0.75, method: robertson}
-  bm25_nostem: {type: bm25, stemmer: null}
-  bm25_nostop: {type: bm25, stopwords: null}
-"""
+CONFIG = Path(__file__).resolve().parent.parent / "configs" / "synth-bm25-variants.yaml"
 
 
 def harness(*args: str) -> str:
@@ -54,8 +44,7 @@ def run(argv: list[str] | None = None) -> dict:
     work = Path(a.work)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    synth, cfg = work / "synth", work / "bm25.yaml"
-    cfg.write_text(CONFIG)
+    synth, cfg = work / "synth", CONFIG
     t0 = time.perf_counter()
     harness("synth", "generate", "--dataset", a.data, "--out", str(synth), "--queries", str(a.queries),
             "--seed", str(a.seed), "--generator", "extract", "--exclude-dataset", a.data, "--no-progress")  # fmt: skip

@@ -19,17 +19,7 @@ from tests.conftest import REPO, run_harness, shared
 
 pytestmark = pytest.mark.slow
 
-CONFIG = """depth: 1000
-latency_queries: 0
-warmup_queries: 0
-metrics: [hit_rate@1, hit_rate@10, mrr, ndcg@10]
-stats: {bootstrap: 100, permutations: 100}
-retrievers:
-  bm25: {type: bm25}
-  bm25_robertson: {type: bm25, k1: 1.5, b: 0.75, method: robertson}
-  bm25_nostem: {type: bm25, stemmer: null}
-  bm25_nostop: {type: bm25, stopwords: null}
-"""
+CONFIG = REPO / "configs" / "synth-bm25-variants.yaml"  # bm25 and three variants, depth 1000
 
 
 def _ok(proc: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
@@ -56,8 +46,7 @@ def test_bias_figures_equal_independent_computations_on_scifact(tmp_path):
     _ok(run_harness("synth", "generate", "--dataset", str(human_dir), "--out", str(synth_dir), "--queries", "100",
                     "--generator", "extract", "--seed", "3", "--exclude-dataset", str(human_dir), "--no-progress",
                     cwd=REPO))  # fmt: skip
-    cfg = tmp_path / "bm25.yaml"
-    cfg.write_text(CONFIG)
+    cfg = CONFIG
     r_synth, r_human = tmp_path / "r_synth", tmp_path / "r_human"
     _ok(run_harness("run", "--config", str(cfg), "--dataset", str(synth_dir), "--out", str(r_synth), "--no-progress"))
     _ok(run_harness("run", "--config", str(cfg), "--dataset", str(human_dir), "--out", str(r_human), "--no-progress"))
