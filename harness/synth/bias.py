@@ -252,4 +252,15 @@ def report(
         out["human"]["leaked"] = len(hfig["leaked"])
     if results is not None:
         out |= systems(results[0], results[1], metrics)
-    return out
+    return _json_safe(out)
+
+
+def _json_safe(x: Any) -> Any:
+    """NaN and infinities (an undefined mean, a failed retriever's row) as None: the report is JSON."""
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x

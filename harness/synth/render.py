@@ -19,6 +19,10 @@ def _f(x: float | None, nd: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{nd}f}"
 
 
+def _signed(x: float | None, nd: int = 3) -> str:
+    return "n/a" if x is None else f"{x:+.{nd}f}"
+
+
 def headline(report: Mapping[str, Any]) -> str:
     """The first line: how many questions BM25 solves at rank 1, against the human set, and what to do."""
     at1 = report["source_rank"]["at1"]
@@ -78,7 +82,8 @@ def render(report: Mapping[str, Any]) -> str:
             cells = ""
             for m in metrics:
                 g = report["gap"][name][m]
-                cells += f"{per[m][0]:>18.4f}{per[m][1]:>18.4f}{g['delta']:>+10.4f} [{g['low']:+.3f}, {g['high']:+.3f}]"
+                cells += f"{_f(per[m][0], 4):>18}{_f(per[m][1], 4):>18}{_signed(g['delta'], 4):>10} "
+                cells += f"[{_signed(g['low'])}, {_signed(g['high'])}]"
             lines.append(f"{name:<24}{cells}")
         for m in metrics:
             best_s, best_h = report["picked"][m]
