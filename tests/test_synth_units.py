@@ -270,3 +270,37 @@ def test_bias_refuses_results_run_over_another_set(tmp_path):
     one_line_error(proc, "--results", "fingerprint")
     proc = run_harness("synth", "bias", str(out), "--results", str(tmp_path / "h"))
     one_line_error(proc, "--results and --human-results go together")
+
+
+def test_rank_figures_by_hand():
+    from harness.synth.bias import rank_figures
+
+    # ranks 1, 3, 0 (not within the depth), 12: at1 1/4, at10 2/4, mrr (1 + 1/3 + 0 + 1/12) / 4
+    got = rank_figures([1, 3, 0, 12])
+    assert got == {"at1": 0.25, "at10": 0.5, "mrr": pytest.approx((1 + 1 / 3 + 1 / 12) / 4, abs=1e-15)}
+    assert rank_figures([]) == {"at1": None, "at10": None, "mrr": None}
+
+
+def test_bias_on_the_demo_against_scipy_and_the_run(tmp_path):
+    """The fast suite's check of the figures (the slow one does SciFact): ks is scipy's, the source
+    ranks are those of the default bm25 run over the set."""
+    from scipy.stats import ks_2samp
+
+    from harness.api import benchmark
+    from harness.datasets import load_dataset
+    from harness.synth.bias import report
+    from harness.synth.folder import read_synth
+
+    out = tmp_path / "set"
+    assert main(["synth", "generate", "--dataset", "demo", "--out", str(out), "--queries", "15", "--seed", "4",
+                 "--generator", "extract", "--no-progress"]) == 0  # fmt: skip
+    synth, human = load_dataset(out), load_dataset("demo")
+    got = report(synth, read_synth(out), human=human)
+    lens = [len(q.text.split()) for q in synth.queries], [len(q.text.split()) for q in human.queries]
+    assert got["length"]["ks"] == ks_2samp(*lens).statistic
+    res = benchmark(synth, {"bm25": {"type": "bm25"}}, metrics=["hit_rate@1", "hit_rate@10", "mrr"], depth=1000)
+    means = res.summary["bm25"]
+    assert got["source_rank"] == pytest.approx(
+        {"at1": means["hit_rate@1"], "at10": means["hit_rate@10"], "mrr": means["mrr"]}, abs=1e-12
+    )
+    assert got["human"]["source_rank"]["at1"] < got["source_rank"]["at1"]
