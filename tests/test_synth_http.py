@@ -51,6 +51,7 @@ class Policy:
     def __init__(self, always_bad: bool = False, delay: float = 0.0, retry_after: str = "1") -> None:
         self.lock = threading.Lock()
         self.requests: list[str] = []
+        self.prompts: list[str] = []
         self.times: dict[str, list[float]] = {}
         self.given: dict[str, str] = {}
         self.always_bad, self.delay, self.retry_after = always_bad, delay, retry_after
@@ -79,9 +80,11 @@ def serve(policy: Policy) -> tuple[LocalServer, str]:
             if self.headers.get("Authorization") != f"Bearer {KEY}":
                 send_json(self, b'{"error": "bad key"}', 401)
                 return
-            p = _PASSAGE.search(body["messages"][0]["content"]).group(1)
+            content = body["messages"][0]["content"]
+            p = _PASSAGE.search(content).group(1)
             with policy.lock:
                 policy.requests.append(p)
+                policy.prompts.append(content)
                 seen = policy.times.setdefault(p, [])
                 seen.append(time.monotonic())
                 n = len(seen)
@@ -264,3 +267,34 @@ def test_ctrl_c_exits_130_keeping_what_arrived(env):
             proc.kill()
         srv.shutdown()
         srv.server_close()
+
+
+def test_per_doc_takes_the_first_k_lines_and_mixed_cycles_the_styles(env):
+    policy = Policy()
+    policy.kind = lambda p: 0
+    policy.question = lambda p: (
+        f"first {_h(p) % 997} question here\n##query: second about {_h(p) % 991} it\n##query: third"
+    )
+    srv, url = serve(policy)
+    try:
+        corpus, out = corpus_folder(env / "corpus"), env / "set"
+        assert main(_args(corpus, out, url, 9, "--per-doc", "2", "--style", "mixed")) == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    passages = _passages(corpus)
+    by_doc: dict[str, list[str]] = {}
+    for _, (text, doc) in sorted(_written(out).items()):
+        by_doc.setdefault(doc, []).append(text)
+    assert len(by_doc) == 9
+    for doc, texts in by_doc.items():
+        assert texts == policy.given[passages[doc]].split("\n##query: ")[:2]  # the first two lines, in order
+    synth = json.loads((out / "synth.json").read_text())
+    styles = [q["style"] for q in synth["queries"]]
+    assert styles == [s for s in ("question", "keyword", "paraphrase") * 3 for _ in range(2)]
+    for instruction in (
+        "Write 2 question(s) a person might type",
+        "Write 2 short keyword",
+        "avoid the passage's own words",
+    ):
+        assert sum(instruction in p for p in policy.prompts) == 3, instruction
