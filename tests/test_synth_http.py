@@ -156,11 +156,15 @@ def test_questions_are_the_servers_and_a_second_run_sends_nothing(env, capsys):
     srv, url = serve(policy)
     try:
         corpus, out = corpus_folder(env / "corpus"), env / "set"
+        stale = env / ".set.synth-999999999"  # what a SIGKILL while writing leaves: removed by the next run
+        (stale / "qrels").mkdir(parents=True)
         assert main(_args(corpus, out, url)) == 0
+        assert not stale.exists()
         captured = capsys.readouterr()
         passages = _passages(corpus)
         written = _written(out)
         assert len(written) >= 20  # 30 drawn; identical paraphrase texts and spans may be filtered
+        assert (out / "corpus.jsonl").stat().st_ino == (corpus / "corpus.jsonl").stat().st_ino  # hard-linked
         for qid, (text, doc) in written.items():
             assert text == policy.given[passages[doc]], qid  # exactly the server's ##query: line
         kinds = {policy.kind(p) for p in policy.times}

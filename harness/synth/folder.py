@@ -2,7 +2,8 @@
 
 It is written whole or not at all: everything goes into a hidden folder beside ``OUT`` and is
 renamed to ``OUT`` at the end, so an error, Ctrl-C or a kill leaves no half-written ``OUT`` (at most
-the hidden folder, removed on every exit this process sees). An existing ``OUT`` is refused before
+the hidden folder, removed on every exit this process sees, and by the next run for the same ``OUT``
+after a SIGKILL). An existing ``OUT`` is refused before
 any work. The corpus is hard-linked from the source folder where the filesystem allows (no copy of
 a large corpus), else copied.
 """
@@ -43,6 +44,7 @@ def check_out(out: str | os.PathLike[str]) -> Path:
 def staging(out: Path) -> Iterator[Path]:
     """A hidden folder beside ``out`` to write into; renamed to ``out`` when the block ends without
     an exception, removed otherwise."""
+    _remove_stale(out)
     tmp = out.parent / f".{out.name}.synth-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
@@ -53,6 +55,20 @@ def staging(out: Path) -> Iterator[Path]:
         os.rename(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _remove_stale(out: Path) -> None:
+    """Hidden folders of earlier runs for ``out`` whose process is gone (a SIGKILL while writing)."""
+    for old in out.parent.glob(f".{out.name}.synth-*"):
+        pid = old.name.rsplit("-", 1)[-1]
+        if not (pid.isascii() and pid.isdigit()) or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, ignore_errors=True)
+        except (PermissionError, OverflowError):
+            continue
 
 
 def link_or_copy(src: Path, dst: Path) -> str:
