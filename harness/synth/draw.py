@@ -137,7 +137,7 @@ def draw(
         if ex:
             why.append(f"{int(excluded.sum())} excluded")
         if len(eligible) > len(cand):
-            why.append(f"{len(eligible) - len(cand)} duplicates of a drawn-for document")
+            why.append(f"{len(eligible) - len(cand)} twins of another candidate in a duplicate group")
         extra = f" ({', '.join(why)})" if why else ""
         raise InputError(
             f"{n} asked, but the corpus has only {len(cand)} documents that can be drawn{extra}", field="--queries"
