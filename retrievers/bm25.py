@@ -94,6 +94,12 @@ class BM25:
             show_progress=False,
         )
 
+    def analyse(self, texts: Iterable[str]) -> list[list[str]]:
+        """Each text's tokens as this retriever indexes and searches them (lowercase, ``\\w\\w+``,
+        stop words, stemmer): the words ``harness synth bias`` counts as shared by a question and
+        its source, so its overlap is the overlap BM25 sees."""
+        return [list(t) for t in self._tokenize(texts)]
+
     def index(self, corpus: Sequence[Document]) -> None:
         t0 = time.perf_counter()
         cols = Corpus.of(corpus)

@@ -390,3 +390,17 @@ def failing_every_third(first: BaseException, third: BaseException, sleep_s: flo
         time.sleep(sleep_s)
 
     return send
+
+
+def interrupt_when(
+    proc: subprocess.Popen[str], ready: Callable[[], bool], snapshot: Callable[[], Any], timeout: float = 120
+) -> tuple[Any, str, str]:
+    """Ctrl-C (SIGINT) to a running ``proc`` once ``ready()`` holds (or it ended, or ``timeout``
+    passed): ``snapshot()`` taken just before the signal, then the process's stdout and stderr."""
+    end = time.monotonic() + timeout
+    while not ready() and proc.poll() is None and time.monotonic() < end:
+        time.sleep(0.05)
+    seen = snapshot()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return seen, out, err

@@ -36,6 +36,7 @@ COMMANDS = [
     "judge",
     "load",
     "inspect",
+    "synth",
 ]
 
 

@@ -51,16 +51,9 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     u.add_argument(
         "--model", required=True, help="http: the model name to ask for; cross-encoder: a local model folder"
     )
-    u.add_argument("--url", help="http: the OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1)")
-    u.add_argument("--api-key-env", metavar="VAR", help="http: environment variable holding the API key")
-    u.add_argument("--concurrency", type=int, default=4, help="http: requests at a time (default 4)")
-    u.add_argument(
-        "--timeout", type=float, default=60.0,
-        help="http: the deadline of one request in seconds, connection, headers and body included (default 60)",
-    )  # fmt: skip
-    u.add_argument("--retries", type=int, default=3, help="http: retries per pair (default 3)")
-    u.add_argument("--temperature", type=float, default=0.0, help="http: sampling temperature (default 0)")
-    u.add_argument("--max-tokens", type=int, default=512, help="http: max_tokens per reply (default 512)")
+    from harness.cli.endpoint import add_endpoint_arguments
+
+    add_endpoint_arguments(u, "pair")  # --url, --api-key-env, --concurrency, ... (synth generate has the same)
     u.add_argument("--price-in", type=float, metavar="USD", help="http: price per 1M input tokens")
     u.add_argument("--price-out", type=float, metavar="USD", help="http: price per 1M output tokens")
     u.add_argument("--thresholds", metavar="T1,T2,T3", help="cross-encoder: scores from which grades 1, 2, 3 start")
@@ -192,39 +185,20 @@ def auto(args: argparse.Namespace) -> int:
         from harness.judging.crossenc import run_cross_encoder
 
         return run_cross_encoder(args, out)
-    if not args.url:
-        raise InputError("--judge http needs --url (the OpenAI-compatible endpoint)", field="--url")
-    if not 1 <= args.concurrency <= 256:
-        raise InputError("must be 1..256", field="--concurrency")
-    from harness.judging.llm import check_timeout
+    from harness.cli.endpoint import check_endpoint_arguments, endpoint_client
 
-    check_timeout(args.timeout)  # nan, inf, 0, absurd: one line naming --timeout
-    if not 0 <= args.retries <= 100:
-        raise InputError("must be 0..100", field="--retries")
-    if args.max_tokens < 1:
-        raise InputError("must be at least 1", field="--max-tokens")
+    check_endpoint_arguments(args, "--judge http")
     for flag, price in (("--price-in", args.price_in), ("--price-out", args.price_out)):
         if price is not None and not price >= 0:
             raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)
-    key = None
-    if args.api_key_env:
-        import os
-
-        key = os.environ.get(args.api_key_env)
-        if not key:
-            raise InputError(f"environment variable {args.api_key_env} is not set or empty", field="--api-key-env")
+    judge = endpoint_client(args, args.model)  # an unset --api-key-env is refused here, before the pool is read
     rows = read_pool(args.pool)
     if not rows:
         raise InputError("the pool is empty: nothing to grade", path=args.pool)
     from harness import progress
     from harness.judging.auto import ReplyCache, fill_http
-    from harness.judging.llm import HttpJudge
     from harness.paths import cache_dir_of
 
-    judge = HttpJudge(
-        args.url, args.model, api_key=key, temperature=args.temperature, max_tokens=args.max_tokens,
-        timeout=args.timeout, retries=args.retries, concurrency=args.concurrency,
-    )  # fmt: skip
     cache = ReplyCache(cache_dir_of(None) / "judge" / "replies.jsonl", judge.cache_identity())
     with progress.session(sys.stderr, enabled=False if args.no_progress else None) as bar:
         summary = fill_http(

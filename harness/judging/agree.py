@@ -178,8 +178,6 @@ def system_qrels(a: Grades, b: Grades, base: Qrels | None) -> tuple[Qrels, Qrels
 
 def systems(runs: Mapping[str, Any], qa: Qrels, qb: Qrels, metrics: Sequence[str]) -> dict[str, Any]:
     """Each retriever's mean ``metrics`` against A's and B's judgments, and the rank correlations."""
-    from scipy.stats import kendalltau
-
     from harness.engine.score import score
 
     if not qa or not qb:
@@ -190,12 +188,18 @@ def systems(runs: Mapping[str, Any], qa: Qrels, qb: Qrels, metrics: Sequence[str
     out: dict[str, Any] = {"systems": {r: {m: [under_a[r][m], under_b[r][m]] for m in metrics} for r in names}}
     out["tau"], out["tau_ap"] = {}, {}
     for m in metrics:
-        xa = [under_a[r][m] for r in names]
-        xb = [under_b[r][m] for r in names]
-        tau = kendalltau(xa, xb).statistic if len(names) > 1 else float("nan")
-        out["tau"][m] = _num(float(tau))
-        out["tau_ap"][m] = _num(tau_ap(xa, xb))
+        out["tau"][m], out["tau_ap"][m] = rank_agreement([under_a[r][m] for r in names], [under_b[r][m] for r in names])
     return out
+
+
+def rank_agreement(xa: Sequence[float], xb: Sequence[float]) -> tuple[float | None, float | None]:
+    """Kendall's tau (scipy's tau-b) and tau_AP (``xa`` the reference) between two scorings of the
+    same systems, in the same order; None where undefined (fewer than 2 systems, constant scores).
+    One function for ``judge agree`` and ``synth bias`` (would the other set pick the same system?)."""
+    from scipy.stats import kendalltau
+
+    tau = kendalltau(xa, xb).statistic if len(xa) > 1 else float("nan")
+    return _num(float(tau)), _num(tau_ap(xa, xb))
 
 
 def render(report: Mapping[str, Any]) -> str:

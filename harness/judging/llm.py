@@ -93,7 +93,7 @@ def endpoint(url: str) -> str:
 @dataclass
 class Outcome:
     """One request's result after its retries: the grade (None: ungraded), why not, how many
-    requests, tokens spent. :meth:`HttpJudge.ask` puts its ``parse``'s answer in ``answer``."""
+    requests, tokens spent. :meth:`HttpJudge.ask` puts what its ``parse`` read in ``value``."""
 
     grade: int | None
     failure: str | None = None  # "unparsable" or "failed: <why>"
@@ -101,7 +101,7 @@ class Outcome:
     tokens_in: int = 0
     tokens_out: int = 0
     usage_refused: int = 0  # replies whose ``usage`` was not believable (not counted, not priced)
-    answer: Any = None
+    value: Any = None  # what the reply reader read (:meth:`HttpJudge.ask`); the grade for a judge
 
 
 class _Attempt(Exception):
@@ -272,14 +272,18 @@ class HttpJudge:
     def grade(self, query: str, title: str, text: str, stop: threading.Event | None = None) -> Outcome:
         """Ask until a grade comes back or the retries are spent; :class:`JudgeStopped` when the
         endpoint cannot grade anything."""
-        out = self.ask(umbrela.prompt(query, title, text), umbrela.parse, stop)
-        out.grade = out.answer
+        out, _ = self.ask(umbrela.prompt(query, title, text), umbrela.parse, stop)
         return out
 
-    def ask(self, content: str, parse: Callable[[str], Any], stop: threading.Event | None = None) -> Outcome:
-        """Send ``content`` as the user message until ``parse`` reads an answer (not None) from the
-        reply's text, or the retries are spent. :class:`JudgeStopped` (carrying the requests sent for
-        this message in ``requests``) when the endpoint cannot answer anything."""
+    def ask(
+        self, content: str, parse: Callable[[str], Any], stop: threading.Event | None = None
+    ) -> tuple[Outcome, str | None]:
+        """Send ``content`` as the user message until ``parse`` reads something other than None from
+        a reply (in ``Outcome.value``; ``Outcome.grade`` too when it is an int), or the retries are
+        spent; also the text of the reply that parsed. :class:`JudgeStopped` (carrying the requests
+        sent for this message in ``requests``) when the endpoint cannot answer anything. The request,
+        retry, deadline and stop machinery of :meth:`grade`, for any prompt and reply reader
+        (``harness synth generate`` asks for questions)."""
         body = {
             "model": self.model,
             "messages": [{"role": "user", "content": content}],
@@ -307,13 +311,15 @@ class HttpJudge:
                 self._stopped = e
                 raise
             _count_usage(out, reply)
-            answer = parse(_content(reply))
-            if answer is not None:
-                out.answer, out.failure = answer, None
-                return out
+            text = _content(reply)
+            value = parse(text)
+            if value is not None:
+                out.value, out.failure = value, None
+                out.grade = value if isinstance(value, int) else None
+                return out, text
             last = "unparsable"
         out.failure = last
-        return out
+        return out, None
 
     def _backoff(self, attempt: int, wait: float | None) -> float:
         if wait is not None:

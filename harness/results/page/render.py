@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.io import atomic
-from harness.results.page import summary
+from harness.results.page import summary, synthetic
 from harness.results.page.data import PageData, build
 from harness.results.page.embed import csp, script_json, text
 from harness.results.table import ComparisonTable, build_table
@@ -88,7 +88,8 @@ def render(
     sub.append(f"baseline {base}" if base else "no baseline")
     sub.append(f"written {created}")
     body = [
-        f"<header><h1>{text(title)}</h1><p class=sub>{text(' · '.join(sub))}</p></header>",
+        f"<header><h1>{text(title)}</h1><p class=sub>{text(' · '.join(sub))}</p>",
+        synthetic.header(results) + "</header>",  # a synthetic set's bias figures, where its numbers are read
         "<main>",
         '<section id="summary-section"><h2>Comparison</h2>',
         summary.failures(table),
