@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 import unicodedata
 import zlib
+from collections.abc import Hashable
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -66,7 +68,7 @@ def shingles(tokens: list[str], k: int = SHINGLE) -> set[tuple[str, ...]]:
     return {tuple(tokens[i : i + k]) for i in range(len(tokens) - k + 1)}
 
 
-def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
+def jaccard(a: AbstractSet[Hashable], b: AbstractSet[Hashable]) -> float:
     """|a & b| / |a | b| (1.0 for two empty sets)."""
     if not a and not b:
         return 1.0
