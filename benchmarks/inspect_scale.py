@@ -133,7 +133,7 @@ def templated_rows(n: int, kind: str, brute: int, work: Path) -> list[str]:
     largest = max((len(g) for g in groups), default=0)
     rows = [
         f"| {n:,} `{kind}` | {figures['wall_s']} | {figures['cpu_s']} | {figures['peak_rss_mb']} | "
-        f"{raw['cpu_s']} CPU s, {raw['peak_rss_mb']} MB ({ratio:.1f}x CPU) | {len(groups)} groups, largest {largest} |"
+        f"{raw['cpu_s']} CPU s, {raw['peak_rss_mb']} MB ({ratio:.1f}x CPU) | {len(groups)} (largest {largest}) |"
     ]
     if brute:
         sample = texts[:brute]
@@ -146,7 +146,7 @@ def templated_rows(n: int, kind: str, brute: int, work: Path) -> list[str]:
             raise SystemExit(f"{kind}, first {brute}: inspect found {len(got)} groups, brute force {len(expected)}")
         rows.append(
             f"| first {brute:,} `{kind}` | {small['wall_s']} | {small['cpu_s']} | {small['peak_rss_mb']} | - | "
-            f"{len(got)} groups, **equal to brute force** |"
+            f"{len(got)}, **equal to brute force** |"
         )
     return rows
 

@@ -80,6 +80,7 @@ CACHED_SETS = 4096
 #: distinct shingles numbered at once (the numbering starts again past it)
 NUMBERED = 2_000_000
 
+
 @dataclass
 class NearSearch:
     """What :func:`near_duplicate_search` found, and what it cost."""
