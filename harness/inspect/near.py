@@ -7,6 +7,9 @@ The grouping rule (what a group *is*, independent of how it is found):
     whose exact Jaccard with it is at least the threshold; if there is none, it becomes the
     representative of a new group. Groups of one are not reported.
 
+Exact copies (:mod:`harness.inspect.duplicates`) enter once, as their first copy, and are reported
+with it; a group that is only one exact group is left out (it is listed as exact duplicates).
+
 So every member is within the threshold of its group's representative (and, Jaccard distance being
 a metric, within ``2 * (1 - threshold)`` of every other member). The rule is not the transitive
 closure of "is a near duplicate of": a templated corpus (one page, a word changed per copy) chains
