@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import random
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.cli import main
-from harness.inspect.duplicates import duplicate_queries, judged_differently
+from harness.inspect.duplicates import duplicate_documents, duplicate_queries, judged_differently
 from harness.inspect.near import near_duplicate_documents
-from harness.inspect.text import ShingleHasher, jaccard, normalize, shingles, words
+from harness.inspect.text import ShingleHasher, normalize, words
 from harness.model import Corpus
+from tests.near_corpora import brute_force_groups
 
 WORDS = [
     "alpha",
@@ -298,10 +298,10 @@ def test_judged_differently_counts_an_unjudged_twin_and_a_different_grade() -> N
 
 @pytest.mark.parametrize(("threshold", "copies", "changes"), [(0.9, 5, range(13)), (0.5, 1, range(5, 9))])
 def test_near_duplicates_equal_brute_force_on_random_corpora(threshold: float, copies: int, changes: range) -> None:
-    """Every pair at exact shingle Jaccard >= the threshold is found, whatever the sketch: a corpus of
-    mutated copies (``changes`` words changed out of 120) against the all-pairs computation. At 0.5
-    (pairs at Jaccard 0.5 to 0.7) the bands are shorter: the default 25 x 5 would miss about a
-    quarter of them."""
+    """The groups equal the grouping rule (each member within the threshold of its group's
+    representative, the earliest that qualifies) computed by brute force, whatever the sketch: a
+    corpus of mutated copies (``changes`` words changed out of 120). At 0.5 (pairs at Jaccard 0.5
+    to 0.7) the bands are shorter: the default 25 x 5 would miss about a quarter of them."""
     rng = random.Random(7)
     texts = []
     for base in range(6 if copies > 1 else 40):
@@ -313,23 +313,9 @@ def test_near_duplicates_equal_brute_force_on_random_corpora(threshold: float, c
                 copy[rng.randrange(len(copy))] = rng.choice(WORDS)
             texts.append(" ".join(copy))
     corpus = Corpus([f"d{i}" for i in range(len(texts))], texts)
-    sets = [shingles(words(normalize(t))) for t in texts]
-    parent = list(range(len(texts)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            i = parent[i]
-        return i
-
-    for i, j in combinations(range(len(texts)), 2):
-        if jaccard(sets[i], sets[j]) >= threshold:
-            parent[find(j)] = find(i)
-    comps: dict[int, list[int]] = {}
-    for i in range(len(texts)):
-        comps.setdefault(find(i), []).append(i)
-    expected = sorted(sorted(c) for c in comps.values() if len(c) > 1)
+    expected = brute_force_groups(texts, threshold)
     assert expected  # the corpus does hold near duplicates
-    assert near_duplicate_documents(corpus, threshold=threshold) == expected
+    assert near_duplicate_documents(corpus, duplicate_documents(corpus), threshold=threshold) == expected
 
 
 HOSTILE = st.text(

@@ -1,6 +1,6 @@
 """``harness inspect`` on the shared real sets, against a direct computation written here apart
 from the package (plain dictionaries; near duplicates by exact prefix filtering over every
-document, no sketch):
+document, no sketch, grouped by the representative rule):
 
 - a copy of SciFact planted with known defects lists exactly the planted ids, and ``--strict``
   fails it; SciFact itself (with bm25 + dense results) gives the direct computation's findings,
@@ -73,7 +73,7 @@ def direct(folder: Path, split: str = "test") -> dict:
 
     exact = groups_of(text)
     # near duplicates: exact Jaccard >= 0.9 of 5-shingles; candidates by prefix filtering (two sets at
-    # Jaccard >= t share a shingle among the |S| - ceil(t |S|) + 1 rarest of each), then components
+    # Jaccard >= t share a shingle among the |S| - ceil(t |S|) + 1 rarest of each), then grouped
     later = {d for g in exact for d in g[1:]}
     sets = {d: shingle_set(tokens(t)) for d, t in text.items() if d not in later and tokens(t)}
     freq = Counter(s for S in sets.values() for s in S)
@@ -84,20 +84,19 @@ def direct(folder: Path, split: str = "test") -> dict:
         for s in prefix:
             pairs.update((o, d) for o in index[s])
             index[s].append(d)
-    parent = {d: d for d in sets}
-
-    def find(d: str) -> str:
-        while parent[d] != d:
-            d = parent[d]
-        return d
-
+    # the grouping rule (harness.inspect.near): in corpus order, a document joins the earliest
+    # representative it is within 0.9 of, else becomes one; here over every verified pair
+    close: dict[str, set[str]] = defaultdict(set)
     for a, b in pairs:
         inter = len(sets[a] & sets[b])
         if inter / (len(sets[a]) + len(sets[b]) - inter) >= 0.9:
-            parent[find(a)] = find(b)
-    comps: dict[str, list[str]] = defaultdict(list)
-    for d in sets:
-        comps[find(d)].append(d)
+            close[a].add(b)
+            close[b].add(a)
+    order = {d: i for i, d in enumerate(sets)}
+    comps: dict[str, list[str]] = {}  # representative -> its group
+    for d in sets:  # corpus order
+        rep = min((r for r in close[d] if r in comps), key=order.__getitem__, default=None)
+        comps.setdefault(d if rep is None else rep, []).append(d)
     copies = {g[0]: g for g in exact}
     near = sorted(sorted(x for d in c for x in copies.get(d, [d])) for c in comps.values() if len(c) > 1)
 

@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from harness import progress
     from harness.errors import InputError
     from harness.inspect import inspect_dataset
     from harness.inspect.near import THRESHOLD
@@ -65,10 +66,11 @@ def run(args: argparse.Namespace) -> int:
         judge_by=args.judge_by,
     )
     found = {}
-    for t in targets:
-        found[t.label] = inspect_dataset(
-            materialise(t), never_judged=t.never_judged, results=t.results, near_threshold=threshold
-        )
+    with progress.session(sys.stderr):  # a live line on a terminal (near duplicates of a large corpus)
+        for t in targets:
+            found[t.label] = inspect_dataset(
+                materialise(t), never_judged=t.never_judged, results=t.results, near_threshold=threshold
+            )
     written: list[str] = []
     if plots is not None:
         for t in targets:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 import unicodedata
 import zlib
+from collections.abc import Hashable
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -25,9 +27,10 @@ SHINGLE = 5
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"[.?!]+")
 
-# distinct odd 64-bit multipliers, one per position of a shingle: a shingle's hash depends on its
-# words and their order (numpy's uint64 arithmetic wraps, as a hash should)
-_MIX = np.array(
+#: distinct odd 64-bit multipliers, one per position of a shingle: a shingle's hash depends on its
+#: words and their order (numpy's uint64 arithmetic wraps, as a hash should); also one per row of
+#: a near-duplicate band (harness.inspect.near)
+MIX = np.array(
     [0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD],
     dtype=np.uint64,
 )
@@ -66,7 +69,7 @@ def shingles(tokens: list[str], k: int = SHINGLE) -> set[tuple[str, ...]]:
     return {tuple(tokens[i : i + k]) for i in range(len(tokens) - k + 1)}
 
 
-def jaccard(a: set[tuple[str, ...]], b: set[tuple[str, ...]]) -> float:
+def jaccard(a: AbstractSet[Hashable], b: AbstractSet[Hashable]) -> float:
     """|a & b| / |a | b| (1.0 for two empty sets)."""
     if not a and not b:
         return 1.0
@@ -95,6 +98,6 @@ class ShingleHasher:
         n = len(w) - k + 1
         h = np.full(n, np.uint64(k), dtype=np.uint64)  # the length tells a short text from a shingle
         for j in range(k):
-            h = (h ^ w[j : j + n]) * _MIX[j]
+            h = (h ^ w[j : j + n]) * MIX[j]
         h ^= h >> np.uint64(29)
         return np.unique((h ^ (h >> np.uint64(32))).astype(np.uint32))
