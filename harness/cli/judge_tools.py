@@ -145,7 +145,8 @@ def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: 
     from harness.judging.ppi import render
 
     report = _ppi(args, runs, metrics)
-    sys.stdout.write(json.dumps(report, indent=1) + "\n" if fmt == "json" else render(report))
+    # allow_nan=False: a NaN or Infinity in the JSON would be a bug here, never a figure to hand on
+    sys.stdout.write(json.dumps(report, indent=1, allow_nan=False) + "\n" if fmt == "json" else render(report))
     return 0
 
 

@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--docs needs a number of documents >= 0", field="--docs")
     if args.write and args.no_write:
         raise InputError("--write and --no-write contradict each other", field="--write")
+    if args.auto_qrels:  # before anything is read
+        from harness.stats.levels import check_level
+
+        check_level(args.alpha, "--alpha")
     from harness.results.integrity import check_results
 
     results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
