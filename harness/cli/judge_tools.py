@@ -95,10 +95,20 @@ def agree(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_seed(seed: int, field: str = "--seed") -> int:
+    """A seed numpy's generator takes: an integer >= 0 (one line, exit 2, before anything is read)."""
+    from harness.errors import InputError
+
+    if seed < 0:
+        raise InputError(f"must be an integer >= 0, got {seed}", field=field)
+    return seed
+
+
 def sample(args: argparse.Namespace) -> int:
     from harness.judging.sample import sample as do_sample
     from harness.judging.sample import sidecar
 
+    check_seed(args.seed)
     chosen, rows = do_sample(args.pool, args.queries, args.seed, args.out)
     log.info(
         "%d queries drawn with seed %d (%d pairs to grade, every one) written to %s; the draw is recorded in %s",
@@ -247,6 +257,7 @@ def apply_order(args: argparse.Namespace, judging) -> None:
     if args.order == "random":
         from harness.judging.order import shuffled
 
+        check_seed(args.seed)
         judging.order = shuffled(len(judging.rows), args.seed)
     elif args.order == "disagreement":
         from harness.judging.agree import read_grades

@@ -293,7 +293,10 @@ class Results(BaseModel):
             raise InputError("not a results.json written by harness (no 'summary')", path=source)
         version = data.get("schema_version", 1)
         if version == 1:
-            data = upgrade_v1(data)
+            try:
+                data = upgrade_v1(data)
+            except InputError as e:  # located: the file, then the key
+                raise InputError(e.message, path=source, field=e.field) from None
         elif version != SCHEMA_VERSION:
             raise InputError(
                 f"results schema_version {version!r} is newer than this harness reads ({SCHEMA_VERSION}); upgrade",
@@ -304,12 +307,39 @@ class Results(BaseModel):
         except ValidationError as e:
             err = e.errors()[0]
             raise InputError(err["msg"], path=source, field=".".join(str(x) for x in err["loc"])) from None
+        for r, ms in res.summary.items():
+            for m, v in ms.items():
+                if not math.isfinite(v):
+                    raise InputError(f"not a finite number ({v})", path=source, field=f"summary.{r}.{m}")
         n = len(res.query_ids)
         for r, cols in res.per_query.items():
             for m, v in cols.items():
                 if len(v) != n:
                     raise InputError(f"{len(v)} values for {n} query_ids", path=source, field=f"per_query.{r}.{m}")
+                if version != 1:  # schema 1's missing cells are NaN after the upgrade; a written NaN is not
+                    _finite(v, res.query_ids, source, f"per_query.{r}", m)
         return res
+
+
+#: schema 1's per-query shape, and what a file labelled schema 1 holds instead (a schema 2 body, say)
+_V1_SHAPE = (
+    "schema_version 1 holds per_query as {{retriever: {{query: {{metric: value}}}}}}, found a {found} here "
+    "(a schema 2 body labelled schema_version 1? schema 2 files say schema_version 2)"
+)
+
+
+def _finite(values: list[float], query_ids: list[str], source: Any, where: str, metric: str) -> None:
+    """Every per-query value a finite number (the harness writes no NaN or Infinity: one read here is
+    an edited file), else the first one located by retriever, query and metric."""
+    a = np.asarray(values, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(
+            f"not a finite number ({a[i]}){f'; {bad.size - 1} more in this column' if bad.size > 1 else ''}",
+            path=source,
+            field=f"{where}.{query_ids[i]}.{metric}",
+        )
 
 
 def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
@@ -325,6 +355,15 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
             if q not in seen:
                 seen.add(q)
                 qids.append(q)
+    for r, per in nested.items():  # schema 1's shape, checked before it is read: {query: {metric: number}}
+        if per is not None and not isinstance(per, dict):
+            raise InputError(_V1_SHAPE.format(found=type(per).__name__), field=f"per_query.{r}")
+        for q, vals in (per or {}).items():
+            if vals is not None and not isinstance(vals, dict):
+                raise InputError(_V1_SHAPE.format(found=type(vals).__name__), field=f"per_query.{r}.{q}")
+            for m, v in (vals or {}).items():
+                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+                    raise InputError(f"not a finite number: {v!r}", field=f"per_query.{r}.{q}.{m}")
     columns: dict[str, dict[str, list[float]]] = {}
     for r, per in nested.items():
         metrics = list((data.get("summary") or {}).get(r) or {})
