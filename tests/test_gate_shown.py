@@ -46,7 +46,8 @@ def _check(d: Path, *extra: str, tag: str):
         cwd=d,
     )  # fmt: skip
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    return proc.stdout, (d / f"{tag}.md").read_text(), ET.parse(d / f"{tag}.xml"), (d / "cur" / "report.html").read_text()
+    page = (d / "cur" / "report.html").read_text()
+    return proc.stdout, (d / f"{tag}.md").read_text(), ET.parse(d / f"{tag}.xml"), page
 
 
 def test_non_inferiority_rows_show_bound_and_margin_everywhere(folders):
@@ -83,4 +84,5 @@ def test_a_blind_gate_says_so_on_its_first_line(folders):
 
 def test_a_gate_that_sees_its_tolerance_prints_a_plain_verdict(folders):
     text, md, _, _ = _check(folders, "--tolerance", "0.2", tag="sees")
+    assert "blind" not in md.splitlines()[0], md[:300]
     assert "blind" not in text.splitlines()[0] and re.search(r"(PASS|FAIL): ", text.splitlines()[0]), text[:300]

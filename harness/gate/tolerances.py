@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness import defaults
 from harness.errors import InputError
-from harness.stats.levels import check_level
 from harness.io import yamltext
 from harness.metrics.names import parse_metric
+from harness.stats.levels import check_level
 
 DEFAULT_TOLERANCE = 0.01
 DEFAULT_ALPHA = defaults.ALPHA

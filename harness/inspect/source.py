@@ -112,11 +112,8 @@ def _config_targets(path: Path, split: str | None) -> list[Target]:
             gpath = gpath if gpath.is_absolute() else p.resolve().parent / gpath
             judge = raw.get("judge_by") or "auto"
             unjudged = empty_rows(gpath, split=raw.get("split"), judge_by=judge, fmt=raw.get("golden_format"))
-        targets.append(
-            Target(
-                name or ds.name, ds, unjudged, in_suite=config.datasets is not None, not_in_queries=judged_not_in_queries(ds)
-            )
-        )
+        suite, missing = config.datasets is not None, judged_not_in_queries(ds)
+        targets.append(Target(name or ds.name, ds, unjudged, in_suite=suite, not_in_queries=missing))
     cache = cache_dir_of(data.get("cache_dir") if isinstance(data.get("cache_dir"), str) else None)
     for cname, spec in (config.chunking or {}).items():
         if spec.get("method") == "none":
