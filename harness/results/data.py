@@ -284,8 +284,27 @@ class Results(BaseModel):
         text = read_utf8(file, "results file not found (expected results.json or a folder holding it)")
         data = jsontext.loads(text, path=file, invalid="not valid JSON")
         res = cls.from_json(data, source=file)
+        if isinstance(data, dict) and data.get("schema_version", 1) == 1:
+            _check_finite_v1(data, file)  # after the upgrade a cell schema 1 lacks is NaN: check the file's own
+        else:
+            res._check_finite(file)
         res._folder = file.parent
         return res
+
+    def _check_finite(self, source: Any) -> None:
+        """Every summary and per-query value of a file a finite number: the harness writes no NaN or
+        Infinity, so one read here is an edited file; the first is named by retriever, query and metric."""
+        for r, ms in self.summary.items():
+            for m, v in ms.items():
+                if not math.isfinite(v):
+                    raise InputError("not a finite number", path=source, field=f"summary.{r}.{m}")
+        for r, cols in self.per_query.items():
+            for m, v in cols.items():
+                bad = np.flatnonzero(~np.isfinite(np.asarray(v, dtype=np.float64)))
+                if bad.size:
+                    raise InputError(
+                        "not a finite number", path=source, field=f"per_query.{r}.{self.query_ids[int(bad[0])]}.{m}"
+                    )
 
     @classmethod
     def from_json(cls, data: Any, *, source: str | os.PathLike[str] | None = None) -> Results:
@@ -307,17 +326,11 @@ class Results(BaseModel):
         except ValidationError as e:
             err = e.errors()[0]
             raise InputError(err["msg"], path=source, field=".".join(str(x) for x in err["loc"])) from None
-        for r, ms in res.summary.items():
-            for m, v in ms.items():
-                if not math.isfinite(v):
-                    raise InputError(f"not a finite number ({v})", path=source, field=f"summary.{r}.{m}")
         n = len(res.query_ids)
         for r, cols in res.per_query.items():
             for m, v in cols.items():
                 if len(v) != n:
                     raise InputError(f"{len(v)} values for {n} query_ids", path=source, field=f"per_query.{r}.{m}")
-                if version != 1:  # schema 1's missing cells are NaN after the upgrade; a written NaN is not
-                    _finite(v, res.query_ids, source, f"per_query.{r}", m)
         return res
 
 
@@ -328,18 +341,17 @@ _V1_SHAPE = (
 )
 
 
-def _finite(values: list[float], query_ids: list[str], source: Any, where: str, metric: str) -> None:
-    """Every per-query value a finite number (the harness writes no NaN or Infinity: one read here is
-    an edited file), else the first one located by retriever, query and metric."""
-    a = np.asarray(values, dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(a))
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(
-            f"not a finite number ({a[i]}){f'; {bad.size - 1} more in this column' if bad.size > 1 else ''}",
-            path=source,
-            field=f"{where}.{query_ids[i]}.{metric}",
-        )
+def _check_finite_v1(data: dict[str, Any], source: Any) -> None:
+    """:meth:`Results._check_finite` for a schema 1 file, on the values it holds (shape already checked)."""
+    for r, ms in (data.get("summary") or {}).items():
+        for m, v in (ms or {}).items():
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InputError("not a finite number", path=source, field=f"summary.{r}.{m}")
+    for r, per in (data.get("per_query") or {}).items():
+        for q, vals in (per or {}).items():
+            for m, v in (vals or {}).items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise InputError("not a finite number", path=source, field=f"per_query.{r}.{q}.{m}")
 
 
 def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
@@ -361,9 +373,6 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
         for q, vals in (per or {}).items():
             if vals is not None and not isinstance(vals, dict):
                 raise InputError(_V1_SHAPE.format(found=type(vals).__name__), field=f"per_query.{r}.{q}")
-            for m, v in (vals or {}).items():
-                if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
-                    raise InputError(f"not a finite number: {v!r}", field=f"per_query.{r}.{q}.{m}")
     columns: dict[str, dict[str, list[float]]] = {}
     for r, per in nested.items():
         metrics = list((data.get("summary") or {}).get(r) or {})
