@@ -25,10 +25,16 @@ $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# the chunking comparison first, the demo comparison after it, and last the screen a newcomer came for:
+# the demo's table, its power sentences and the path of its report.html (`harness report --brief`)
+bench: BENCH_OUT := results/$(shell date +%Y%m%d-%H%M%S)-demo
 bench: $(VENV)/.installed
-	$(BIN)/harness run
 	@echo "== the same retrievers over two chunkings of the demo (rows retriever[chunking]; docs/chunking.md)"
 	$(BIN)/harness run --config configs/demo-chunked.yaml --out results/demo-chunked-$$(date +%Y%m%d-%H%M%S)
+	@echo "== the demo comparison (bare \`harness run\`)"
+	$(BIN)/harness run --out $(BENCH_OUT)
+	@echo "== the demo comparison in brief (all of it above and in $(BENCH_OUT))"
+	@$(BIN)/harness report $(BENCH_OUT) --brief
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check harness retrievers tests benchmarks examples

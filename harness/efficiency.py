@@ -119,5 +119,12 @@ class Cost:
             "peak_rss_mb": max((c.peak_rss_mb for c in own), default=0.0),
         }
         for c in own:
-            out.update(c.extra)
+            for key, value in c.extra.items():
+                have = out.get(key)
+                if value is None and key in out:
+                    continue  # a component that does not do this work (bm25 embeds nothing) hides no figure
+                if key.endswith("_seconds") and isinstance(have, (int, float)) and isinstance(value, (int, float)):
+                    out[key] = have + value  # work of several components adds up, as index time does
+                else:
+                    out[key] = value
         return out

@@ -91,6 +91,14 @@ def run_harness(
     )
 
 
+def default_sigint() -> None:
+    """``preexec_fn`` for a child a test will Ctrl-C (SIGINT): the default disposition, as a terminal
+    gives a user's process. A run in the background (``nohup make test &``) starts with SIGINT
+    ignored, an ignored signal stays ignored across exec, and Python then installs no
+    KeyboardInterrupt handler: the child would never see the Ctrl-C the test sends."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_judge_serve(pool: Path, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
     """``harness judge serve POOL --port 0`` as a running process (this checkout on the path): the
     tests that kill the server or drive it from a browser read its URL from the first stdout line."""
@@ -100,6 +108,7 @@ def start_judge_serve(pool: Path, stderr: Any = subprocess.PIPE) -> subprocess.P
         stderr=stderr,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=default_sigint,  # the tests stop it with SIGINT
     )
 
 

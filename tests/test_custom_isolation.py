@@ -23,7 +23,7 @@ from harness.errors import InputError, RetrieverError
 from harness.model import Document, Query
 from harness.registry import BuildContext
 from retrievers.custom import Guarded, IsolatedRetriever, PythonSpec, exit_description
-from tests.conftest import run_harness
+from tests.conftest import default_sigint, run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -294,9 +294,7 @@ def test_a_real_ctrl_c_inside_team_code_still_stops(team) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
-        # a test runner's worker may ignore SIGINT, and an ignored signal stays ignored across exec:
-        # give the child the disposition a terminal gives a user's process
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=default_sigint,  # a test runner's worker may ignore SIGINT (conftest.default_sigint)
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"

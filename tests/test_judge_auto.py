@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.judging import umbrela
 from harness.judging.pool import PoolRow, read_pool, write_pool
+from tests.conftest import default_sigint
 
 KEY = "sk-test-0123456789abcdefSECRET"
 _PAIR = re.compile(r"\nQuery: (.*)\nPassage: (.*)\n\nSplit this problem", re.S)
@@ -293,7 +294,7 @@ def test_ctrl_c_keeps_every_grade_received(tmp_path, monkeypatch):
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "judge", "auto", str(pool), "--judge", "http", "--url", url, "--model", "m",
          "--api-key-env", "R35_TEST_KEY", "--concurrency", "2", "--out", str(out), "--no-progress"],
-        env=env, stderr=subprocess.PIPE, text=True,
+        env=env, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from harness import evaluate
@@ -110,10 +110,14 @@ def test_unjudged_docs_never_raise_a_metric(qrels, run, n, on_top):
 
 @SETTINGS
 @given(qrels_st)
+@example({"q1": dict.fromkeys(DOCS[:13], 1)})  # 13 relevant documents: the draw that needed recall@13
+@example({"q1": dict.fromkeys(DOCS, 3)})  # every document the strategy can draw, all relevant
 def test_perfect_ranking_scores_one(qrels):
     # judged docs by grade descending, then everything else: the ideal ranking
     run = {q: {d: float(g) for d, g in j.items()} for q, j in qrels.items()}
-    pq = per_query(qrels, run, ALL + [f"recall@{k}" for k in range(1, 13)] + [f"precision@{k}" for k in range(1, 13)])
+    # every cutoff a query can need: r relevant documents, up to every document the strategy draws from
+    depths = range(1, len(DOCS) + 1)
+    pq = per_query(qrels, run, ALL + [f"recall@{k}" for k in depths] + [f"precision@{k}" for k in depths])
     for q, j in qrels.items():
         r = sum(1 for g in j.values() if g >= 1)
         vals = pq[q]
@@ -132,7 +136,8 @@ def test_perfect_ranking_scores_one(qrels):
 @SETTINGS
 @given(qrels_st, run_st)
 def test_relations_between_metrics(qrels, run):
-    pq = per_query(qrels, run, ALL + [f"precision@{k}" for k in range(1, 16)] + [f"recall@{k}" for k in range(1, 16)])
+    depths = range(1, len(DOCS) + 1)  # tied to the strategy's documents, not a number that can fall behind it
+    pq = per_query(qrels, run, ALL + [f"precision@{k}" for k in depths] + [f"recall@{k}" for k in depths])
     for q, v in pq.items():
         r = sum(1 for g in qrels[q].values() if g >= 1)
         for k in KS:
@@ -144,7 +149,7 @@ def test_relations_between_metrics(qrels, run):
             for kind in ("hit_rate", "mrr", "recall", "map"):
                 assert v[f"{kind}@{a}"] <= v[f"{kind}@{b}"] + 1e-15, (q, kind, a, b)
         assert v["mrr"] == v["mrr@10"] or len(run.get(q, {})) > 10
-        if r and r <= 15:
+        if r and r <= len(DOCS):
             assert v["r_precision"] == pytest.approx(v[f"precision@{r}"], abs=1e-15)
         assert v["hit_rate"] == float(v["mrr"] > 0)
 

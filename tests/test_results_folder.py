@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SLOW_RETRIEVER, kill_when_started, run_harness
+from tests.conftest import SLOW_RETRIEVER, default_sigint, kill_when_started, run_harness
 
 REPO = Path(__file__).resolve().parent.parent
 RUN_FILE = REPO / "examples" / "runs" / "tfidf.trec"
@@ -264,7 +264,7 @@ def test_ctrl_c_during_native_work_exits_130_with_one_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "--config", "run.yaml", "--out", "out", "--no-progress"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 240

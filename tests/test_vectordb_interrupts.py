@@ -19,6 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.conftest import default_sigint
+
 pytestmark = pytest.mark.slow
 
 LOCK_CLASS = 0x68726E73  # the advisory lock namespace of harness tables
@@ -34,6 +36,7 @@ def start_run(tmp_path: Path, cache_dir: Path, spec: str) -> subprocess.Popen[by
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=default_sigint,  # signalled with SIGINT: not ignored when the suite runs in the background
     )
 
 

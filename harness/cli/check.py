@@ -186,6 +186,15 @@ def run(args: argparse.Namespace) -> int:
         if args.require_power is not None and report.blind:
             more = f" (and {len(report.blind) - 1} more blind check(s))" if len(report.blind) > 1 else ""
             raise InputError(f"{report.blind[0]}{more}", field=f"--require-power {args.require_power:g}")
+        if args.require_power is not None and report.unsized:
+            n = len(report.unsized)
+            raise InputError(
+                f"no variance to size {n} check{'s' * (n != 1)} with ({', '.join(report.unsized[:3])}"
+                f"{', ...' if n > 3 else ''}): every per-query difference is the same and the baseline's "
+                "retrievers do not differ either, so no detectable drop can be computed; give a baseline with "
+                "retrievers that differ",
+                field=f"--require-power {args.require_power:g}",
+            )
     except InputError as e:
         _write_error(args, str(e))
         if args.format == "json":

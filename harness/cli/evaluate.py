@@ -72,6 +72,10 @@ def _compiled_qrels(path: str) -> CompiledQrels:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.auto_qrels:  # before anything is read: an alpha no interval can be computed at is one line
+        from harness.stats.levels import check_level
+
+        check_level(args.alpha, "--alpha")
     metrics = parse_metrics(args.metrics)
     qrels = _compiled_qrels(args.qrels)
     from harness.results.integrity import check_stored_run

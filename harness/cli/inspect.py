@@ -69,7 +69,11 @@ def run(args: argparse.Namespace) -> int:
     with progress.session(sys.stderr):  # a live line on a terminal (near duplicates of a large corpus)
         for t in targets:
             found[t.label] = inspect_dataset(
-                materialise(t), never_judged=t.never_judged, results=t.results, near_threshold=threshold
+                materialise(t),
+                never_judged=t.never_judged,
+                not_in_queries=t.not_in_queries,
+                results=t.results,
+                near_threshold=threshold,
             )
     written: list[str] = []
     if plots is not None:

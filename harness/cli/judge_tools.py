@@ -103,10 +103,20 @@ def agree(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_seed(seed: int, field: str = "--seed") -> int:
+    """A seed numpy's generator takes: an integer >= 0 (one line, exit 2, before anything is read)."""
+    from harness.errors import InputError
+
+    if seed < 0:
+        raise InputError(f"must be an integer >= 0, got {seed}", field=field)
+    return seed
+
+
 def sample(args: argparse.Namespace) -> int:
     from harness.judging.sample import sample as do_sample
     from harness.judging.sample import sidecar
 
+    check_seed(args.seed)
     chosen, rows = do_sample(args.pool, args.queries, args.seed, args.out)
     log.info(
         "%d queries drawn with seed %d (%d pairs to grade, every one) written to %s; the draw is recorded in %s",
@@ -153,7 +163,8 @@ def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: 
     from harness.judging.ppi import render
 
     report = _ppi(args, runs, metrics)
-    sys.stdout.write(json.dumps(report, indent=1) + "\n" if fmt == "json" else render(report))
+    # allow_nan=False: a NaN or Infinity in the JSON would be a bug here, never a figure to hand on
+    sys.stdout.write(json.dumps(report, indent=1, allow_nan=False) + "\n" if fmt == "json" else render(report))
     return 0
 
 
@@ -240,6 +251,7 @@ def apply_order(args: argparse.Namespace, judging) -> None:
     if args.order == "random":
         from harness.judging.order import shuffled
 
+        check_seed(args.seed)
         judging.order = shuffled(len(judging.rows), args.seed)
     elif args.order == "disagreement":
         from harness.judging.agree import read_grades

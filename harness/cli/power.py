@@ -22,6 +22,7 @@ from harness.cli.command import add_allow_incomplete, add_command
 from harness.errors import InputError
 from harness.stats import planning
 from harness.stats import power as pw
+from harness.stats.levels import check_level
 from harness.stats.planning import PlanRow
 
 #: ``harness power --help``: its line in ``harness --help``, a blank line, its description
@@ -65,8 +66,8 @@ def _check_args(args: argparse.Namespace) -> None:
     """Every option checked before anything is read: one line, exit 2."""
     if not (0 < args.power < 1):
         raise InputError(f"must be a number in (0, 1), got {args.power:g}", field="--power")
-    if args.alpha is not None and not (0 < args.alpha < 1):
-        raise InputError(f"must be a number in (0, 1), got {args.alpha:g}", field="--alpha")
+    if args.alpha is not None:
+        check_level(args.alpha, "--alpha")
     if args.alpha is not None and args.power <= args.alpha:
         raise InputError(f"must be above alpha ({args.alpha:g}), got {args.power:g}", field="--power")
     if args.delta is not None and not (math.isfinite(args.delta) and args.delta > 0):

@@ -54,6 +54,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=["tag"],
         help="also the table per slice of queries (their tags): counts, CIs, Holm-corrected tests within each slice",
     )
+    p.add_argument(
+        "--brief",
+        action="store_true",
+        help="only the comparison table, its legend with the power sentences, and the page's path (no "
+        "per-comparison tests): the screen to end a long log on (make bench)",
+    )
     p.add_argument("--html", action="store_true", help="(re-)write report.html, the page with the query explorer")
     p.add_argument("--serve", action="store_true", help="serve the folder's page on 127.0.0.1 (Ctrl-C stops)")
     p.add_argument("--port", type=int, default=8766, help="with --serve: port on 127.0.0.1 (default 8766; 0: any)")
@@ -82,6 +88,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--docs needs a number of documents >= 0", field="--docs")
     if args.write and args.no_write:
         raise InputError("--write and --no-write contradict each other", field="--write")
+    if args.auto_qrels:  # before anything is read
+        from harness.stats.levels import check_level
+
+        check_level(args.alpha, "--alpha")
     from harness.results.integrity import check_results
 
     results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
@@ -110,7 +120,15 @@ def run(args: argparse.Namespace) -> int:
         attach_folder(results)
         written = write_renderings(results, results.folder)
         log.info("re-wrote %s in %s", ", ".join(p.name for p in written), results.folder)
-    print_results(results, console)
+    print_results(results, console, detail=not args.brief)
+    if args.brief:
+        from harness.results.page.render import PAGE_FILE
+
+        page = results.folder / PAGE_FILE if results.folder is not None else None
+        if page is not None and page.is_file():
+            console.print(f"page: {page} (open it in a browser: every query, every ranking, the tests behind ▲/▼)")
+        elif results.folder is not None:
+            console.print(f"no page yet: `harness report {results.folder} --html` writes {PAGE_FILE}")
     if args.by == "tag":
         from harness.results.slices import print_by_tag
 

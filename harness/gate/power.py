@@ -103,6 +103,7 @@ def add_power(
             if margin is not None:
                 _inferior(row, "non-inferiority needs per-query scores of at least 2 common queries")
             else:  # no drop is detectable at all: blind, whatever the tolerance
+                row.blind = True
                 report.blind.append(
                     f"blind: {row.retriever} {row.metric}: with {row.queries} common quer"
                     f"{'y' if row.queries == 1 else 'ies'} the paired test detects no drop at all (it needs at least 2)"
@@ -125,6 +126,7 @@ def add_power(
             else:
                 _inferior(row, "")
         if not row.sd_used > 0:
+            report.unsized.append(f"{row.retriever} {row.metric}")
             report.power_notes.append(
                 f"{row.retriever} {row.metric}: every per-query difference is the same and the baseline gives no "
                 "estimate: no variance to size the set with"
@@ -135,6 +137,7 @@ def add_power(
         used[row.sd_source] += 1
         row.mde = min_effect(row.sd_used, row.queries, report.alpha, target)
         if margin is None and row.mde > row.tolerance:
+            row.blind = True
             report.blind.append(blind_line(row, report.alpha, target))
     if not target > report.alpha:
         report.power_notes.append(

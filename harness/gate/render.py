@@ -54,7 +54,8 @@ def power_lines(report: CheckReport) -> list[str]:
 
 def to_text(report: CheckReport) -> str:
     """A plain aligned table (CI logs are not terminals)."""
-    header = ["verdict", "retriever", "metric", "baseline", "current", "delta", "p-value", "tol", "queries"]
+    header = ["verdict", "retriever", "metric", "baseline", "current", "delta", "p-value"]
+    header += ["tol/margin" if _ni(report) else "tol", "queries"]
     header += _power_header(report)
     body = [
         [
@@ -65,7 +66,7 @@ def to_text(report: CheckReport) -> str:
             _f(r.current),
             _f(r.delta, signed=True),
             fmt_p(r.p_value),
-            f"{r.tolerance:g}",
+            r.limit(),
             str(r.queries),
             *_power_cells(report, r),
         ]
@@ -77,7 +78,8 @@ def to_text(report: CheckReport) -> str:
     def line(cells: Sequence[str]) -> str:
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
-    lines = [f"harness check: {report.baseline} -> {report.current}", report.dataset_line(), ""]
+    # the verdict on the first line too: a log cut after a screen still says PASS, FAIL or blind
+    lines = [f"harness check: {report.baseline} -> {report.current}: {report.headline()}", report.dataset_line(), ""]
     lines += [line(header), line(["-" * w for w in widths]), *map(line, body), ""]
     lines += [f"{'FAILURE' if bad else 'note'}: {text}" for text, bad in report.row_notes()]
     lines += [f"FAILURE: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
@@ -104,7 +106,9 @@ def to_markdown(report: CheckReport, page: str | None = None) -> str:
     extra = _power_header(report)
     out += [
         "",
-        "| verdict | retriever | metric | baseline | current | delta | p-value | tolerance | queries | "
+        "| verdict | retriever | metric | baseline | current | delta | p-value | "
+        + ("tolerance / margin" if _ni(report) else "tolerance")
+        + " | queries | "
         + " | ".join(extra)
         + " |",
     ]
@@ -113,7 +117,7 @@ def to_markdown(report: CheckReport, page: str | None = None) -> str:
         verdict = r.verdict.replace("_", " ")
         verdict = f"**{verdict.upper()}**" if r.failing else verdict
         cells = [verdict, _md(r.retriever), _md(r.metric), _f(r.baseline), _f(r.current)]
-        cells += [_f(r.delta, signed=True), fmt_p(r.p_value), f"{r.tolerance:g}", str(r.queries)]
+        cells += [_f(r.delta, signed=True), fmt_p(r.p_value), r.limit(), str(r.queries)]
         cells += _power_cells(report, r)
         out.append("| " + " | ".join(cells) + " |")
     out += ["", MARKER]

@@ -19,6 +19,7 @@ from harness import defaults
 from harness.errors import InputError
 from harness.io import yamltext
 from harness.metrics.names import parse_metric
+from harness.stats.levels import check_level
 
 DEFAULT_TOLERANCE = 0.01
 DEFAULT_ALPHA = defaults.ALPHA
@@ -59,10 +60,9 @@ def check_tolerance(value: float, what: str = "--tolerance") -> float:
 
 
 def check_alpha(value: float, what: str = "alpha") -> float:
-    """A significance level strictly between 0 and 1 (NaN fails both comparisons, so it is refused)."""
-    if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1):
-        raise InputError(f"must be a number in (0, 1), got {value}", field=what)
-    return float(value)
+    """A significance level strictly between 0 and 1 and above float resolution (NaN fails both
+    comparisons, so it is refused; :func:`harness.stats.levels.check_level`)."""
+    return check_level(value, what)
 
 
 class Tolerances(BaseModel):

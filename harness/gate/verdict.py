@@ -66,10 +66,19 @@ class CheckRow(BaseModel):
     mde: float | None = None
     #: queries the tolerance needs (blind rows only)
     queries_needed: int | None = None
+    #: the check cannot see its tolerance here (its detectable drop is larger, or it has < 2 queries)
+    blind: bool = False
 
     @property
     def failing(self) -> bool:
         return self.verdict in FAILING
+
+    def limit(self) -> str:
+        """The ``tol`` cell: the regression tolerance, or under non-inferiority the margin the bound is
+        held to (``margin 0.02``): the tolerance plays no part in that row's verdict."""
+        if self.rule == "non_inferiority" and self.margin is not None:
+            return f"margin {self.margin:g}"
+        return f"{self.tolerance:g}"
 
     def message(self, alpha: float) -> str:
         """One sentence for logs and JUnit failures."""
@@ -133,6 +142,8 @@ class CheckReport(BaseModel):
     blind: list[str] = Field(default_factory=list)
     #: where the variance came from, non-inferiority's chance of passing
     power_notes: list[str] = Field(default_factory=list)
+    #: checks with no variance to size them with (every difference alike, no baseline estimate)
+    unsized: list[str] = Field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -171,10 +182,26 @@ class CheckReport(BaseModel):
             parts.append("dataset changed")
         checked = sum(c[v] for v in ORDER if v != "new")
         rest = [f"{c[v]} {v.replace('_', ' ')}" for v in ("not_significant", "improved", "new", "ok") if c[v]]
-        return (
-            f"{'FAIL' if self.failed else 'PASS'}: {', '.join(parts)} "
-            f"({checked} checks{': ' + ', '.join(rest) if rest else ''})"
-        )
+        return f"{self.verdict_word()}: {', '.join(parts)} ({checked} checks{': ' + ', '.join(rest) if rest else ''})"
+
+    def verdict_word(self) -> str:
+        """``FAIL``, ``PASS``, or either with what a blind gate cannot see (:meth:`blindness`)."""
+        checked = sum(n for v, n in self.counts().items() if v != "new")
+        return f"{'FAIL' if self.failed else 'PASS'}{self.blindness(checked)}"
+
+    def blindness(self, checked: int) -> str:
+        """`` (blind on 24 of 24 checks: drops under 0.026 to 0.072 are invisible with 83 queries)``: what
+        a PASS cannot vouch for, in the headline itself ("" when the gate sees every tolerance)."""
+        rows = [r for r in self.rows if r.blind]
+        if not rows:
+            return ""
+        mdes = sorted({round(r.mde, 3) for r in rows if r.mde is not None})
+        queries = sorted({r.queries for r in rows})
+        n = f"{queries[0]:,}" if len(queries) == 1 else f"{queries[0]:,} to {queries[-1]:,}"
+        if not mdes:  # fewer than 2 common queries: no drop is detectable at all
+            return f" (blind on {len(rows)} of {checked} checks: no drop is detectable with {n} common queries)"
+        under = f"{mdes[0]:.3f}" if len(mdes) == 1 else f"{mdes[0]:.3f} to {mdes[-1]:.3f}"
+        return f" (blind on {len(rows)} of {checked} checks: drops under {under} are invisible with {n} queries)"
 
     def rule(self) -> str:
         text = (

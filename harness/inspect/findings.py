@@ -40,6 +40,7 @@ class JudgedDifferently(BaseModel):
 
 #: findings that change comparisons: the JSON key, and how the verdict names one (one, several)
 CHANGING = {
+    "empty_corpus": ("an empty corpus (no retriever can find anything)",) * 2,
     "leaking_queries": (
         "query leaking verbatim from a relevant document",
         "queries leaking verbatim from a relevant document",
@@ -52,6 +53,10 @@ CHANGING = {
 }
 #: findings worth a look that move every retriever alike
 NOTABLE = {
+    "judged_queries_not_in_queries": (
+        "judged query missing from the queries file (its judgments are skipped)",
+        "judged queries missing from the queries file (their judgments are skipped)",
+    ),
     "unjudged_queries": ("query without a judgment", "queries without a judgment"),
     "only_nonrelevant_queries": ("query judged only non-relevant", "queries judged only non-relevant"),
     "duplicate_queries": ("group of duplicate queries", "groups of duplicate queries"),
@@ -65,6 +70,8 @@ NOTABLE = {
 
 
 def _named(n: int, names: tuple[str, str]) -> str:
+    if names[0] == names[1]:  # a yes/no finding (an empty corpus): no count
+        return names[0]
     return f"{n} {names[0] if n == 1 else names[1]}"
 
 
@@ -79,6 +86,10 @@ class Inspection(BaseModel):
     dataset: dict[str, Any]
     grades: dict[str, int]
     relevant_per_query: dict[str, int | float]
+    #: the corpus holds no document (every retriever scores 0; the loader only warns)
+    empty_corpus: bool = False
+    #: judged query ids the queries file lacks: the loader skips their judgments with a warning
+    judged_queries_not_in_queries: list[str] = Field(default_factory=list)
     unjudged_queries: list[str]
     only_nonrelevant_queries: list[str]
     missing_judged_documents: list[str]
@@ -99,7 +110,8 @@ class Inspection(BaseModel):
     judged_at_10: dict[str, float | None] | None = None
 
     def count(self, key: str) -> int:
-        return len(getattr(self, key))
+        value = getattr(self, key)
+        return int(value) if isinstance(value, bool) else len(value)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--format json`` payload: the verdict first, absent results keys left out."""
@@ -128,11 +140,14 @@ def inspect_dataset(
     dataset: GoldenDataset,
     *,
     never_judged: list[str] | tuple[str, ...] = (),
+    not_in_queries: list[str] | tuple[str, ...] = (),
     results: Results | None = None,
     near_threshold: float = THRESHOLD,
 ) -> Inspection:
     """Every finding for ``dataset``. ``never_judged``: queries the dataset's files hold that no
     judgment names (the loader drops them, so the caller who read the files passes them);
+    ``not_in_queries``: judged query ids the queries file lacks (the loader skips their judgments
+    with a warning; the caller who read the files passes them);
     ``results``: a :class:`~harness.results.Results` of this dataset, for the difficulty findings."""
     ids = dataset.doc_ids
     exact_docs = duplicates.duplicate_documents(dataset.corpus)
@@ -151,6 +166,8 @@ def inspect_dataset(
         dataset=dataset.summary(),
         grades={str(g): n for g, n in judgments.grade_histogram(dataset.qrels).items()},
         relevant_per_query=judgments.relevant_per_query(dataset),
+        empty_corpus=len(ids) == 0,
+        judged_queries_not_in_queries=sorted(not_in_queries),
         unjudged_queries=judgments.unjudged_queries(dataset, never_judged),
         only_nonrelevant_queries=judgments.only_nonrelevant_queries(dataset),
         missing_judged_documents=judgments.missing_judged_documents(dataset),

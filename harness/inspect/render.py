@@ -50,7 +50,10 @@ def _section(found: Inspection, fmt: str) -> list[str]:
     rpq = found.relevant_per_query
     rows.append(("grades (grade: judgments)", grades))
     rows.append(("relevant per query", f"min {rpq['min']:g}, median {rpq['median']:g}, max {rpq['max']:g}"))
+    if found.empty_corpus:
+        rows.append(("empty corpus", "no document: every retriever scores 0"))
     for key, label in (
+        ("judged_queries_not_in_queries", "judged queries missing from the queries file"),
         ("unjudged_queries", "unjudged queries"),
         ("only_nonrelevant_queries", "queries judged only non-relevant"),
         ("missing_judged_documents", "judged ids missing from the corpus"),

@@ -45,6 +45,8 @@ class Target:
     dataset: GoldenDataset
     never_judged: list[str] = field(default_factory=list)
     results: Results | None = None
+    #: judged query ids its queries file lacks (a BEIR folder; the loader skips them with a warning)
+    not_in_queries: list[str] = field(default_factory=list)
     chunking: tuple[str, dict[str, Any], Path] | None = None
     #: one dataset of a suite (``datasets:``): its results are the suite folder's ``<label>/``
     in_suite: bool = False
@@ -61,6 +63,17 @@ def never_judged(dataset: GoldenDataset) -> list[str]:
     for split in available_splits(root):
         judged |= set(read_qrels(root / "qrels" / f"{split}.tsv"))
     return sorted(q.id for q in queries if not q.keywords and q.id not in judged)
+
+
+def judged_not_in_queries(dataset: GoldenDataset) -> list[str]:
+    """For a BEIR folder: the query ids its split's qrels judge that ``queries.jsonl`` lacks (the
+    loader skips them with a warning; ``harness inspect`` makes them a finding). Empty otherwise."""
+    root = Path(dataset.source) if dataset.source else None
+    qrels = root / "qrels" / f"{dataset.split}.tsv" if root is not None else None
+    if root is None or qrels is None or not (root / "queries.jsonl").is_file() or not qrels.is_file():
+        return []
+    known = {q.id for q in read_queries(root / "queries.jsonl")[0]}
+    return sorted(q for q in read_qrels(qrels) if q not in known)
 
 
 def empty_rows(golden: str | Path, *, split: str | None, judge_by: str, fmt: str | None = None) -> list[str]:
@@ -99,7 +112,8 @@ def _config_targets(path: Path, split: str | None) -> list[Target]:
             gpath = gpath if gpath.is_absolute() else p.resolve().parent / gpath
             judge = raw.get("judge_by") or "auto"
             unjudged = empty_rows(gpath, split=raw.get("split"), judge_by=judge, fmt=raw.get("golden_format"))
-        targets.append(Target(name or ds.name, ds, unjudged, in_suite=config.datasets is not None))
+        suite, missing = config.datasets is not None, judged_not_in_queries(ds)
+        targets.append(Target(name or ds.name, ds, unjudged, in_suite=suite, not_in_queries=missing))
     cache = cache_dir_of(data.get("cache_dir") if isinstance(data.get("cache_dir"), str) else None)
     for cname, spec in (config.chunking or {}).items():
         if spec.get("method") == "none":
@@ -160,7 +174,7 @@ def resolve(
         targets = _config_targets(Path(dataset), split)
     else:
         ds = load_dataset(dataset or defaults.DATASET, split or defaults.SPLIT)
-        targets = [Target(ds.name, ds, never_judged(ds))]
+        targets = [Target(ds.name, ds, never_judged(ds), not_in_queries=judged_not_in_queries(ds))]
     for t in targets:  # a lone surrogate would crash the fingerprint, hours into a large set: say where
         if t.chunking is None:
             check_corpus_encodable(t.dataset)

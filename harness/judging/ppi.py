@@ -27,6 +27,7 @@ from harness import defaults
 from harness.errors import InputError
 from harness.model import Qrels
 from harness.run import Run
+from harness.stats.levels import check_level
 from harness.stats.ppi import classical_mean_ci, ppi_mean_ci
 
 log = logging.getLogger("harness")
@@ -97,8 +98,7 @@ def ppi_report(
     n_unlabelled, lam}``. Differences are per query (run minus ``baseline``, default the first run),
     so the same queries' judge errors cancel where they can.
     """
-    if not 0 < alpha < 1:
-        raise InputError("must lie in (0, 1)", field="--alpha")
+    check_level(alpha, "--alpha")
     s = split(human, judge, labelled)
     if s.incomplete:
         log.warning(
@@ -152,9 +152,12 @@ def render(report: Mapping[str, Any]) -> str:
         for name, per in report[group].items():
             for m, iv in per.items():
                 p, c = iv["ppi"], iv["classical"]
-                ratio = (p["high"] - p["low"]) / (c["high"] - c["low"]) if c["high"] > c["low"] else float("nan")
-                lines.append(f"{name:<28}{m:<14}{_iv(p):>26}{_iv(c):>26}{ratio:>8.2f}")
-    lines.append("width: the PPI interval's width over the people-only interval's (below 1: the judge helps)")
+                ratio = f"{(p['high'] - p['low']) / (c['high'] - c['low']):.2f}" if c["high"] > c["low"] else "–"
+                lines.append(f"{name:<28}{m:<14}{_iv(p):>26}{_iv(c):>26}{ratio:>8}")
+    lines.append(
+        "width: the PPI interval's width over the people-only interval's (below 1: the judge helps; –: the "
+        "people-only interval has no width)"
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -286,8 +286,27 @@ class Results(BaseModel):
         text = read_utf8(file, "results file not found (expected results.json or a folder holding it)")
         data = jsontext.loads(text, path=file, invalid="not valid JSON")
         res = cls.from_json(data, source=file)
+        if isinstance(data, dict) and data.get("schema_version", 1) == 1:
+            _check_finite_v1(data, file)  # after the upgrade a cell schema 1 lacks is NaN: check the file's own
+        else:
+            res._check_finite(file)
         res._folder = file.parent
         return res
+
+    def _check_finite(self, source: Any) -> None:
+        """Every summary and per-query value of a file a finite number: the harness writes no NaN or
+        Infinity, so one read here is an edited file; the first is named by retriever, query and metric."""
+        for r, ms in self.summary.items():
+            for m, v in ms.items():
+                if not math.isfinite(v):
+                    raise InputError("not a finite number", path=source, field=f"summary.{r}.{m}")
+        for r, cols in self.per_query.items():
+            for m, v in cols.items():
+                bad = np.flatnonzero(~np.isfinite(np.asarray(v, dtype=np.float64)))
+                if bad.size:
+                    raise InputError(
+                        "not a finite number", path=source, field=f"per_query.{r}.{self.query_ids[int(bad[0])]}.{m}"
+                    )
 
     @classmethod
     def from_json(cls, data: Any, *, source: str | os.PathLike[str] | None = None) -> Results:
@@ -295,7 +314,10 @@ class Results(BaseModel):
             raise InputError("not a results.json written by harness (no 'summary')", path=source)
         version = data.get("schema_version", 1)
         if version == 1:
-            data = upgrade_v1(data)
+            try:
+                data = upgrade_v1(data)
+            except InputError as e:  # located: the file, then the key
+                raise InputError(e.message, path=source, field=e.field) from None
         elif version != SCHEMA_VERSION:
             raise InputError(
                 f"results schema_version {version!r} is newer than this harness reads ({SCHEMA_VERSION}); upgrade",
@@ -314,6 +336,26 @@ class Results(BaseModel):
         return res
 
 
+#: schema 1's per-query shape, and what a file labelled schema 1 holds instead (a schema 2 body, say)
+_V1_SHAPE = (
+    "schema_version 1 holds per_query as {{retriever: {{query: {{metric: value}}}}}}, found a {found} here "
+    "(a schema 2 body labelled schema_version 1? schema 2 files say schema_version 2)"
+)
+
+
+def _check_finite_v1(data: dict[str, Any], source: Any) -> None:
+    """:meth:`Results._check_finite` for a schema 1 file, on the values it holds (shape already checked)."""
+    for r, ms in (data.get("summary") or {}).items():
+        for m, v in (ms or {}).items():
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InputError("not a finite number", path=source, field=f"summary.{r}.{m}")
+    for r, per in (data.get("per_query") or {}).items():
+        for q, vals in (per or {}).items():
+            for m, v in (vals or {}).items():
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise InputError("not a finite number", path=source, field=f"per_query.{r}.{q}.{m}")
+
+
 def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     """Schema 1 (``per_query[retriever][query][metric]``) as schema 2 (columns over ``query_ids``)."""
     out = dict(data)
@@ -327,6 +369,12 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
             if q not in seen:
                 seen.add(q)
                 qids.append(q)
+    for r, per in nested.items():  # schema 1's shape, checked before it is read: {query: {metric: number}}
+        if per is not None and not isinstance(per, dict):
+            raise InputError(_V1_SHAPE.format(found=type(per).__name__), field=f"per_query.{r}")
+        for q, vals in (per or {}).items():
+            if vals is not None and not isinstance(vals, dict):
+                raise InputError(_V1_SHAPE.format(found=type(vals).__name__), field=f"per_query.{r}.{q}")
     columns: dict[str, dict[str, list[float]]] = {}
     for r, per in nested.items():
         metrics = list((data.get("summary") or {}).get(r) or {})

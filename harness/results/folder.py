@@ -100,6 +100,30 @@ def _read_record(f: Path) -> dict | None:
     return rec
 
 
+def run_file(folder: Path, file: object, name: str) -> Path:
+    """The path of the run file ``results.json`` names for retriever ``name``, which must lie inside
+    ``folder`` (after ``..`` and symbolic links are resolved): a results.json edited or written by
+    another tool must not make a report read, and put into report.html, a file from anywhere else.
+    An :class:`InputError` naming the key otherwise, whatever ``--allow-incomplete`` says."""
+    from harness.errors import InputError
+
+    where = folder / RESULTS
+    if not isinstance(file, str) or not file or "\x00" in file:
+        raise InputError(f"must be a relative path inside the folder, got {file!r}", path=where,
+                         field=f"run_files.{name}.file")  # fmt: skip
+    path = folder / file
+    root = folder.resolve()
+    target = path.resolve()
+    if Path(file).is_absolute() or (target != root and root not in target.parents):
+        raise InputError(
+            f"{file!r} lies outside the results folder: a run file named in results.json must be inside it "
+            f"(runs/<name>.trec)",
+            path=where,
+            field=f"run_files.{name}.file",
+        )
+    return path
+
+
 def harness_files(folder: Path) -> set[str]:
     """Relative paths (``/``-separated) in ``folder`` that the harness wrote; see the module doc."""
     owned: set[str] = set(listed_files(folder) or ())

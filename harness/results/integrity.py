@@ -17,6 +17,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.results import Results
+from harness.results.folder import run_file
 
 log = logging.getLogger("harness")
 
@@ -50,7 +51,7 @@ def problems(results: Results) -> list[tuple[str, str]]:
     for name, ref in results.run_files.items():
         if not isinstance(ref, dict) or not ref.get("file"):
             continue
-        path = folder / str(ref["file"])
+        path = run_file(folder, ref["file"], name)  # outside the folder: an error, never a warning
         if not path.is_file():
             found.append((str(path), f"the run file of {name!r} named in results.json is missing"))
             continue
@@ -67,9 +68,13 @@ def problems(results: Results) -> list[tuple[str, str]]:
 
 
 def check_results(results: Results, *, allow_incomplete: bool = False, what: str = "") -> Results:
-    """Refuse (exit 2, naming the file) or, with ``allow_incomplete``, warn about every problem."""
-    found = problems(results)
+    """Refuse (exit 2, naming the file) or, with ``allow_incomplete``, warn about every problem. A run
+    file named outside the folder is refused either way (:func:`~harness.results.folder.run_file`)."""
     label = f"{what} " if what else ""
+    try:
+        found = problems(results)
+    except InputError as e:
+        raise InputError(e.message, path=f"{label}{e.path}", field=e.field) from None
     if found and not allow_incomplete:
         path, msg = found[0]
         more = f" ({len(found) - 1} more problem(s))" if len(found) > 1 else ""

@@ -45,7 +45,7 @@ from harness.io.trec import format_run, read_qrels, read_run, write_qrels
 from harness.model import Qrels
 from harness.outcome import Outcome
 from harness.results import SCHEMA, Results, is_results_file
-from harness.results.folder import carry_user_files, relative, rescue_then_remove, run_records, run_stem
+from harness.results.folder import carry_user_files, relative, rescue_then_remove, run_file, run_records, run_stem
 from harness.run import Run
 
 log = logging.getLogger("harness")
@@ -294,7 +294,10 @@ def _read_stored(folder: Path, name: str, config_hash: str, *, load: bool = True
         return None
     if rec.get("name") != name or rec.get("config_hash") != config_hash or rec.get("status") != "ok":
         return None
-    run_path = folder / str(rec.get("file", ""))
+    try:
+        run_path = run_file(folder, rec.get("file"), name)  # a record naming a file elsewhere: not reused
+    except InputError:
+        return None
     try:
         data = run_path.read_bytes()
     except OSError:
@@ -377,7 +380,7 @@ def _stored_costs(results: Results) -> dict[str, Cost]:
         if results.folder is None or not file:
             continue
         try:
-            rec = json.loads((results.folder / str(file)).with_suffix(".json").read_text(encoding="utf-8"))
+            rec = json.loads(run_file(results.folder, file, name).with_suffix(".json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict) and rec.get("cost"):
@@ -394,7 +397,7 @@ def read_runs(results: Results) -> dict[str, Run]:
         return runs
     for name in results.summary:
         ref = results.run_files.get(name) or {}
-        path = folder / str(ref["file"]) if ref.get("file") else folder / RUNS / f"{_v1_name(name)}.trec"
+        path = run_file(folder, ref["file"], name) if ref.get("file") else folder / RUNS / f"{_v1_name(name)}.trec"
         if path.is_file():
             runs[name] = read_run(path, name=name)
     return runs

@@ -23,6 +23,7 @@ import numpy as np
 from scipy.stats import norm
 
 from harness import defaults
+from harness.stats.levels import check_level
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,8 @@ class Interval:
 
 
 def _z(alpha: float) -> float:
-    if not 0 < alpha < 1:
-        raise ValueError("alpha must lie in (0, 1)")
-    return float(norm.ppf(1 - alpha / 2))
+    check_level(alpha)
+    return float(norm.isf(alpha / 2))
 
 
 def _arr(x: np.ndarray | list[float], name: str) -> np.ndarray:
@@ -59,13 +59,18 @@ def classical_mean_ci(y: np.ndarray | list[float], alpha: float = defaults.ALPHA
 
 def power_tuning(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray) -> float:
     """PPI++'s lambda for a mean: ``cov(y, yhat) / ((1 + n / N) * var(yhat over all queries))``,
-    clipped to [0, 1] (ppi_py's ``_calc_lam_glm`` with an identity Hessian, one coordinate)."""
+    clipped to [0, 1] (ppi_py's ``_calc_lam_glm`` with an identity Hessian, one coordinate).
+
+    A judge whose figure does not vary over the queries (two runs that rank alike, so every
+    per-query difference is 0; a metric at its ceiling) carries no information on how the queries
+    differ: ``lam`` is 0 there, the classical interval. ppi_py divides 0 by 0 and returns NaN, an
+    interval no one can use."""
     n, big_n = y.size, yhat_unlabelled.size
     cov = 2 * float(np.sum((y - y.mean()) * (yhat - yhat.mean()))) / n
     var = float(np.var(np.concatenate([yhat, yhat_unlabelled]), ddof=1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lam = cov / (2 * (1 + n / big_n) * var)
-    return float(np.clip(lam, 0, 1))  # NaN (a constant judge) stays NaN, as in ppi_py
+    if not var > 0:
+        return 0.0
+    return float(np.clip(cov / (2 * (1 + n / big_n) * var), 0, 1))
 
 
 def ppi_mean_ci(

@@ -46,7 +46,9 @@ class SuiteCheck:
         checks = sum(len(r.rows) for r in self.reports.values())
         n = len(self.reports)
         if not self.failed:
-            return f"suite PASS: {n} datasets, {checks} checks, no regression"
+            blind = sum(1 for r in self.reports.values() for row in r.rows if row.blind)
+            seen = f" (blind on {blind} of {checks} checks: see each dataset's line)" if blind else ""
+            return f"suite PASS{seen}: {n} datasets, {checks} checks, no regression"
         parts = []
         for d in self.failing_datasets():
             bad = [f"{r.retriever} {r.metric} {r.verdict}" for r in self.reports[d].sorted_rows() if r.failing]
@@ -100,7 +102,7 @@ def to_text(sc: SuiteCheck) -> str:
     n = len(sc.reports)
     for i, (d, report) in enumerate(sc.reports.items(), start=1):
         parts.append(
-            f"== dataset {i}/{n}: {d}: {'FAIL' if report.failed else 'PASS'} ==\n{gate_render.to_text(report)}"
+            f"== dataset {i}/{n}: {d}: {report.verdict_word()} ==\n{gate_render.to_text(report)}"
         )
     parts += [f"FAILURE: {p}\n" for p in sc.problems]
     return "\n".join(parts) + sc.headline() + "\n"

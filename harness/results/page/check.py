@@ -54,6 +54,14 @@ def _num(x: float | None, signed: bool = False) -> str:
     return f"{x:+.4f}" if signed else f"{x:.4f}"
 
 
+def _rule_cells(r: Any) -> str:
+    """What the verdict was held to: the tolerance, or under non-inferiority the margin and the
+    one-sided lower bound of the mean difference that must lie above ``-margin``."""
+    limit = r.limit() if hasattr(r, "limit") else f"{getattr(r, 'tolerance', 0.0):g}"
+    bound = _num(getattr(r, "bound", None), True) if getattr(r, "rule", "") == "non_inferiority" else ""
+    return f"<td>{text(limit)}</td><td>{bound}</td>"
+
+
 def section(report: Any, baseline: Results, current: Results, *, baseline_label: str = "") -> str:
     """The section's HTML (see module doc)."""
     from harness.results.table import fmt_p
@@ -65,7 +73,8 @@ def section(report: Any, baseline: Results, current: Results, *, baseline_label:
         f"<p class=sub>baseline folder: <code>{text(baseline_label or report.baseline)}</code> · checked "
         f"{text(_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'))}</p>",
         '<div class="scroll"><table class="num"><thead><tr><th>verdict</th><th>retriever</th><th>metric</th>'
-        "<th>baseline</th><th>current</th><th>Δ</th><th>p</th><th>queries that lost most</th></tr></thead><tbody>",
+        "<th>baseline</th><th>current</th><th>Δ</th><th>p</th><th>tolerance / margin</th><th>bound</th>"
+        "<th>queries that lost most</th></tr></thead><tbody>",
     ]
     for k, r in enumerate(rows):
         links = []
@@ -80,7 +89,7 @@ def section(report: Any, baseline: Results, current: Results, *, baseline_label:
             f"<tr{rid}><td class=l>{verdict}</td><th scope=row>{text(r.retriever)}</th>"
             f"<td class=l>{text(r.metric)}</td>"
             f"<td>{_num(r.baseline)}</td><td>{_num(r.current)}</td><td>{_num(r.delta, True)}</td>"
-            f"<td>{text(fmt_p(r.p_value))}</td><td class=l>{', '.join(links)}</td></tr>"
+            f"<td>{text(fmt_p(r.p_value))}</td>{_rule_cells(r)}<td class=l>{', '.join(links)}</td></tr>"
         )
     out.append("</tbody></table></div>")
     problems = [*getattr(report, "problems", [])]
