@@ -152,7 +152,8 @@ def main() -> None:
     texts = load_texts(args.dataset, args.texts, args.limit)
     model = load_sentence_transformer_as(resolve_model(args.model), args.device, args.dtype)
     print(
-        f"{len(texts):,} texts ({args.texts}, {np.mean([len(t) for t in texts]):.0f} chars mean) from {args.dataset.name}; "
+        f"{len(texts):,} texts ({args.texts}, {np.mean([len(t) for t in texts]):.0f} chars mean) "
+        f"from {args.dataset.name}; "
         f"device {args.device}, dtype {args.dtype}, batch {args.batch_size}, max length {model.max_seq_length}, "
         f"torch threads {torch.get_num_threads()}, cores {os.cpu_count()}; load average {os.getloadavg()}",
         flush=True,
@@ -168,7 +169,8 @@ def main() -> None:
         runs.append(extra)
         print(
             f"round {r + 1}: harness encode_seconds {extra['encode_seconds']:.1f} s, wait share "
-            f"{extra['encode_wait_share']:.3f}, ratio {extra['encode_seconds'] / s:.3f} (load {os.getloadavg()[0]:.1f})",
+            f"{extra['encode_wait_share']:.3f}, ratio {extra['encode_seconds'] / s:.3f} "
+            f"(load {os.getloadavg()[0]:.1f})",
             flush=True,
         )
     assert ref is not None and emb is not None

@@ -215,7 +215,11 @@ class Dense:
             looked = (cache.hits - hits0) + (cache.misses - misses0)
             self._cache_hit_rate = (cache.hits - hits0) / looked if looked else None
         self._encode_seconds = enc.encode_seconds - secs0
-        texts, secs, wait = (enc.pipeline.texts - p0[0], enc.pipeline.seconds - p0[1], enc.pipeline.wait_seconds - p0[2])
+        texts, secs, wait = (
+            enc.pipeline.texts - p0[0],
+            enc.pipeline.seconds - p0[1],
+            enc.pipeline.wait_seconds - p0[2],
+        )
         self._encode_docs_per_s = texts / secs if texts and secs > 0 else None
         self._encode_wait_share = min(1.0, wait / secs) if texts and secs > 0 else None
         self._index = index

@@ -145,7 +145,10 @@ class Featurizer:
         if not self.fast:
             for b in range(0, len(texts), batch_size):
                 part = texts[b : b + batch_size]
-                yield np.arange(b, b + len(part)), self._located(lambda t: self.model.preprocess(t), part, describe, where, b)
+                yield (
+                    np.arange(b, b + len(part)),
+                    self._located(lambda t: self.model.preprocess(t), part, describe, where, b),
+                )
             return
         rows = self._located(self.tokenize, texts, describe, where, 0)
         lengths = np.fromiter((len(r) for r in rows["input_ids"]), dtype=np.int64, count=len(texts))
@@ -156,7 +159,9 @@ class Featurizer:
             yield sel, {**feats, **self.extras}
 
     @staticmethod
-    def _located(fn: Callable[[list[str]], Any], texts: list[str], describe: Callable[[int], str], where: np.ndarray, base: int) -> Any:
+    def _located(
+        fn: Callable[[list[str]], Any], texts: list[str], describe: Callable[[int], str], where: np.ndarray, base: int
+    ) -> Any:
         """``fn(texts)``; when it fails, the first text that fails alone is named in one line."""
         try:
             return fn(texts)

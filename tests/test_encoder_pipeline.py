@@ -114,7 +114,7 @@ def test_a_tokenizer_thread_that_dies_is_one_located_line(tiny: str, monkeypatch
     calls = {"n": 0}
     real = Featurizer.batches
 
-    def dying(self, texts, batch_size, describe, where):  # noqa: ANN001, ANN202
+    def dying(self, texts, batch_size, describe, where):
         calls["n"] += 1
         if calls["n"] == 2:
             raise MemoryError("no memory left for the window")
