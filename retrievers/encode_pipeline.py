@@ -18,9 +18,12 @@ checkpointed pieces cut short. Here:
   a batch's embeddings are copied back while the next batch computes (guarded paths: no GPU was
   available where this was written; see docs/encoding.md).
 
-A background thread rather than worker processes: measured on this project's 2-core CPU, one fast
-tokenizer call over a window of texts outruns per-batch calls several times and needs no process
-start-up or pickling (``benchmarks/encode_pipeline.py`` prints the tokenizer's rates; docs/encoding.md).
+A background thread rather than worker processes: measured on this project's 2-core CPU (busy),
+the tokenizer alone does about 1,300-1,650 short texts/s where the model does tens, so one thread
+hides it entirely and processes would add start-up and pickling for nothing; the window call
+(needed anyway, for the token-count sort) was 1.0-1.15x the library's per-batch calls there
+(``benchmarks/encode_pipeline.py`` prints these rates for any machine; docs/encoding.md). A GPU
+host whose model outruns one tokenizer thread is where worker processes would be measured next.
 
 The embeddings are the library's: the tokenizer is called with the arguments
 ``SentenceTransformer.preprocess`` uses (checked once per model against ``preprocess`` itself on a
