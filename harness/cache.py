@@ -28,7 +28,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -249,6 +249,35 @@ class VectorCache:
         :data:`CHECKPOINT_S` seconds of work, whichever comes first (an interrupt loses at most that).
         Rows computed as NaN or infinite are returned but never cached. ``on_chunk(n)`` is told
         after each computed chunk, then once with the number of rows read from the cache (progress)."""
+
+        def pieces(todo: list[int]) -> Iterator[tuple[list[int], np.ndarray]]:
+            piece = self.chunk_rows if whole_chunks else min(self.chunk_rows, _FIRST_PIECE)
+            start = 0
+            while start < len(todo):
+                part = todo[start : start + piece]
+                start += len(part)
+                t0 = time.monotonic()
+                rows = np.asarray(compute(part))
+                took = time.monotonic() - t0
+                yield part, rows
+                # the next call takes about CHECKPOINT_S / 5 at the rate just measured
+                rate = len(part) / took if took > 0 else float("inf")
+                if not whole_chunks:
+                    piece = int(max(min(self.chunk_rows, 16), min(self.chunk_rows, rate * CHECKPOINT_S / 5)))
+
+        return self.get_or_stream(keys, pieces, on_chunk=on_chunk)
+
+    def get_or_stream(
+        self,
+        keys: Sequence[str],
+        stream: Callable[[list[int]], Iterable[tuple[Sequence[int], np.ndarray]]],
+        *,
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
+        """As :meth:`get_or_compute`, for a compute that takes every missing position at once and
+        yields ``(positions, rows)`` pieces in any order (a pipelined encoder that sorts its texts
+        by length): the pieces are committed as they come, every ``chunk_rows`` rows or
+        :data:`CHECKPOINT_S` seconds."""
         n = len(keys)
         chunk, row = self.lookup(keys)
         hit = chunk >= 0
@@ -262,17 +291,13 @@ class VectorCache:
             # duplicates among the missing keys are computed once
             first: dict[str, int] = {}
             todo = [i for i in missing.tolist() if first.setdefault(keys[i], i) == i]
-            piece = self.chunk_rows if whole_chunks else min(self.chunk_rows, _FIRST_PIECE)
             pending: list[int] = []
             pending_rows: list[np.ndarray] = []
             since = time.monotonic()
-            start = 0
-            while start < len(todo):
-                part = todo[start : start + piece]
-                start += len(part)
-                t0 = time.monotonic()
-                rows = np.asarray(compute(part))
-                took = time.monotonic() - t0
+            done = 0
+            for part, rows in stream(todo):
+                part = list(part)
+                rows = np.asarray(rows)
                 if rows.shape[0] != len(part):
                     raise ValueError(f"compute returned {rows.shape[0]} rows for {len(part)} inputs")
                 if out is None:
@@ -280,19 +305,19 @@ class VectorCache:
                     self.row_shape = self.row_shape if self.row_shape is not None else tuple(rows.shape[1:])
                     out = np.empty((n, *self.row_shape), dtype=self.dtype)
                 out[part] = rows
+                done += len(part)
                 pending.extend(part)
                 pending_rows.append(rows)
-                if len(pending) >= self.chunk_rows or time.monotonic() - since >= CHECKPOINT_S or start >= len(todo):
+                if len(pending) >= self.chunk_rows or time.monotonic() - since >= CHECKPOINT_S or done >= len(todo):
                     self._write_chunk([keys[i] for i in pending], np.concatenate(pending_rows))
                     pending, pending_rows, since = [], [], time.monotonic()
                 if on_chunk is not None:
                     on_chunk(len(part))
-                # the next call takes about CHECKPOINT_S / 5 at the rate just measured
-                rate = len(part) / took if took > 0 else float("inf")
-                if not whole_chunks:
-                    piece = int(max(min(self.chunk_rows, 16), min(self.chunk_rows, rate * CHECKPOINT_S / 5)))
+            if done != len(todo):
+                raise ValueError(f"compute returned {done} rows for {len(todo)} inputs")
             dups = [i for i in missing.tolist() if first[keys[i]] != i]
             if dups:
+                assert out is not None
                 out[dups] = out[[first[keys[i]] for i in dups]]
         if out is None:  # nothing asked, nothing known
             out = np.empty((n, *(self.row_shape or ())), dtype=self.dtype or np.float32)

@@ -74,6 +74,10 @@ class Progress:
     def note(self, msg: str) -> None:
         """A message for the reader, shown without disturbing the display."""
 
+    def detail(self, text: str) -> None:
+        """A live figure of the current stage (``812 docs/s, model waited 3%``), shown after its
+        counts until the next stage; empty clears it."""
+
     def node_done(self, name: str, ok: bool, seconds: float) -> None:
         """Retriever ``name`` finished (``ok`` False when it failed) after ``seconds``."""
 
@@ -112,6 +116,9 @@ class Numbered(Progress):
 
     def note(self, msg: str) -> None:
         self.inner.note(msg)
+
+    def detail(self, text: str) -> None:
+        self.inner.detail(text)
 
     def node_done(self, name: str, ok: bool, seconds: float) -> None:
         self.inner.node_done(name, ok, seconds)
@@ -220,6 +227,7 @@ class _State(Progress):
         self.total: int | None = None
         self.done = 0
         self.stage_started = clock()
+        self.detail_text = ""
 
     # callers' API -------------------------------------------------------
     def start(self, total_nodes: int) -> None:
@@ -235,6 +243,11 @@ class _State(Progress):
         with self._lock:
             self.stage, self.total, self.done = name, total, 0
             self.stage_started = self._clock()
+            self.detail_text = ""
+
+    def detail(self, text: str) -> None:
+        with self._lock:
+            self.detail_text = text
 
     def advance(self, n: int = 1) -> None:
         with self._lock:
@@ -261,13 +274,15 @@ class _State(Progress):
         return elapsed / self.done * left
 
     def counts(self) -> str:
-        """``1,200/5,183 (23%) ETA 3m12s``, ``1,200 done``, or empty."""
+        """``1,200/5,183 (23%) ETA 3m12s``, ``1,200 done``, or empty; then the stage's
+        :meth:`detail`, if any."""
+        extra = f", {self.detail_text}" if self.detail_text else ""
         if self.total:
             pct = 100.0 * min(self.done, self.total) / self.total
             text = f"{self.done:,}/{self.total:,} ({pct:.0f}%)"
             eta = self.eta_seconds()
-            return f"{text} ETA {fmt_duration(eta)}" if eta is not None else text
-        return f"{self.done:,} done" if self.done else ""
+            return (f"{text} ETA {fmt_duration(eta)}" if eta is not None else text) + extra
+        return (f"{self.done:,} done" if self.done else "") + extra
 
 
 def fmt_duration(seconds: float) -> str:
@@ -354,7 +369,8 @@ class PlainProgress(_State):
             took = fmt_duration(self._clock() - self.stage_started)
             done = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,}"
             pct = f" ({100.0 * min(self.done, self.total) / self.total:.0f}%)" if self.total else ""
-            self._write(f"{self.where()}: {done}{pct} in {took}")
+            extra = f", {self.detail_text}" if self.detail_text else ""
+            self._write(f"{self.where()}: {done}{pct} in {took}{extra}")
         self.stage, self.total, self.done = None, None, 0
 
     def note(self, msg: str) -> None:
@@ -444,6 +460,12 @@ class RichProgress(_State):
 
     def note(self, msg: str) -> None:
         self.console.print(msg, markup=False, highlight=False)
+
+    def detail(self, text: str) -> None:
+        with self._lock:
+            super().detail(text)
+            if self._started:
+                self._bar.update(self._task, description=self.where() + (f" ({text})" if text else ""))
 
     def node_done(self, name: str, ok: bool, seconds: float) -> None:
         with self._lock:

@@ -114,6 +114,8 @@ class Dense:
         self._encode_seconds = self._build_seconds = 0.0
         self._cache_hit_rate: float | None = None
         self._query_encode_ms: float | None = None
+        self._encode_docs_per_s: float | None = None
+        self._encode_wait_share: float | None = None
         self._compressed: CompressedIndex | None = None
         self._memo = True
 
@@ -164,6 +166,7 @@ class Dense:
         enc = self.encoder
         cache = enc.cache
         hits0, misses0, secs0 = (cache.hits, cache.misses, enc.encode_seconds) if cache else (0, 0, enc.encode_seconds)
+        p0 = (enc.pipeline.texts, enc.pipeline.seconds, enc.pipeline.wait_seconds)
         s = self.spec
         n = len(cols)
         metric = faiss.METRIC_INNER_PRODUCT
@@ -212,6 +215,13 @@ class Dense:
             looked = (cache.hits - hits0) + (cache.misses - misses0)
             self._cache_hit_rate = (cache.hits - hits0) / looked if looked else None
         self._encode_seconds = enc.encode_seconds - secs0
+        texts, secs, wait = (
+            enc.pipeline.texts - p0[0],
+            enc.pipeline.seconds - p0[1],
+            enc.pipeline.wait_seconds - p0[2],
+        )
+        self._encode_docs_per_s = texts / secs if texts and secs > 0 else None
+        self._encode_wait_share = min(1.0, wait / secs) if texts and secs > 0 else None
         self._index = index
         # exact search for the recall figure reads the embeddings themselves (faiss.knn), not a
         # second index holding another copy
@@ -287,11 +297,16 @@ class Dense:
         indexes and compressed ones (``precision``) ``ann_recall@k`` against exact float32 search on
         the last batch of queries; compressed ones also report ``index_bytes`` (their codes),
         ``float32_index_bytes`` (a flat float32 index of the same vectors) and ``rescore_bytes`` (the
-        float32 vectors kept for re-scoring)."""
+        float32 vectors kept for re-scoring). ``encode_docs_per_s`` and ``encode_wait_share`` (0..1,
+        the share of the corpus's encoding the model spent waiting for tokenized input) say whether
+        the model was fed; None when no document was encoded (all cached) or the encoder does not
+        run the pipeline (onnx, openvino, a cluster)."""
         out: dict[str, Any] = {
             "encode_seconds": self._encode_seconds,
             "build_seconds": self._build_seconds,
             "cache_hit_rate": self._cache_hit_rate,
+            "encode_docs_per_s": self._encode_docs_per_s,
+            "encode_wait_share": self._encode_wait_share,
         }
         if self._query_encode_ms is not None:
             out["query_encode_ms"] = self._query_encode_ms

@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +27,21 @@ from harness.executor import remote as remote_executor
 from harness.executor.backends import RuntimeEncoder, exported_model, require_extra
 from harness.executor.dtypes import Backend, DType, Quantize, resolve_dtype
 from harness.executor.models import (  # one loader (and one model) per process
-    encode_texts,
     load_sentence_transformer,
     load_sentence_transformer_as,
 )
 from harness.io import atomic
 from harness.model import Corpus
 from harness.registry import SpecBase
+from retrievers.encode_pipeline import (
+    CPU_BATCH_SIZE,
+    Featurizer,
+    PipelineStats,
+    auto_batch_size,
+    describe_text,
+    encode_all,
+    encode_stream,
+)
 
 log = logging.getLogger("harness")
 
@@ -106,6 +114,8 @@ class EncoderOptions(SpecBase):
         overrides a field (mmr always normalises)."""
         fields = ("max_length", "batch_size", "normalize", "device", "threads", "doc_prefix", "query_prefix")
         kwargs = {f: getattr(self, f) for f in fields if hasattr(self, f)}
+        if "batch_size" in kwargs and "batch_size" not in self.model_fields_set:
+            kwargs["batch_size"] = None  # not set by the user: chosen for the device (free GPU memory)
         return Encoder(
             self.model,  # type: ignore[attr-defined]
             cache_dir=cache_dir,
@@ -164,6 +174,11 @@ def _model_files_stamp(location: str) -> str | None:
 class Encoder:
     """Embeds texts with one model configuration; float32, L2-normalised by default.
 
+    The torch backend encodes through :mod:`retrievers.encode_pipeline` (tokenization on a
+    background thread ahead of the model, length-sorted batches); ``batch_size=None`` chooses one
+    for the device (:func:`retrievers.encode_pipeline.auto_batch_size`). :attr:`pipeline` holds
+    what the pipeline cost (texts, seconds, the seconds the model waited for input).
+
     The model is loaded when something has to be encoded. A local model whose identity (weights
     digest, default max length, dimension) was recorded in the cache folder by an earlier run, and
     whose files are unchanged, is not loaded at all when every text is already cached: a warm run
@@ -175,7 +190,7 @@ class Encoder:
         model: str | None = None,
         *,
         max_length: int | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = CPU_BATCH_SIZE,
         normalize: bool = True,
         device: str = "cpu",
         threads: int | None = None,
@@ -226,6 +241,8 @@ class Encoder:
         #: texts encoded by the model (not read from a cache), and the seconds it took
         self.encoded = 0
         self.encode_seconds = 0.0
+        #: the torch pipeline's texts, seconds and seconds the model waited for input
+        self.pipeline = PipelineStats()
 
     # ------------------------------------------------------------------ the model, loaded once
     def _memo_path(self) -> Path | None:
@@ -309,18 +326,78 @@ class Encoder:
             out["note"] = self.dtype_note
         return out
 
+    def _torch_model(self) -> Any:
+        """The model computing in this encoder's dtype, with this encoder's max length set (the
+        model is shared between encoders of other lengths: set each time)."""
+        base = self._load()
+        base.max_seq_length = self.max_length
+        model = load_sentence_transformer_as(self.location, self.device, self.dtype)
+        model.max_seq_length = self.max_length
+        return model
+
+    def _batch_size(self, model: Any = None) -> int:
+        if self.batch_size is None:
+            self.batch_size = (
+                auto_batch_size(model, self.device, self.max_length) if model is not None else CPU_BATCH_SIZE
+            )
+            log.info("encoder batch size %d (chosen for %s)", self.batch_size, self.device)
+        return self.batch_size
+
     def _compute(self, texts: list[str]) -> np.ndarray:
         """float32 embeddings of ``texts`` in this process, with this encoder's dtype and backend."""
-        base = self._load()
-        base.max_seq_length = self.max_length  # the model is shared: set this encoder's length each time
         if self.backend == "torch":
-            model = load_sentence_transformer_as(self.location, self.device, self.dtype)
-            model.max_seq_length = self.max_length
-            return encode_texts(model, texts, normalize=self.normalize, batch_size=self.batch_size)
+            model = self._torch_model()
+            return encode_all(
+                model,
+                texts,
+                featurizer=_featurizer(model, self.max_length),
+                batch_size=self._batch_size(model),
+                normalize=self.normalize,
+                stats=self.pipeline,
+                dim=self.dim,
+            )
+        base = self._load()
+        base.max_seq_length = self.max_length
         if self._runtime is None:
             path = exported_model(base, self._cache_dir, self._weights_sha256, self.quantize)
             self._runtime = RuntimeEncoder(base, path, self.backend, dtype=self.dtype, threads=self.threads)
-        return self._runtime.encode(texts, batch_size=self.batch_size, normalize=self.normalize)
+        return self._runtime.encode(texts, batch_size=self._batch_size(), normalize=self.normalize)
+
+    def _stream(
+        self, texts: Sequence[str], todo: list[int], describe: Callable[[int], str], progress: bool
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The torch pipeline over ``texts[i] for i in todo``: ``(positions in texts, rows)`` per
+        batch, in length order; counts into :attr:`encoded`, :attr:`encode_seconds` and shows the
+        rate and the model's wait share on the progress line."""
+        model = self._torch_model()
+        where = np.asarray(todo, dtype=np.int64)
+        stats = self.pipeline
+        n0, s0 = stats.texts, stats.seconds
+        report = harness_progress.current() if progress else None
+        shown = time.monotonic()
+        try:
+            for positions, rows in encode_stream(
+                model,
+                [texts[i] for i in todo],
+                featurizer=_featurizer(model, self.max_length),
+                batch_size=self._batch_size(model),
+                normalize=self.normalize,
+                stats=stats,
+                describe=lambda j: describe(int(where[j])),
+            ):
+                if report is not None and time.monotonic() - shown >= 1.0:
+                    shown = time.monotonic()
+                    report.detail(rate_line(stats))
+                yield where[positions], rows
+        finally:
+            self.encoded += stats.texts - n0
+            self.encode_seconds += stats.seconds - s0
+            if report is not None:
+                report.detail(rate_line(stats))
+
+    @property
+    def _pipelined(self) -> bool:
+        return self.backend == "torch" and remote_executor() is None
 
     @property
     def cache(self) -> VectorCache | None:
@@ -345,15 +422,23 @@ class Encoder:
         if ex is not None:  # the config's executor (Ray): the same model on its workers
             t0 = time.perf_counter()
             settings = EncoderSettings(self.location, self.max_length, self.normalize, self.device, dtype=self.dtype)
-            emb = ex.encode(list(texts), settings, self.batch_size)
+            emb = ex.encode(list(texts), settings, self._batch_size())
             self.encode_seconds += time.perf_counter() - t0
             self.encoded += len(texts)
             return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
+        if self.backend == "torch":  # the pipeline counts its own texts and seconds
+            return self._collect(texts)
         t0 = time.perf_counter()
         emb = self._compute(list(texts))
         self.encode_seconds += time.perf_counter() - t0
         self.encoded += len(texts)
         return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)
+
+    def _collect(self, texts: Sequence[str], describe: Callable[[int], str] = describe_text) -> np.ndarray:
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for positions, rows in self._stream(texts, list(range(len(texts))), describe, progress=False):
+            out[positions] = rows
+        return out
 
     def encode(
         self,
@@ -363,20 +448,35 @@ class Encoder:
         progress: bool = True,
         what: str = "texts",
         phase: bool = True,
+        describe: Callable[[int], str] = describe_text,
     ) -> np.ndarray:
         """``(len(texts), dim)`` embeddings; cached rows are read, missing ones computed in
-        checkpointed chunks (each chunk is on disk as soon as it is encoded)."""
+        checkpointed chunks (each chunk is on disk as soon as it is encoded). ``describe(i)`` names
+        text ``i`` in an error (a text that cannot be tokenized)."""
         if not len(texts):
             return np.zeros((0, self.dim), dtype=np.float32)
         report = harness_progress.current()
         if progress and phase:
             report.phase(f"encoding {what}", total=len(texts))
         if not use_cache or self.cache is None:
+            if self._pipelined:
+                out = np.empty((len(texts), self.dim), dtype=np.float32)
+                for positions, rows in self._stream(texts, list(range(len(texts))), describe, progress):
+                    out[positions] = rows
+                    if progress:
+                        report.advance(len(positions))
+                return out
             out = self._encode(texts)
             if progress:
                 report.advance(len(texts))
             return out
         keys = [text_key(t) for t in texts]
+        if self._pipelined:  # every missing text in one pipeline, committed as its batches come
+            return self.cache.get_or_stream(
+                keys,
+                lambda todo: self._stream(texts, todo, describe, progress),
+                on_chunk=report.advance if progress else None,
+            )
         out = self.cache.get_or_compute(
             keys,
             lambda todo: self._encode([texts[i] for i in todo]),
@@ -405,9 +505,17 @@ class Encoder:
         report = harness_progress.current()
         if progress:
             report.phase("encoding docs", total=len(corpus))
+        ids = corpus.ids
         for start in range(0, len(corpus), block):
             part = corpus[start : start + block]
-            yield start, self.encode(list(part.contents(self.doc_prefix)), progress=progress, phase=False)
+
+            def describe(i: int, start: int = start) -> str:
+                return f"document {str(ids[start + i])!r} (corpus row {start + i + 1})"
+
+            yield (
+                start,
+                self.encode(list(part.contents(self.doc_prefix)), progress=progress, phase=False, describe=describe),
+            )
 
     def encode_queries(self, queries: Sequence[Any], *, use_cache: bool = True, progress: bool = True) -> np.ndarray:
         """Query embeddings, each computed once per run: an in-memory memo shared by every encoder
@@ -447,6 +555,25 @@ class Encoder:
 
 
 _DEFAULT_MAX_LENGTH: dict[int, int] = {}
+
+_FEATURIZERS: dict[tuple[int, int], Featurizer] = {}
+
+
+def _featurizer(model: Any, max_length: int) -> Featurizer:
+    """One :class:`Featurizer` per (model, max length) per process: its probe against the
+    library's ``preprocess`` runs once."""
+    key = (id(model), int(max_length))
+    if key not in _FEATURIZERS:
+        _FEATURIZERS[key] = Featurizer(model, max_length)
+    return _FEATURIZERS[key]
+
+
+def rate_line(stats: PipelineStats) -> str:
+    """``812 docs/s, model waited 3%``: the progress line's view of the pipeline."""
+    rate, share = stats.docs_per_s, stats.wait_share
+    if rate is None or share is None:
+        return ""
+    return f"{rate:,.0f} docs/s, model waited {share:.0%}"
 
 
 _DIGESTS: dict[int, str] = {}

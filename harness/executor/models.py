@@ -106,7 +106,8 @@ def cross_encoder(settings: CrossEncoderSettings, device: str | None = None) -> 
 
 
 def encode_texts(model: Any, texts: Sequence[str], *, normalize: bool, batch_size: int) -> np.ndarray:
-    """float32 ``(len(texts), dim)``, exactly the call ``retrievers.encoder.Encoder._encode`` makes."""
+    """float32 ``(len(texts), dim)`` through the library's ``encode``: what a cluster's workers run.
+    The local torch path (``retrievers.encode_pipeline``) gives the same embeddings within 1e-5."""
     emb = model.encode(
         list(texts),
         batch_size=batch_size,
