@@ -246,7 +246,7 @@ def test_process_exits_after_a_run_level_timeout_on_a_trickling_service(serve) -
         from harness import benchmark
         res = benchmark("demo", {{"bm25": {{"type": "bm25"}},
                                   "slow": {{"type": "http", "url": {s.url!r}, "timeout_s": 300, "batch_size": 1}}}},
-                        metrics=["ndcg@10"], depth=10, latency_queries=1, timeout_s=3, show_progress=False)
+                        metrics=["ndcg@10"], depth=10, latency_queries=1, timeout_s=20, show_progress=False)
         print("SUMMARY", sorted(res.summary))
         print("FAILURE", res.failures.get("slow"))
     """)
