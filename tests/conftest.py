@@ -266,6 +266,15 @@ def bm25_config(tmp_path: Path, dataset: str = "demo", name: str = "bench.yaml")
     return cfg
 
 
+def two_bm25_config(second: str, first_options: str = "") -> str:
+    """A demo config of two BM25 rows (``bm25`` the baseline, then ``second``: the rest of its line),
+    nDCG@10 and recall@100 at depth 100: the quickest folder the gate and the statistics can test on."""
+    return (
+        "dataset: demo\nmetrics: [ndcg@10, recall@100]\ndepth: 100\nbaseline: bm25\nlatency_queries: 2\n"
+        f"warmup_queries: 0\nretrievers:\n  bm25: {{type: bm25{first_options}}}\n  {second}\n"
+    )
+
+
 #: the run settings of a quick run with statistics (a config's lines between its dataset and retrievers)
 QUICK_RUN = (
     "depth: 20\nlatency_queries: 3\nwarmup_queries: 0\nmetrics: [ndcg@10, mrr@10]\nbaseline: bm25\n"

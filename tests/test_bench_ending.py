@@ -1,4 +1,4 @@
-"""``make bench`` ends on what a newcomer came for (issue 39, row 18): its last screen is the demo
+"""``make bench`` ends on what a newcomer came for: its last screen is the demo
 comparison, the power sentence and the path of report.html, not the chunking table of a second run.
 
 The recipe is read through real ``make -n`` (what it would run, in order); the last command,

@@ -130,7 +130,7 @@ def test_imports_run_files_and_urls_are_resolved_at_config_check(tmp_path) -> No
 
 
 def test_class_missing_exits_2_before_any_retriever_runs(tmp_path) -> None:
-    """Issue 16: `class: mod:Missing` beside bm25 is exit 2 with file:line:key, and bm25 never ran."""
+    """`class: mod:Missing` beside bm25 is exit 2 with file:line:key, and bm25 never ran."""
     (tmp_path / "c.yaml").write_text("dataset: demo\n" + BM25 + "  m: {type: python, class: 'os:Missing'}\n")
     proc = run_harness("run", "--config", "c.yaml", "--out", "o", "--no-progress", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr

@@ -1,4 +1,4 @@
-"""Honest cost cells on a first run (issue 39, row 16), through ``harness run`` with an empty cache.
+"""Honest cost cells on a first run, through ``harness run`` with an empty cache.
 
 The row that computes the corpus embeddings is ``cold`` with its seconds: an embedding metric
 (``ild@10``) scored on the first row's documents must not fill the cache before the dense row is

@@ -1,4 +1,4 @@
-"""What the gate decided is shown with what it rests on (issue 39, rows 11 and 12), through ``harness
+"""What the gate decided is shown with what it rests on, through ``harness
 check`` on two real demo results folders.
 
 Row 11: a non-inferiority row shows its bound and its margin in the text table, the markdown summary,
@@ -15,26 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_harness
-
-CONFIG = """\
-dataset: demo
-metrics: [ndcg@10, recall@100]
-depth: 100
-baseline: bm25
-latency_queries: 2
-warmup_queries: 0
-retrievers:
-  bm25: {{type: bm25{bm25}}}
-  bm25_okapi: {{type: bm25, backend: rank_bm25}}
-"""
+from tests.conftest import run_harness, two_bm25_config
 
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("gate")
     for name, extra in (("base", ""), ("cur", ", k1: 1.5, b: 0.75")):
-        (d / f"{name}.yaml").write_text(CONFIG.format(bm25=extra))
+        (d / f"{name}.yaml").write_text(two_bm25_config("bm25_okapi: {type: bm25, backend: rank_bm25}", extra))
         proc = run_harness("run", "--config", f"{name}.yaml", "--out", name, "--no-progress", cwd=d)
         assert proc.returncode == 0, proc.stderr[-3000:]
     return d

@@ -1,4 +1,4 @@
-"""``harness inspect --format json`` carries every problem it finds (issue 39, row 14): a judged query
+"""``harness inspect --format json`` carries every problem it finds: a judged query
 that ``queries.jsonl`` lacks and an empty corpus are findings in the JSON, not only stderr warnings."""
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ def test_format_run_ranks_are_canonical():
 
 def test_iter_lines_skips_comments_only_when_asked(tmp_path):
     p = write(tmp_path, "f", "a\n  # c\n\n#d\nb\n")
-    # a comment starts at the first character of a line: an indented '#' is data (issue 13 row 11)
+    # a comment starts at the first character of a line: an indented '#' is data
     assert list(iter_lines(p, "file")) == [(1, "a"), (2, "  # c"), (5, "b")]
     assert list(iter_lines(p, "file", skip_comments=False)) == [(1, "a"), (2, "  # c"), (4, "#d"), (5, "b")]
 

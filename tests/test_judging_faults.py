@@ -1,4 +1,4 @@
-"""The judging fault pass (issue 39, rows 1-8), each on real processes: a real OpenAI-compatible
+"""The judging fault pass, each on real processes: a real OpenAI-compatible
 server on 127.0.0.1 answering what the fault needs (two scores, gzip, headers dripped a byte at a
 time, a revoked key, absurd ``usage``), a real ``judge serve`` process, a real tiny cross-encoder and
 a real results folder. Every grade written must be the one the judge gave; a reply that is not a

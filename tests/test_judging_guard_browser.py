@@ -1,5 +1,5 @@
 """The judging page in headless Chromium against ``harness judge serve`` (a real process), where a
-browser is what matters (issue 32, row 7):
+browser is what matters:
 
 - a saved grade is never reported as an error: the answer to a grade lost on the way (the browser
   drops the connection after the server saved), or the next document failing to load, still says

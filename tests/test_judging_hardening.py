@@ -1,4 +1,4 @@
-"""The judging surfaces under an adversarial user (issue 32, rows 7-12 and 14), on real processes:
+"""The judging surfaces under an adversarial user, on real processes:
 ``harness judge serve`` started as a subprocess on 127.0.0.1 and spoken to over raw sockets, real
 pool and qrels files, the real CLI. The browser side (DNS rebinding, a saved grade shown as saved)
 is tests/test_judging_guard_browser.py; the grade parser's properties are tests/test_grades.py.

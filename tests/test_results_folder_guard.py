@@ -1,4 +1,4 @@
-"""A results folder is read only as the harness wrote it (issue 39, row 15), through the real CLI.
+"""A results folder is read only as the harness wrote it, through the real CLI.
 
 A run file named in ``results.json`` must lie inside the folder (a path with ``..``, an absolute path
 or a link out of ``runs/`` is refused, ``--allow-incomplete`` or not, so nothing from elsewhere lands

@@ -1,4 +1,4 @@
-"""Statistics at their edges, through the real command line (issue 39, rows 9 and 10).
+"""Statistics at their edges, through the real command line.
 
 Row 9: the last step of the judge loop in docs/judging.md (``report --auto-qrels``, ``evaluate
 --auto-qrels``) on the demo, with two retrievers that rank alike and a metric at its ceiling: the
@@ -17,19 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import one_line_error, run_harness
-
-CONFIG = """\
-dataset: demo
-metrics: [ndcg@10, recall@100]
-depth: 100
-baseline: bm25
-latency_queries: 2
-warmup_queries: 0
-retrievers:
-  bm25: {type: bm25}
-  bm25_again: {type: bm25}
-"""
+from tests.conftest import one_line_error, run_harness, two_bm25_config
 
 
 def _ok(proc) -> str:
@@ -53,7 +41,7 @@ def judged(tmp_path_factory) -> Path:
     """docs/judging.md's loop on the demo: run, pool, sample, people grade the sample, a judge grades
     the pool, both merged; the judge here agrees with people (a judge at its best)."""
     d = tmp_path_factory.mktemp("loop")
-    (d / "demo.yaml").write_text(CONFIG)
+    (d / "demo.yaml").write_text(two_bm25_config("bm25_again: {type: bm25}"))
     _ok(run_harness("run", "--config", "demo.yaml", "--out", "res", "--no-progress", cwd=d))
     _ok(run_harness("pool", "res", "--depth", "10", "--out", "pool.jsonl", cwd=d))
     _ok(run_harness("judge", "sample", "pool.jsonl", "--queries", "20", "--seed", "1", "--out", "sample.jsonl", cwd=d))

@@ -1,4 +1,4 @@
-"""Parameter sweeps with honest selection (issue 17): choose on selection queries, report on test.
+"""Parameter sweeps with honest selection: choose on selection queries, report on test.
 
 ``harness sweep --config FILE --out DIR`` reads a run config with a ``sweep:`` block
 (:mod:`harness.sweep.spec`), runs every grid point once over selection and test queries together
