@@ -101,18 +101,11 @@ def workflow(tmp: Path) -> dict[str, int]:
     cli("report --html", "report", str(tmp / "r2"), "--html")
     cli("power", "power", str(tmp / "r2"))
     cli("inspect", "inspect", "--dataset", "demo")
-    cli(
-        "pool",
-        "pool",
-        str(tmp / "r1"),
-        str(tmp / "r2"),
-        "--depth",
-        "5",
-        "--qrels",
-        qrels,
-        "--out",
-        str(tmp / "pool.csv"),
-    )
+    # pooled against half the judgments, so the automatic judge also grades pairs people graded (agree)
+    lines = Path(qrels).read_text(encoding="utf-8").splitlines()
+    (tmp / "half.tsv").write_text("\n".join([lines[0], *lines[1::2]]) + "\n", encoding="utf-8")
+    pool = ["pool", str(tmp / "r1"), str(tmp / "r2"), "--depth", "5", "--qrels", str(tmp / "half.tsv")]
+    cli("pool", *pool, "--out", str(tmp / "pool.csv"))
     cli("judge sample", "judge", "sample", str(tmp / "pool.csv"), "--queries", "3", "--out", str(tmp / "sample.csv"))
     srv = _grader()
     try:

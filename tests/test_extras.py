@@ -24,14 +24,17 @@ pytestmark = pytest.mark.core
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _python(code: str, *args: str, cwd: Path, block: bool = True) -> subprocess.CompletedProcess[str]:
-    """``code`` in a child process with this checkout first on the path; ``block``: every extra's
-    modules made unimportable first (the core install, played in any environment)."""
-    prefix = f"import sys\nfor _m in {HEAVY!r}: sys.modules[_m] = None\n" if block else ""
+def _child(*argv: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python ARGV`` in a child process with this checkout first on the path, offline."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run(
-        [sys.executable, "-c", prefix + code, *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=600
-    )
+    return subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+
+
+def _python(code: str, *args: str, cwd: Path, block: bool = True) -> subprocess.CompletedProcess[str]:
+    """``code`` in a child process; ``block``: every extra's modules made unimportable first (the core
+    install, played in any environment)."""
+    prefix = f"import sys\nfor _m in {HEAVY!r}: sys.modules[_m] = None\n" if block else ""
+    return _child("-c", prefix + code, *args, cwd=cwd)
 
 
 def _harness(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -56,15 +59,7 @@ def test_every_core_command_runs_and_loads_no_extra(tmp_path):
     and the retrievers listing: each exits 0 and none imports a module of an extra."""
     work = tmp_path / "work"
     work.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "tests" / "core_workflow.py"), str(work)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-        timeout=900,
-    )
+    proc = _child(str(REPO / "tests" / "core_workflow.py"), str(work), cwd=tmp_path, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.splitlines()[-1])
     assert report["loaded"] == [], report
