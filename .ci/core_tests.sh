@@ -29,4 +29,4 @@ PY
 # only the files with core tests are collected: the others import what the core does not have
 mapfile -t files < <(grep -l "pytest.mark.core" tests/test_*.py)
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-"$py" -m pytest -m core -n auto -q "${files[@]}" "$@"
+"$py" -m pytest -m "core and not extra" -n auto -q "${files[@]}" "$@"

@@ -100,7 +100,8 @@ def line(subjects: Iterable[str], extra: str) -> str:
     a name ending in ``s`` is taken as plural."""
     names = list(dict.fromkeys(subjects))
     plural = len(names) > 1 or names[0].endswith("s")
-    return f"{' and '.join(names)} {'need' if plural else 'needs'} the {extra} extra: {install_command(extra)}"
+    who = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"{who} {'need' if plural else 'needs'} the {extra} extra: {install_command(extra)}"
 
 
 @dataclass(frozen=True)

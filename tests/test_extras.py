@@ -104,7 +104,7 @@ def test_every_missing_extra_of_a_config_is_named_at_once(tmp_path):
         + "):"
     )
     want = {
-        "dense retrievers and MMR stages and the ild@10 metric need the dense extra: " + pip.format("dense"),
+        "dense retrievers, MMR stages and the ild@10 metric need the dense extra: " + pip.format("dense"),
         "the onnx backend needs the onnx extra: " + pip.format("onnx"),
         "rerank stages need the rerank extra: " + pip.format("rerank"),
         "lancedb retrievers need the lancedb extra: " + pip.format("lancedb"),

@@ -21,6 +21,8 @@ from harness.inspect.near import near_duplicate_documents
 from harness.inspect.text import ShingleHasher, jaccard, normalize, shingles, words
 from harness.model import Corpus
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 WORDS = [
     "alpha",
     "beta",
@@ -190,6 +192,7 @@ def test_golden_rows_with_empty_judgments_are_unjudged_queries(tmp_path: Path, c
     assert code == 0 and found["unjudged_queries"] == ["g2", "g3", "g4"]
 
 
+@pytest.mark.extra  # chunking: the chunking extra
 def test_a_config_names_a_suite_and_chunkings(planted: Path, tmp_path: Path, capsys) -> None:
     config = tmp_path / "suite.yaml"
     config.write_text(
