@@ -88,11 +88,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps([asdict(i) for i in infos], indent=1) + "\n")
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table("type", "class", "from", "extra", "description", title="retriever types")
     for i in infos:
-        extra = f"[yellow]{i.extra}[/yellow]" if "missing" in i.extra else i.extra
+        extra = f"[yellow]{escape(i.extra)}[/yellow]" if "missing" in i.extra else i.extra  # [dense] is not markup
         table.add_row(i.name, i.target, i.source, extra, i.description if i.ok else f"[yellow]{i.description}[/yellow]")
     Console(width=max(100, Console().width)).print(table)
     return 0
