@@ -62,6 +62,10 @@ from harness.registry import (
     strict_scalar_problem,
 )
 
+#: ``model:`` values that mean the packaged all-MiniLM-L6-v2 (retrievers.encoder.resolve_model), which the
+#: dense extra installs
+PACKAGED_MODEL_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+
 #: Bounds that stop a typo from turning into hours of work or all the memory (``bootstrap: 1e12``).
 MAX_RESAMPLES = 1_000_000
 MAX_DEPTH = 100_000
@@ -236,7 +240,7 @@ class RunConfig(BaseModel):
                 continue
             subject, extra = extras.TYPES[kind]
             modules = list(extras.EXTRAS[extra].modules)
-            if kind in ("dense", "mmr") and raw.get("model") not in (None, "all-MiniLM-L6-v2"):
+            if kind in ("dense", "mmr") and raw.get("model") not in (None, *PACKAGED_MODEL_NAMES):
                 modules = [m for m in modules if m not in packaged]  # a model of its own: no packaged one needed
             if kind == "mmr":
                 modules = [m for m in modules if m != "faiss"]
