@@ -23,6 +23,8 @@ from harness.cli import main
 from harness.judging import umbrela
 from harness.judging.pool import PoolRow, read_pool, write_pool
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 KEY = "sk-test-0123456789abcdefSECRET"
 _PAIR = re.compile(r"\nQuery: (.*)\nPassage: (.*)\n\nSplit this problem", re.S)
 
