@@ -14,12 +14,15 @@ py="$dir/venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
 "$py" -m pip install --quiet . "pytest>=8" "pytest-timeout>=2.3" "pytest-xdist>=3.5" "hypothesis>=6.100"
 # the core carries none of the extras' packages (the list the tests check: tests/core_workflow.py)
-"$py" - <<'PY'
+# (-I: not this folder on the path, where datasets/ would pass for the package of that name)
+"$py" -I - <<'PY'
 import importlib.util
 import sys
 
-sys.path.insert(0, ".")
-from tests.core_workflow import HEAVY
+spec = importlib.util.spec_from_file_location("core_workflow", "tests/core_workflow.py")
+workflow = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(workflow)
+HEAVY = workflow.HEAVY
 
 found = [m for m in HEAVY if importlib.util.find_spec(m) is not None]
 if found:

@@ -71,13 +71,16 @@ EXECUTORS: dict[str, str] = {"ray": "ray"}
 
 
 def absent(module: str) -> bool:
-    """Whether ``module`` cannot be imported, found without importing it."""
+    """Whether ``module`` cannot be imported, found without importing it. A bare folder of that name
+    on the path (a namespace package: this repository's ``datasets/`` seen from its root) is not the
+    package."""
     if module in sys.modules:  # imported, or blocked (None)
         return sys.modules[module] is None
     try:
-        return importlib.util.find_spec(module) is None
+        spec = importlib.util.find_spec(module)
     except (ImportError, ValueError):
         return True
+    return spec is None or spec.origin in (None, "namespace")
 
 
 def missing_modules(extra: str, modules: Iterable[str] | None = None) -> list[str]:
