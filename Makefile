@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --upgrade pip
 
 # torch's CPU build first (pip then keeps it), then the core with the extras the demo comparison uses:
-# dense (and chunking, for configs/demo-chunked.yaml) and rerank; `pip install .` alone is the light
+# dense (with chunking, for configs/demo-chunked.yaml) and rerank; `pip install .` alone is the light
 # core (docs/install.md)
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install "$(TORCH)"

@@ -30,7 +30,6 @@ REPO = Path(__file__).resolve().parents[1]
 #: target -> what pip installs; "." is this checkout
 TARGETS: dict[str, str] = {
     "core": ".",
-    "chunking": ".[chunking]",
     "golden": ".[golden]",
     "rerank": ".[rerank]",
     "dense": ".[dense]",

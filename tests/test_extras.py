@@ -99,17 +99,17 @@ def test_every_missing_extra_of_a_config_is_named_at_once(tmp_path):
     lines = _errors(proc)
     pip = "pip install 'retrieval-harness[{}]'"
     assert lines[0] == (
-        "error: 6 extras needed here are not installed (all at once: "
-        + pip.format("dense,onnx,rerank,lancedb,ray,chunking")
+        "error: 5 extras needed here are not installed (all at once: "
+        + pip.format("dense,onnx,rerank,lancedb,ray")
         + "):"
     )
     want = {
-        "dense retrievers, MMR stages and the ild@10 metric need the dense extra: " + pip.format("dense"),
+        "dense retrievers, MMR stages, chunking, the ild@10 metric and the recall@256tok metric need the dense "
+        "extra: " + pip.format("dense"),
         "the onnx backend needs the onnx extra: " + pip.format("onnx"),
         "rerank stages need the rerank extra: " + pip.format("rerank"),
         "lancedb retrievers need the lancedb extra: " + pip.format("lancedb"),
         "the ray executor needs the ray extra: " + pip.format("ray"),
-        "chunking and the recall@256tok metric need the chunking extra: " + pip.format("chunking"),
     }
     assert {line.strip().removeprefix(f"{cfg}: ") for line in lines[1:]} == want
     assert not (tmp_path / "out").exists()

@@ -192,7 +192,7 @@ def test_golden_rows_with_empty_judgments_are_unjudged_queries(tmp_path: Path, c
     assert code == 0 and found["unjudged_queries"] == ["g2", "g3", "g4"]
 
 
-@pytest.mark.extra  # chunking: the chunking extra
+@pytest.mark.extra  # chunking: the dense extra (the embedding model's tokenizer)
 def test_a_config_names_a_suite_and_chunkings(planted: Path, tmp_path: Path, capsys) -> None:
     config = tmp_path / "suite.yaml"
     config.write_text(

