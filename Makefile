@@ -7,23 +7,31 @@ TORCH  ?= torch==2.13.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: bench test lint install install-dev nightly clean
+.PHONY: bench test test-core lint install install-dev nightly clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 
+# torch's CPU build first (pip then keeps it), then the core with the extras the demo comparison uses:
+# dense (with chunking, for configs/demo-chunked.yaml) and rerank; `pip install .` alone is the light
+# core (docs/install.md)
 $(VENV)/.installed: $(BIN)/python pyproject.toml
 	$(BIN)/pip install "$(TORCH)"
-	$(BIN)/pip install -e .
+	$(BIN)/pip install -e ".[dense,rerank]"
 	touch $@
 
+# every extra and the test tools: the whole suite runs every part
 $(VENV)/.installed-dev: $(VENV)/.installed pyproject.toml
 	$(BIN)/pip install -e ".[dev]"
 	touch $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+
+# the core install alone, in a fresh venv of its own: the tests marked `core` (CI runs it after `make test`)
+test-core:
+	PYTHON="$(PYTHON)" .ci/core_tests.sh
 
 # the chunking comparison first, the demo comparison after it, and last the screen a newcomer came for:
 # the demo's table, its power sentences and the path of its report.html (`harness report --brief`)

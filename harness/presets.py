@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness import defaults
+from harness import defaults, extras
 from harness.config import RunConfig, parse_config
 
 log = logging.getLogger("harness")
@@ -19,7 +19,18 @@ log = logging.getLogger("harness")
 def default_config() -> RunConfig:
     """What bare ``harness run`` (and ``make bench``) runs: the demo dataset; BM25 (the baseline),
     dense, their RRF hybrid, MMR over dense, and a cross-encoder rerank of the hybrid when a
-    reranker is available offline (otherwise one log line says how to get one)."""
+    reranker is available offline (otherwise one log line says how to get one).
+
+    On the core install (no ``dense`` extra) it runs what the core can, BM25 alone on the demo, and
+    says in one line which extra adds the other rows: a newcomer who typed ``harness run`` after
+    ``pip install retrieval-harness`` gets a table and the next step, not an error."""
+    if not extras.installed("dense"):
+        log.info(
+            "core install: bm25 alone on the demo; the dense, hybrid and dense_mmr rows (and ild@10) need "
+            "the dense extra: %s",
+            extras.install_command("dense"),
+        )
+        return _preset(list(defaults.METRICS), {"bm25": {"type": "bm25"}})
     metrics = [*defaults.METRICS, "ild@10"]
     retrievers: dict[str, dict[str, Any]] = {
         "bm25": {"type": "bm25"},
@@ -27,11 +38,10 @@ def default_config() -> RunConfig:
         "hybrid": {"type": "hybrid", "of": ["bm25", "dense"], "fusion": "rrf"},
         "dense_mmr": {"type": "mmr", "of": "dense", "lambda": 0.7},
     }
-    try:
+    model = None
+    if extras.installed("rerank"):
         from retrievers.rerank import default_reranker, recommended_interpolate
-    except ImportError:
-        model = None
-    else:
+
         model = default_reranker()
     if model:
         retrievers["hybrid_rerank"] = {"type": "rerank", "of": "hybrid", "top_n": 50, "model": model}
@@ -44,6 +54,10 @@ def default_config() -> RunConfig:
             "`harness train-reranker --dataset PATH --split train` (saved where bare `harness run` finds it), "
             "or set $HARNESS_RERANKER to a CrossEncoder folder or hub name"
         )
+    return _preset(metrics, retrievers)
+
+
+def _preset(metrics: list[str], retrievers: dict[str, dict[str, Any]]) -> RunConfig:
     return parse_config(
         {
             "dataset": {"path": defaults.DATASET, "split": defaults.SPLIT},

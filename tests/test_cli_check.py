@@ -19,6 +19,8 @@ from tests.conftest import bm25_config, shared
 from tests.conftest import run_harness as harness
 from tests.test_check import base_scores, make_results
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 
 def write(path: Path, res) -> Path:
     atomic.write_json(path, res.to_json())

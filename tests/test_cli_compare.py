@@ -9,6 +9,8 @@ import pytest
 
 from tests.conftest import run_harness as harness
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 QIDS = [f"q{i:02d}" for i in range(25)]
 
 

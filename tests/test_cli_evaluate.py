@@ -13,6 +13,8 @@ import pytest
 from harness import evaluate
 from tests.conftest import run_harness
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 QRELS = "q1 0 d1 1\nq1 0 d2 2\nq1 0 d9 -1\nq2 0 d3 1\nq3 0 d4 0\n"
 RUN_A = "q1 Q0 d1 1 2.0 a\nq1 Q0 d2 2 1.0 a\nq1 Q0 d2 3 0.5 a\nq3 Q0 d4 1 1.0 a\nq9 Q0 d1 1 1.0 a\n"
 RUN_B = "# run b\nq1 Q0 d2 1 3 b\nq1 Q0 d1 2 3 b extra text\nq2 Q0 d3 1 0.5 b\n"

@@ -13,6 +13,8 @@ from harness import fusion
 from harness.errors import InputError
 from harness.run import Run
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 A = Run.from_dict({"q1": {"d1": 3.0, "d2": 2.0, "d3": 1.0}})
 B = Run.from_dict({"q1": {"d3": 0.9, "d4": 0.5}})
 

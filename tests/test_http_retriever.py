@@ -21,6 +21,8 @@ from harness.registry import BuildContext
 from retrievers.http import HttpRetriever, HttpSpec
 from tests.conftest import LocalServer, send_json
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 Behaviour = Callable[[dict[str, Any], int], tuple[int, bytes]]
 
 

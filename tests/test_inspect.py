@@ -21,6 +21,8 @@ from harness.inspect.text import ShingleHasher, normalize, words
 from harness.model import Corpus
 from tests.near_corpora import brute_force_groups
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 WORDS = [
     "alpha",
     "beta",
@@ -190,6 +192,7 @@ def test_golden_rows_with_empty_judgments_are_unjudged_queries(tmp_path: Path, c
     assert code == 0 and found["unjudged_queries"] == ["g2", "g3", "g4"]
 
 
+@pytest.mark.extra  # chunking: the dense extra (the embedding model's tokenizer)
 def test_a_config_names_a_suite_and_chunkings(planted: Path, tmp_path: Path, capsys) -> None:
     config = tmp_path / "suite.yaml"
     config.write_text(

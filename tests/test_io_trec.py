@@ -14,6 +14,8 @@ from harness.io.lines import iter_lines
 from harness.io.trec import format_run, read_qrels, read_run, write_qrels, write_run
 from harness.run import Run
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 
 def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
     path = tmp_path / name

@@ -24,6 +24,8 @@ from harness.judging import umbrela
 from harness.judging.pool import PoolRow, read_pool, write_pool
 from tests.conftest import default_sigint
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 KEY = "sk-test-0123456789abcdefSECRET"
 _PAIR = re.compile(r"\nQuery: (.*)\nPassage: (.*)\n\nSplit this problem", re.S)
 

@@ -3,9 +3,13 @@ judges disputing each other) or a seeded random order; never disagreement-first 
 
 from __future__ import annotations
 
+import pytest
+
 from harness.cli import main
 from harness.judging.pool import PoolRow, write_pool
 from harness.judging.server import Judging
+
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
 
 
 def _pool(tmp_path, grades):

@@ -24,6 +24,8 @@ from harness.results import Results
 from harness.run import Run
 from tests.conftest import start_judge_serve
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 REPO = Path(__file__).resolve().parent.parent
 
 

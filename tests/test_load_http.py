@@ -32,6 +32,8 @@ from harness.cli import main
 from harness.load import LoadSpec, run_load, write_load
 from harness.load.core import load_load_config
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 SERVER = Path(__file__).with_name("load_server.py")
 S_MS, SLOTS = 20.0, 4
 

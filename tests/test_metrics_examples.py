@@ -18,6 +18,8 @@ from harness.errors import InputError
 from harness.metrics.evaluate import CompiledQrels, evaluate_dicts, evaluate_run
 from harness.run import Run
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 ALL = [
     "hit_rate@1",
     "hit_rate@3",

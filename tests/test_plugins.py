@@ -111,6 +111,7 @@ def test_harness_retrievers_lists_plugin(plugin, capsys: pytest.CaptureFixture[s
         "source": "plugin harness-constant-plugin",
         "description": "Always ranks the same documents (a plugin for tests).",
         "ok": True,
+        "extra": "plugin",  # a plugin's own package brings what it needs (harness.extras maps the built-ins)
     }
     assert listed["broken"]["ok"] is False and "not available" in listed["broken"]["description"]
     for name in ("bm25", "dense", "python", "http", "run_file"):

@@ -27,6 +27,8 @@ from harness.results.terminal import make_console, print_results
 from harness.run import Run
 from tests.conftest import run_harness as harness
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 N_Q = 30
 QIDS = [f"q{i:02d}" for i in range(N_Q)]
 # every query has two relevant docs: r<q>a (grade 2) and r<q>b (grade 1), among distractors x0..x7

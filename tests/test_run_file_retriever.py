@@ -19,6 +19,8 @@ from harness.model import GoldenDataset, Query
 from retrievers.run_file import RunFile
 from tests.conftest import shared
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 TINY_RUN = """\
 q1 Q0 d1 1 3.0 other
 q1 Q0 d6 2 2.0 other

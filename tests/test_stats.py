@@ -13,6 +13,8 @@ from scipy import stats as sps
 
 from harness.stats import bootstrap_ci, bootstrap_cis, compare, holm
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 
 def _values(rng: np.random.Generator, n: int = 40) -> dict[str, dict[str, np.ndarray]]:
     base = rng.random(n)

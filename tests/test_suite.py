@@ -32,6 +32,8 @@ from harness.stats.exact import min_p, min_pairs, sign_flip_p
 from harness.suite import SuiteResults, aggregate, plan_suite
 from tests.conftest import QUICK_RUN, kill_when_started, run_harness
 
+pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
+
 REPO = Path(__file__).resolve().parent.parent
 
 TINY_DOCS = [
@@ -377,6 +379,7 @@ def test_check_a_suite_names_the_dataset_that_regressed(tmp_path, capsys):
     assert main(["check", "--baseline", str(tmp_path / "base"), "--current", str(tmp_path / "base" / "tiny")]) == 2
 
 
+@pytest.mark.extra  # chunking: the dense extra (the embedding model's tokenizer)
 @pytest.mark.slow
 def test_chunkings_times_datasets(tmp_path, monkeypatch):
     make_tiny(tmp_path / "tiny")

