@@ -1,4 +1,4 @@
-"""Chunking libraries side by side on SciFact's corpus (issue 14): chonkie, semchunk,
+"""Chunking libraries side by side on SciFact's corpus: chonkie, semchunk,
 semantic-text-splitter, and the harness's own chunkers (``harness.chunking``), same tokenizer (the
 packaged all-MiniLM-L6-v2's WordPiece), same corpus, one process.
 

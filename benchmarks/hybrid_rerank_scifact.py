@@ -1,4 +1,4 @@
-"""Issue 4's figures on SciFact test: BM25, dense, their fusions, and a trained cross-encoder
+"""The hybrid and rerank figures on SciFact test: BM25, dense, their fusions, and a trained cross-encoder
 reranking the RRF hybrid's top 100 (alone and interpolated).
 
     HF_HUB_OFFLINE=1 HARNESS_CACHE_DIR=/work/cache python benchmarks/hybrid_rerank_scifact.py \

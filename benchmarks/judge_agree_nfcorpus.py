@@ -1,4 +1,4 @@
-"""`harness judge agree` on NFCorpus against the reference libraries (issue 35).
+"""`harness judge agree` on NFCorpus against the reference libraries.
 
 "People": NFCorpus's test qrels (grades 1-2) plus every unjudged pair of the bm25 + dense top-10
 pool as grade 0. "Judge": a seeded noisy copy (a quarter of the grades moved one step, a tenth

@@ -1,4 +1,4 @@
-"""Prediction-powered intervals on SciFact with a simulated judge (issue 35): how much a judge that
+"""Prediction-powered intervals on SciFact with a simulated judge: how much a judge that
 agrees with people at a given kappa narrows the interval on nDCG@10, against people alone.
 
 No LLM or trained cross-encoder ships with the harness, so the graders are simulated, seeded and

@@ -1,4 +1,4 @@
-"""``report.html`` of a large folder (issue 36): a synthetic dataset of ``--queries`` queries
+"""``report.html`` of a large folder: a synthetic dataset of ``--queries`` queries
 (default 25,000) over ``--docs`` documents, three synthetic rankings of depth 100 (the judged
 document at a random rank, or missed), scored with the harness's metrics and statistics, written as
 a results folder whose page keeps its data in side files (``report-data/*.js``); then opened from

@@ -1,5 +1,5 @@
 """SIGKILL after the first of three retrievers, then ``--resume``: the wall time shows the finished
-one is not run again (issue 12).
+one is not run again.
 
 Three retrievers on the demo (dense first, then two BM25s), each run with an empty cache of its own:
 an uninterrupted ``harness run``; one SIGKILLed the moment dense's run file is on disk; the killed

@@ -1,4 +1,4 @@
-"""Scale: the harness next to the raw libraries on a synthetic corpus, in one run (issue 15).
+"""Scale: the harness next to the raw libraries on a synthetic corpus, in one run.
 
 The corpus is Zipf-sampled SciFact vocabulary (word ranks by SciFact frequency, P(rank r) ~ 1/r),
 ~150 tokens per document (Poisson), a 6-word title, 1k queries of 4-8 words drawn from one

@@ -1,4 +1,4 @@
-"""Statistics speed: ``harness.stats.compare`` on 10k queries x 10 retrievers x 5 metrics (issue 15).
+"""Statistics speed: ``harness.stats.compare`` on 10k queries x 10 retrievers x 5 metrics.
 
 What a comparison table costs: a percentile bootstrap CI (1,000 resamples) for every retriever x
 metric mean (50) and every paired difference to the baseline (45), a two-sided paired randomization

@@ -1,4 +1,4 @@
-"""`harness synth` on SciFact: the biased baseline (`--generator extract`) against the human set (issue 41).
+"""`harness synth` on SciFact: the biased baseline (`--generator extract`) against the human set.
 
 Draws 300 documents (seed 0, documents judged in the human test set excluded), makes one question
 each with `--generator extract` (a sentence span of the document: no model, nothing simulated
