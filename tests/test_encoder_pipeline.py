@@ -24,7 +24,7 @@ from retrievers import encode_pipeline
 from retrievers.dense import Dense
 from retrievers.encode_pipeline import Featurizer, batch_size_for_memory
 from retrievers.encoder import Encoder
-from tests.conftest import build_tiny_bert
+from tests.conftest import build_tiny_bert, default_sigint
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -213,7 +213,12 @@ def test_ctrl_c_stops_the_pipeline(tiny: str) -> None:
     reaches the caller and the tokenizer thread is gone before it returns."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, tiny], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", CHILD, tiny],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=default_sigint,  # a background `make test` starts with SIGINT ignored
     )
     try:
         assert proc.stdout is not None

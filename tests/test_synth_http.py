@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.conftest import REPO, LocalServer, interrupt_when, one_line_error, run_harness, send_json
+from tests.conftest import REPO, LocalServer, default_sigint, interrupt_when, one_line_error, run_harness, send_json
 
 KEY = "sk-synth-test-0123456789SECRET"
 _PASSAGE = re.compile(r"Passage:\n(.*?)\n\nWrite ", re.S)
@@ -255,6 +255,7 @@ def test_ctrl_c_exits_130_keeping_what_arrived(env):
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness", *_args(corpus, out, url, 40, "--concurrency", "2")],
         env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint,  # a background `make test` starts with SIGINT ignored
     )  # fmt: skip
     try:
         given_before, stdout, err = interrupt_when(proc, lambda: len(policy.given) >= 6, lambda: len(policy.given))
