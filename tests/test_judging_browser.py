@@ -197,7 +197,7 @@ def test_grade_five_by_keyboard_kill_merge_rescore(tmp_path):
         line = server.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/\?token=\S+", line)
         assert m, (line, server.stderr.read() if server.poll() is not None else "")
-        with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        with tempfile.TemporaryDirectory(prefix="chromium-profile-", ignore_cleanup_errors=True) as profile:
             browser, ws = start_chromium(m[0], Path(profile))
             page = DevTools(ws)
             page.call("Runtime.enable")

@@ -96,7 +96,7 @@ def test_page_reports_saved_grades_as_saved_and_a_rebound_name_gets_nothing(tmp_
     browser = None
     url = f"http://127.0.0.1:{server.port}/" + (f"?token={server.token}" if server.token else "")
     try:
-        with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
+        with tempfile.TemporaryDirectory(prefix="chromium-profile-", ignore_cleanup_errors=True) as profile:
             extra = (f"--host-resolver-rules=MAP {REBOUND} 127.0.0.1", "--disable-features=HttpsUpgrades")
             browser, ws = start_chromium(url, Path(profile), extra)
             page = Page(ws)
