@@ -17,7 +17,6 @@ changed document text, another model or URL asks again.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import logging
 import os
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.io.append_log import AppendLog, sha256_text
 from harness.judging import umbrela
 from harness.judging.pool import COLUMNS, PoolRow, file_format, read_pool, write_pool
 
@@ -145,52 +145,35 @@ def write_auto(
 # ----------------------------------------------------------------------------- reply cache
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def pair_key(identity: list, query: str, title: str, text: str) -> str:
     """The key of one pair's grade: sha256 of the judge's identity (URL without credentials, model,
     temperature, max_tokens, prompt version), the query text and sha256 of the document text. Two
     grades with one key were asked the same question; any other difference asks again."""
-    doc = _sha(umbrela.passage(title, text))
-    return _sha(json.dumps([*identity, query, doc], ensure_ascii=False))
+    doc = sha256_text(umbrela.passage(title, text))
+    return sha256_text(json.dumps([*identity, query, doc], ensure_ascii=False))
+
+
+def _grade(rec: dict[str, Any]) -> int | None:
+    g = rec["grade"]
+    return g if isinstance(g, int) and 0 <= g <= 3 else None
 
 
 class ReplyCache:
-    """Grades an endpoint gave, one JSON line per reply, appended as they come (a killed run keeps
-    them; a torn last line is skipped on reading). Keys are hashes: no text, URL or key is stored."""
+    """Grades an endpoint gave (:class:`~harness.io.append_log.AppendLog`: one JSON line per reply,
+    appended as they come, a killed run keeps them). Keys are hashes: no text, URL or key is stored."""
 
     def __init__(self, path: Path, identity: list) -> None:
         self.path, self.identity = path, identity
-        self._lock = threading.Lock()
-        self._known: dict[str, int] = {}
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                try:
-                    rec = json.loads(line)
-                    g = rec["grade"]
-                    if isinstance(g, int) and 0 <= g <= 3:
-                        self._known[str(rec["key"])] = g
-                except (ValueError, KeyError, TypeError):
-                    continue
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._log: AppendLog[int] = AppendLog(path, _grade)
 
     def key(self, query: str, title: str, text: str) -> str:
         return pair_key(self.identity, query, title, text)
 
     def get(self, key: str) -> int | None:
-        return self._known.get(key)
+        return self._log.get(key)
 
     def put(self, key: str, grade: int, tokens_in: int, tokens_out: int) -> None:
-        line = json.dumps({"key": key, "grade": grade, "tokens_in": tokens_in, "tokens_out": tokens_out}) + "\n"
-        with self._lock:
-            self._known[key] = grade
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line.encode())
-            finally:
-                os.close(fd)
+        self._log.append(key, grade, {"grade": grade, "tokens_in": tokens_in, "tokens_out": tokens_out})
 
 
 # ----------------------------------------------------------------------------- the fill loop

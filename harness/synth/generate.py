@@ -15,7 +15,6 @@ word of the question is in its source), for comparison and tests.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.io.append_log import AppendLog, sha256_text
 from harness.synth import prompt as P
 from harness.synth.draw import rng
 
@@ -109,43 +109,30 @@ def extract(job: Job, k: int, seed: int) -> Reply:
 # ----------------------------------------------------------------------------- reply cache
 
 
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+def _queries(rec: dict[str, Any]) -> tuple[list[str], str | None] | None:
+    qs = rec["queries"]
+    ok = isinstance(qs, list) and qs and all(isinstance(q, str) for q in qs)
+    return (qs, rec.get("reply")) if ok else None
 
 
 class QueryCache:
-    """Questions an endpoint gave, one JSON line per reply, appended as they arrive (a killed run
-    keeps them; a torn last line is skipped). Keys are hashes; the questions are stored (they are
-    what the next run writes), never the URL, the key or the passage."""
+    """Questions an endpoint gave (:class:`~harness.io.append_log.AppendLog`: one JSON line per reply,
+    appended as they arrive, a killed run keeps them). Keys are hashes; the questions are stored (they
+    are what the next run writes), never the URL, the key or the passage."""
 
     def __init__(self, path: Path, identity: list) -> None:
         self.path, self.identity = path, identity
-        self._lock = threading.Lock()
-        self._known: dict[str, tuple[list[str], str | None]] = {}
-        if path.is_file():
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                try:
-                    rec = json.loads(line)
-                    qs = rec["queries"]
-                    if isinstance(qs, list) and qs and all(isinstance(q, str) for q in qs):
-                        self._known[str(rec["key"])] = (qs, rec.get("reply"))
-                except (ValueError, KeyError, TypeError):
-                    continue
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._log: AppendLog[tuple[list[str], str | None]] = AppendLog(path, _queries)
 
     def key(self, job: Job, k: int) -> str:
-        doc = _sha(P.passage(job.title, job.text))
-        return _sha(json.dumps([*self.identity, job.style, k, doc], ensure_ascii=False))
+        doc = sha256_text(P.passage(job.title, job.text))
+        return sha256_text(json.dumps([*self.identity, job.style, k, doc], ensure_ascii=False))
 
     def get(self, key: str) -> tuple[list[str], str | None] | None:
-        return self._known.get(key)
+        return self._log.get(key)
 
     def put(self, key: str, queries: list[str], reply_sha256: str | None) -> None:
-        rec = json.dumps({"key": key, "queries": queries, "reply": reply_sha256})
-        with self._lock:
-            self._known[key] = (queries, reply_sha256)
-            with open(self.path, "a", encoding="utf-8") as f:  # one write per line: appended whole
-                f.write(rec + "\n")
+        self._log.append(key, (queries, reply_sha256), {"queries": queries, "reply": reply_sha256})
 
 
 # ----------------------------------------------------------------------------- http
