@@ -2,7 +2,7 @@
 
 ``agree`` measures a judge against people (pairs and the systems' ranking), ``sample`` draws the
 queries people grade in full for prediction-powered intervals, ``auto`` fills a pool with a judge's
-grades (an OpenAI-compatible endpoint or a local cross-encoder).
+grades (an OpenAI-compatible endpoint, a local cross-encoder, a plugin or a team's class).
 """
 
 from __future__ import annotations
@@ -44,13 +44,16 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     s.add_argument("--out", required=True, help="new pool file with every row of the drawn queries (.csv/.jsonl)")
     s.set_defaults(func=sample)
-    u = jsub.add_parser("auto", help="fill a pool with an automatic judge's grades (LLM endpoint or cross-encoder)")
+    from harness.judging.judge import BUILTIN
+
+    u = jsub.add_parser("auto", help="fill a pool with an automatic judge's grades (endpoint, cross-encoder, yours)")
     u.add_argument("pool", metavar="POOL", help="pool file from `harness pool` (only read)")
-    u.add_argument("--judge", choices=["http", "cross-encoder"], required=True, help="who grades")
+    u.add_argument("--judge", required=True, metavar="NAME|module:Class",
+                   help=f"who grades: {', '.join(BUILTIN)}, an installed plugin's name, or your class (module:Class)")
+    u.add_argument("--judge-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a plugin's or module:Class's constructor argument (a string; repeatable)")  # fmt: skip
     u.add_argument("--out", required=True, help="grade file to write (.csv/.jsonl; `judge merge` takes it)")
-    u.add_argument(
-        "--model", required=True, help="http: the model name to ask for; cross-encoder: a local model folder"
-    )
+    u.add_argument("--model", help="http: the model name to ask for; cross-encoder: a local model folder")
     from harness.cli.endpoint import add_endpoint_arguments
 
     add_endpoint_arguments(u, "pair")  # --url, --api-key-env, --concurrency, ... (synth generate has the same)
@@ -186,48 +189,20 @@ def report_ppi(args: argparse.Namespace, results) -> int:
 
 
 def auto(args: argparse.Namespace) -> int:
-    """``harness judge auto``: check everything, then grade; one summary line at the end."""
-    from harness.errors import InputError
-    from harness.judging.auto import check_out
-    from harness.judging.pool import read_pool
+    """``harness judge auto``: everything checked, then graded; the summary lines at the end."""
+    from harness.cli.endpoint import endpoint_settings
+    from harness.judging.auto import AutoOptions
+    from harness.judging.auto import auto as fill_pool
+    from harness.judging.judge import parse_options
 
-    if args.judge == "cross-encoder":
-        from harness.cli.command import require_extras
-        from harness.extras import Need
-
-        require_extras(Need("judge auto --judge cross-encoder", "rerank"))
-    out = check_out(args.out)
-    if args.judge == "cross-encoder":
-        from harness.judging.crossenc import run_cross_encoder
-
-        return run_cross_encoder(args, out)
-    from harness.cli.endpoint import check_endpoint_arguments, endpoint_client
-
-    check_endpoint_arguments(args, "--judge http")
-    for flag, price in (("--price-in", args.price_in), ("--price-out", args.price_out)):
-        if price is not None and not price >= 0:
-            raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)
-    judge = endpoint_client(args, args.model)  # an unset --api-key-env is refused here, before the pool is read
-    rows = read_pool(args.pool)
-    if not rows:
-        raise InputError("the pool is empty: nothing to grade", path=args.pool)
-    from harness import progress
-    from harness.judging.auto import ReplyCache, fill_http
-    from harness.paths import cache_dir_of
-
-    cache = ReplyCache(cache_dir_of(None) / "judge" / "replies.jsonl", judge.cache_identity())
-    with progress.session(sys.stderr, enabled=False if args.no_progress else None) as bar:
-        summary = fill_http(
-            rows, judge, out, cache=cache, concurrency=args.concurrency, progress=bar,
-            price_in=args.price_in, price_out=args.price_out,
-        )  # fmt: skip
-    log.info("%s: %s (%.1f s)", out, summary.line(), summary.seconds)
-    for why, n in sorted(summary.failures.items()):
-        log.info("  failed %d: %s", n, why)
-    if summary.stopped:
-        raise InputError(f"stopped: {summary.stopped}; the {summary.graded} grades received are in {out}")
-    if summary.interrupted:  # the usual Ctrl-C exit (130), saying where the grades are
-        raise KeyboardInterrupt(f"{summary.graded} grades are in {out}; the same command grades the rest")
+    report = fill_pool(AutoOptions(
+        pool=args.pool, out=args.out, judge=args.judge, model=args.model, endpoint=endpoint_settings(args),
+        price_in=args.price_in, price_out=args.price_out, thresholds=args.thresholds, calibrate=args.calibrate,
+        judge_options=parse_options(args.judge_option), show_progress=False if args.no_progress else None,
+    ))  # fmt: skip
+    for line in report.lines():
+        log.info("%s", line)
+    report.raise_if_cut()
     return 0
 
 
