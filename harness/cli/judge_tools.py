@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 
 log = logging.getLogger("harness")
 
@@ -76,55 +75,24 @@ def agree(args: argparse.Namespace) -> int:
 
     if args.depth < 1:
         raise InputError("must be at least 1", field="--depth")
+    if not args.results and (args.metrics or args.no_folder_qrels):
+        raise InputError("--metrics and --no-folder-qrels need --results (the runs to score)", field="--results")
     a, b = read_grades(args.a), read_grades(args.b)
     runs, metrics, base, base_path = None, [], None, None
     if args.results:
-        from harness.metrics.names import parse_metrics
-        from harness.results import Results
-        from harness.results.integrity import check_results
-        from harness.results.store import read_runs
+        from harness.judging.folder_runs import agree_inputs
 
-        res = check_results(Results.load(args.results))
-        runs = read_runs(res)
-        if not runs:
-            raise InputError("no stored runs (runs/*.trec)", path=args.results)
-        wanted = parse_metrics(args.metrics) if args.metrics else parse_metrics(res.metrics)
-        metrics = [m.name for m in wanted if not (m.needs_embeddings or m.needs_context)]
-        folder_qrels = (res.folder or Path(args.results)) / "qrels.tsv"
-        if not args.no_folder_qrels and folder_qrels.is_file():
-            from harness.io.trec import read_qrels
-
-            base, base_path = read_qrels(folder_qrels), str(folder_qrels)
-    elif args.metrics or args.no_folder_qrels:
-        raise InputError("--metrics and --no-folder-qrels need --results (the runs to score)", field="--results")
+        runs, metrics, base, base_path = agree_inputs(args.results, args.metrics, args.no_folder_qrels)
     report = do_agree(a, b, threshold=args.threshold, runs=runs, metrics=metrics, depth=args.depth, base=base,
                       base_path=base_path)  # fmt: skip
-    if args.format == "json":
-        sys.stdout.write(json.dumps(report, indent=1) + "\n")
-    else:
-        sys.stdout.write(render(report))
+    sys.stdout.write(json.dumps(report, indent=1) + "\n" if args.format == "json" else render(report))
     return 0
 
 
-def check_seed(seed: int, field: str = "--seed") -> int:
-    """A seed numpy's generator takes: an integer >= 0 (one line, exit 2, before anything is read)."""
-    from harness.errors import InputError
-
-    if seed < 0:
-        raise InputError(f"must be an integer >= 0, got {seed}", field=field)
-    return seed
-
-
 def sample(args: argparse.Namespace) -> int:
-    from harness.judging.sample import sample as do_sample
-    from harness.judging.sample import sidecar
+    from harness.judging.sample import sample_line
 
-    check_seed(args.seed)
-    chosen, rows = do_sample(args.pool, args.queries, args.seed, args.out)
-    log.info(
-        "%d queries drawn with seed %d (%d pairs to grade, every one) written to %s; the draw is recorded in %s",
-        len(chosen), args.seed, rows, args.out, sidecar(args.out).name,
-    )  # fmt: skip
+    log.info("%s", sample_line(args.pool, args.queries, args.seed, args.out))
     return 0
 
 
@@ -147,18 +115,11 @@ def add_ppi_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _ppi(args: argparse.Namespace, runs: dict, metrics: list[str], baseline: str | None = None) -> dict:
-    from harness.errors import InputError
-    from harness.io.trec import read_qrels
-    from harness.judging.ppi import ppi_report
-    from harness.judging.sample import sampled_queries
+    from harness.judging.ppi import ppi_from_files
 
-    if not args.qrels:
-        raise InputError("--auto-qrels needs --qrels: people's judgments of the labelled queries", field="--qrels")
-    if getattr(args, "judged_only", False):
-        raise InputError("prediction-powered intervals are computed on full rankings", field="--judged-only")
-    labelled = set(sampled_queries(args.labelled)) if args.labelled else None
-    human, judge = read_qrels(args.qrels), read_qrels(args.auto_qrels)
-    return ppi_report(runs, human, judge, metrics, labelled=labelled, alpha=args.alpha, baseline=baseline)
+    judged_only = getattr(args, "judged_only", False)
+    return ppi_from_files(runs, metrics, qrels=args.qrels, auto_qrels=args.auto_qrels, labelled=args.labelled,
+                          alpha=args.alpha, judged_only=judged_only, baseline=baseline)  # fmt: skip
 
 
 def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: str) -> int:
@@ -174,17 +135,12 @@ def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: 
 def report_ppi(args: argparse.Namespace, results) -> int:
     """``harness report DIR --qrels HUMAN --auto-qrels JUDGE``: the folder's stored runs and metrics,
     differences against the folder's baseline."""
-    from harness.errors import InputError
+    from harness.judging.folder_runs import scorable, stored_runs
     from harness.judging.ppi import render
-    from harness.metrics.names import parse_metrics
-    from harness.results.store import read_runs
 
-    runs = read_runs(results)
-    if not runs:
-        raise InputError("no stored runs (runs/*.trec)", path=results.folder)
-    metrics = [m.name for m in parse_metrics(results.metrics) if not (m.needs_embeddings or m.needs_context)]
+    runs = stored_runs(results)
     base = results.baseline if results.baseline in runs else None
-    sys.stdout.write(render(_ppi(args, runs, metrics, baseline=base)))
+    sys.stdout.write(render(_ppi(args, runs, scorable(results.metrics), baseline=base)))
     return 0
 
 
@@ -204,46 +160,3 @@ def auto(args: argparse.Namespace) -> int:
         log.info("%s", line)
     report.raise_if_cut()
     return 0
-
-
-def add_order_arguments(s: argparse.ArgumentParser) -> None:
-    """``judge serve --order``: which pairs the page presents first."""
-    s.add_argument(
-        "--order",
-        choices=["pool", "disagreement", "random"],
-        default="pool",
-        help="pool: the file's order; disagreement: where --against grades differ most first (people's "
-        "grades the judge disputes come back); random: a seeded shuffle, for a calibration sample",
-    )
-    s.add_argument(
-        "--against", action="append", metavar="GRADES", default=[],
-        help="with --order disagreement: a judge's grade file or qrels (twice: two judges, on ungraded pairs)",
-    )  # fmt: skip
-    s.add_argument("--seed", type=int, default=0, help="with --order random: the seed (default 0)")
-
-
-def apply_order(args: argparse.Namespace, judging) -> None:
-    """Set the page's order on ``judging`` (:mod:`harness.judging.order`), refusing what would bias a sample."""
-    from harness.errors import InputError
-
-    if args.order != "disagreement" and args.against:
-        raise InputError("--against goes with --order disagreement", field="--against")
-    if args.order == "random":
-        from harness.judging.order import shuffled
-
-        check_seed(args.seed)
-        judging.order = shuffled(len(judging.rows), args.seed)
-    elif args.order == "disagreement":
-        from harness.judging.agree import read_grades
-        from harness.judging.order import disagreement
-        from harness.judging.sample import is_sample
-
-        if is_sample(args.pool):
-            raise InputError(
-                "a `judge sample` file is graded in full and in its own order: grades chosen by a judge's "
-                "answers would bias the prediction-powered intervals (use --order pool or random)",
-                field="--order",
-            )
-        if not 1 <= len(args.against) <= 2:
-            raise InputError("--order disagreement needs --against GRADES (once or twice)", field="--against")
-        judging.order, judging.review = disagreement(judging.rows, [read_grades(p) for p in args.against])
