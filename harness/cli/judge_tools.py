@@ -19,21 +19,13 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     a = jsub.add_parser("agree", help="agreement of two graders (A the reference): kappa, alpha, per retriever, tau")
     a.add_argument("a", metavar="A", help="grade file (.csv/.jsonl pool) or qrels: the reference (people)")
     a.add_argument("b", metavar="B", help="grade file or qrels: the grader under test (a judge)")
-    a.add_argument(
-        "--results", metavar="DIR", help="results folder: also each retriever's metric under A and B, tau, tau_AP"
-    )
+    a.add_argument("--results", metavar="DIR",
+                   help="results folder: also each retriever's metric under A and B, tau, tau_AP")  # fmt: skip
     a.add_argument("--metrics", help="with --results: comma-separated metrics (default: the folder's)")
-    a.add_argument(
-        "--no-folder-qrels",
-        action="store_true",
-        help="with --results: score each side on its own grades only, not laid over the folder's qrels.tsv",
-    )
-    a.add_argument(
-        "--depth",
-        type=int,
-        default=10,
-        help="with --results: a pair counts for the retrievers ranking it in their top k (default 10)",
-    )
+    a.add_argument("--no-folder-qrels", action="store_true",
+                   help="with --results: score each side on its own grades only, not laid over the folder's qrels.tsv")
+    a.add_argument("--depth", type=int, default=10,
+                   help="with --results: a pair counts for the retrievers ranking it in their top k (default 10)")
     a.add_argument("--threshold", type=int, default=1, help="grade from which a pair counts as relevant (default 1)")
     a.add_argument("--format", choices=["text", "json"], default="text")
     a.set_defaults(func=agree)
@@ -59,11 +51,8 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     u.add_argument("--price-in", type=float, metavar="USD", help="http: price per 1M input tokens")
     u.add_argument("--price-out", type=float, metavar="USD", help="http: price per 1M output tokens")
     u.add_argument("--thresholds", metavar="T1,T2,T3", help="cross-encoder: scores from which grades 1, 2, 3 start")
-    u.add_argument(
-        "--calibrate",
-        metavar="HUMAN",
-        help="cross-encoder: fit the thresholds on people's grades (max quadratic kappa)",
-    )
+    u.add_argument("--calibrate", metavar="HUMAN",
+                   help="cross-encoder: fit the thresholds on people's grades (max quadratic kappa)")  # fmt: skip
     u.add_argument("--no-progress", action="store_true", help="no progress display")
     u.set_defaults(func=auto)
 

@@ -16,10 +16,12 @@ class EndpointSettings:
     """How to ask: the base URL, where the key is, and the request settings (the flags' defaults)."""
 
     url: str | None = None
-    api_key_env: str | None = None
+    api_key_env: str | None = None  # the name of the variable, never the key
+    # how requests are sent
     concurrency: int = 4
-    timeout: float = 60.0
+    timeout: float = 60.0  # seconds, the whole exchange
     retries: int = 3
+    # what is asked for
     temperature: float = 0.0
     max_tokens: int = 512
 
