@@ -138,10 +138,7 @@ def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
     rows = read_pool(opts.pool)
     if not rows:
         raise InputError("the pool is empty: nothing to grade", path=opts.pool)
-    identity = judge_identity(judge)
-    cache = None
-    if identity is not None:
-        cache = ReplyCache(cache_dir_of(None) / "judge" / "replies.jsonl", identity, _grade, _record)
+    cache = auto_cache(cache_dir_of(None), judge)
     with progress_mod.session(stream or sys.stderr, enabled=opts.show_progress) as bar:
         report = fill(rows, judge, out, cache=cache, progress=bar)
     report.cost_usd = report.tally.cost(opts.price_in, opts.price_out)
@@ -239,6 +236,13 @@ def judge_identity(judge: Any) -> list | None:
     (None: never cached nor resumed), otherwise its name."""
     ident = getattr(judge, "cache_identity", None)
     return ident() if callable(ident) else [judge.name]
+
+
+def auto_cache(cache_dir: Path, judge: Any) -> ReplyCache | None:
+    """The grades ``judge`` gave, kept in ``<cache>/judge/replies.jsonl`` under their keys (hashes
+    only: no text, URL or key); None for a judge that is never cached."""
+    identity = judge_identity(judge)
+    return None if identity is None else ReplyCache(cache_dir / "judge" / "replies.jsonl", identity, _grade, _record)
 
 
 def _grade(rec: dict[str, Any]) -> int | None:
