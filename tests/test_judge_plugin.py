@@ -50,6 +50,13 @@ class NoGrade:
     name = "nothing"
 
 
+class WrongJudge:
+    name = "wrong"
+
+    def grade(self, pairs):
+        return [7 for _ in pairs]
+
+
 class NamelessJudge:
     name = ""
 
@@ -163,3 +170,13 @@ def test_what_is_not_a_judge_is_one_line_and_nothing_written(tmp_path, judge, op
     assert proc.returncode == 2 and len(lines) == 1 and says in lines[0], proc.stderr
     assert lines[0].startswith("error:") and "--judge" in lines[0]
     assert not (tmp_path / "g.csv").exists() and not (tmp_path / "c.jsonl").exists()
+
+
+def test_a_grade_outside_0_to_3_stops_the_run_with_one_line(tmp_path):
+    _setup(tmp_path)
+    proc = run_harness("judge", "auto", "pool.csv", "--judge", "team_judge:WrongJudge", "--out", "g.csv",
+                       "--no-progress", cwd=tmp_path, cwd_on_path=True)  # fmt: skip
+    errors = [x for x in proc.stderr.splitlines() if x.startswith("error:")]
+    assert proc.returncode == 2 and len(errors) == 1 and "one grade (0-3 or None) per pair" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert all(r.grade is None for r in read_pool(tmp_path / "g.csv"))  # nothing taken for a grade
