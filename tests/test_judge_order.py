@@ -29,18 +29,13 @@ def _walk(j: Judging) -> list[int]:
 
 
 def test_disputed_grades_come_back_first_largest_gap_first(tmp_path):
-    from harness.cli.judge_tools import apply_order
+    from harness.judging.order import choose
 
     pool = _pool(tmp_path, [1, 3, None, 2, None, 0])
     judge = tmp_path / "judge.txt"  # rows 1 (3 vs 0: gap 3) and 5 (0 vs 1) are disputed; row 3 agrees
     judge.write_text("q1 0 d1 0\nq1 0 d3 2\nq1 0 d5 1\nq1 0 d0 1\n", encoding="utf-8")
     j = Judging(pool)
-
-    class A:
-        order, against, seed = "disagreement", [str(judge)], 0
-
-    A.pool = str(pool)
-    apply_order(A, j)
+    choose(j, str(pool), "disagreement", [str(judge)], 0)
     assert _walk(j) == [1, 5, 2, 4]  # disputed (gap 3, then 1), then the ungraded in file order
 
 

@@ -1,11 +1,10 @@
-"""The OpenAI-compatible endpoint flags and client, one reading for every command that asks one
-(``judge auto --judge http``, ``synth generate --generator http``): the same words, the same checks,
-the key read from the environment variable and handed only to the client."""
+"""The OpenAI-compatible endpoint flags, the same words for every command that asks one (``judge
+auto --judge http``, ``synth generate --generator http``), read into one
+:class:`~harness.endpoint.settings.EndpointSettings` (its checks and its client live there)."""
 
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 
@@ -24,36 +23,9 @@ def add_endpoint_arguments(p: argparse.ArgumentParser, unit: str) -> None:
     p.add_argument("--max-tokens", type=int, default=512, help="http: max_tokens per reply (default 512)")
 
 
-def check_endpoint_arguments(args: argparse.Namespace, flag: str) -> None:
-    """Refuse what no request could use, before anything is read; ``flag`` names the choice that
-    asked for an endpoint (``--judge http``)."""
-    from harness.errors import InputError
+def endpoint_settings(args: argparse.Namespace) -> Any:
+    """The :class:`~harness.endpoint.settings.EndpointSettings` the flags give (checked where used)."""
+    from harness.endpoint.settings import EndpointSettings
 
-    if not args.url:
-        raise InputError(f"{flag} needs --url (the OpenAI-compatible endpoint)", field="--url")
-    if not 1 <= args.concurrency <= 256:
-        raise InputError("must be 1..256", field="--concurrency")
-    from harness.judging.llm import check_timeout
-
-    check_timeout(args.timeout)  # nan, inf, 0, absurd: one line naming --timeout
-    if not 0 <= args.retries <= 100:
-        raise InputError("must be 0..100", field="--retries")
-    if args.max_tokens < 1:
-        raise InputError("must be at least 1", field="--max-tokens")
-
-
-def endpoint_client(args: argparse.Namespace, model: str) -> Any:
-    """The :class:`~harness.judging.llm.HttpJudge` the flags describe; the key comes from the
-    environment variable ``--api-key-env`` names (refused when unset or empty) and is never stored."""
-    from harness.errors import InputError
-    from harness.judging.llm import HttpJudge
-
-    key = None
-    if args.api_key_env:
-        key = os.environ.get(args.api_key_env)
-        if not key:
-            raise InputError(f"environment variable {args.api_key_env} is not set or empty", field="--api-key-env")
-    return HttpJudge(
-        args.url, model, api_key=key, temperature=args.temperature, max_tokens=args.max_tokens,
-        timeout=args.timeout, retries=args.retries, concurrency=args.concurrency,
-    )  # fmt: skip
+    return EndpointSettings(args.url, args.api_key_env, args.concurrency, args.timeout, args.retries,
+                            args.temperature, args.max_tokens)  # fmt: skip

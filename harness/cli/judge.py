@@ -26,9 +26,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     s = jsub.add_parser("serve", help="a page on 127.0.0.1 to grade the pool (keys 0-3, Backspace undoes)")
     s.add_argument("pool", metavar="POOL", help="pool file from `harness pool` (.csv or .jsonl); grades go into it")
     s.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
-    from harness.cli.judge_tools import add_order_arguments
-
-    add_order_arguments(s)
+    s.add_argument(
+        "--order", choices=["pool", "disagreement", "random"], default="pool",
+        help="pool: the file's order; disagreement: where --against grades differ most first (people's "
+        "grades the judge disputes come back); random: a seeded shuffle, for a calibration sample",
+    )  # fmt: skip
+    s.add_argument(
+        "--against", action="append", metavar="GRADES", default=[],
+        help="with --order disagreement: a judge's grade file or qrels (twice: two judges, on ungraded pairs)",
+    )  # fmt: skip
+    s.add_argument("--seed", type=int, default=0, help="with --order random: the seed (default 0)")
     s.set_defaults(func=serve)
     m = jsub.add_parser("merge", help="the old judgments plus the pool's grades, written to a new file")
     m.add_argument("pool", metavar="POOL", help="graded pool file")
@@ -42,29 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import os
+    from harness.judging.server import open_page
 
-    from harness.errors import InputError
-    from harness.judging.server import Judging, make_server, page_url
-
-    if not 0 <= args.port <= 65535:
-        raise InputError("must be 0..65535", field="--port")
-    judging = Judging(args.pool)  # takes the pool's lock: one server per pool
+    judging, server, url = open_page(args.pool, args.port, args.order, args.against, args.seed)
     try:
-        from harness.cli.judge_tools import apply_order
-
-        apply_order(args, judging)  # --order: disagreement-first or random (docs/judging.md)
-        try:
-            server = make_server(judging, args.port)
-        except OSError as e:
-            raise InputError(f"cannot listen on 127.0.0.1:{args.port} ({e.strerror or e})", field="--port") from None
-        url = page_url(server, judging)
-        judging.lock.describe(f"pid {os.getpid()}, http://127.0.0.1:{server.server_address[1]}/")
-        print(
-            f"judging {len(judging.rows)} documents ({judging.graded} graded) at {url} "
-            f"- each grade is saved to {args.pool} as it is made; Ctrl-C stops",
-            flush=True,
-        )
+        print(f"judging {len(judging.rows)} documents ({judging.graded} graded) at {url} - each grade is saved "
+              f"to {args.pool} as it is made; Ctrl-C stops", flush=True)  # fmt: skip
         serve_until_interrupted(server)
     finally:
         judging.close()
@@ -73,20 +63,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def merge(args: argparse.Namespace) -> int:
-    from harness.judging.merge import check_out, provenance_path, write_merged
-    from harness.judging.merge import merge as do_merge
+    from harness.judging.merge import merge_line
 
-    check_out(args.qrels, args.out)
-    merged = do_merge(args.pool, args.qrels)
-    out = write_merged(merged, args.qrels, args.out)
-    log.info(
-        "%s: %d judgments from %s plus %d new (%d already judged alike, %d left ungraded); provenance in %s",
-        out,
-        merged.provenance["qrels"]["judgments"],
-        args.qrels,
-        merged.added,
-        merged.already,
-        merged.ungraded,
-        provenance_path(out).name,
-    )
+    log.info("%s", merge_line(args.pool, args.qrels, args.out))
     return 0

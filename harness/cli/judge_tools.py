@@ -2,7 +2,7 @@
 
 ``agree`` measures a judge against people (pairs and the systems' ranking), ``sample`` draws the
 queries people grade in full for prediction-powered intervals, ``auto`` fills a pool with a judge's
-grades (an OpenAI-compatible endpoint or a local cross-encoder).
+grades (an OpenAI-compatible endpoint, a local cross-encoder, a plugin or a team's class).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import sys
-from pathlib import Path
 
 log = logging.getLogger("harness")
 
@@ -20,21 +19,13 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     a = jsub.add_parser("agree", help="agreement of two graders (A the reference): kappa, alpha, per retriever, tau")
     a.add_argument("a", metavar="A", help="grade file (.csv/.jsonl pool) or qrels: the reference (people)")
     a.add_argument("b", metavar="B", help="grade file or qrels: the grader under test (a judge)")
-    a.add_argument(
-        "--results", metavar="DIR", help="results folder: also each retriever's metric under A and B, tau, tau_AP"
-    )
+    a.add_argument("--results", metavar="DIR",
+                   help="results folder: also each retriever's metric under A and B, tau, tau_AP")  # fmt: skip
     a.add_argument("--metrics", help="with --results: comma-separated metrics (default: the folder's)")
-    a.add_argument(
-        "--no-folder-qrels",
-        action="store_true",
-        help="with --results: score each side on its own grades only, not laid over the folder's qrels.tsv",
-    )
-    a.add_argument(
-        "--depth",
-        type=int,
-        default=10,
-        help="with --results: a pair counts for the retrievers ranking it in their top k (default 10)",
-    )
+    a.add_argument("--no-folder-qrels", action="store_true",
+                   help="with --results: score each side on its own grades only, not laid over the folder's qrels.tsv")
+    a.add_argument("--depth", type=int, default=10,
+                   help="with --results: a pair counts for the retrievers ranking it in their top k (default 10)")
     a.add_argument("--threshold", type=int, default=1, help="grade from which a pair counts as relevant (default 1)")
     a.add_argument("--format", choices=["text", "json"], default="text")
     a.set_defaults(func=agree)
@@ -44,24 +35,24 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     s.add_argument("--out", required=True, help="new pool file with every row of the drawn queries (.csv/.jsonl)")
     s.set_defaults(func=sample)
-    u = jsub.add_parser("auto", help="fill a pool with an automatic judge's grades (LLM endpoint or cross-encoder)")
+    from harness.judging.judge import BUILTIN
+
+    u = jsub.add_parser("auto", help="fill a pool with an automatic judge's grades (endpoint, cross-encoder, yours)")
     u.add_argument("pool", metavar="POOL", help="pool file from `harness pool` (only read)")
-    u.add_argument("--judge", choices=["http", "cross-encoder"], required=True, help="who grades")
+    u.add_argument("--judge", required=True, metavar="NAME|module:Class",
+                   help=f"who grades: {', '.join(BUILTIN)}, an installed plugin's name, or your class (module:Class)")
+    u.add_argument("--judge-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="a plugin's or module:Class's constructor argument (a string; repeatable)")  # fmt: skip
     u.add_argument("--out", required=True, help="grade file to write (.csv/.jsonl; `judge merge` takes it)")
-    u.add_argument(
-        "--model", required=True, help="http: the model name to ask for; cross-encoder: a local model folder"
-    )
+    u.add_argument("--model", help="http: the model name to ask for; cross-encoder: a local model folder")
     from harness.cli.endpoint import add_endpoint_arguments
 
     add_endpoint_arguments(u, "pair")  # --url, --api-key-env, --concurrency, ... (synth generate has the same)
     u.add_argument("--price-in", type=float, metavar="USD", help="http: price per 1M input tokens")
     u.add_argument("--price-out", type=float, metavar="USD", help="http: price per 1M output tokens")
     u.add_argument("--thresholds", metavar="T1,T2,T3", help="cross-encoder: scores from which grades 1, 2, 3 start")
-    u.add_argument(
-        "--calibrate",
-        metavar="HUMAN",
-        help="cross-encoder: fit the thresholds on people's grades (max quadratic kappa)",
-    )
+    u.add_argument("--calibrate", metavar="HUMAN",
+                   help="cross-encoder: fit the thresholds on people's grades (max quadratic kappa)")  # fmt: skip
     u.add_argument("--no-progress", action="store_true", help="no progress display")
     u.set_defaults(func=auto)
 
@@ -73,55 +64,24 @@ def agree(args: argparse.Namespace) -> int:
 
     if args.depth < 1:
         raise InputError("must be at least 1", field="--depth")
+    if not args.results and (args.metrics or args.no_folder_qrels):
+        raise InputError("--metrics and --no-folder-qrels need --results (the runs to score)", field="--results")
     a, b = read_grades(args.a), read_grades(args.b)
     runs, metrics, base, base_path = None, [], None, None
     if args.results:
-        from harness.metrics.names import parse_metrics
-        from harness.results import Results
-        from harness.results.integrity import check_results
-        from harness.results.store import read_runs
+        from harness.judging.folder_runs import agree_inputs
 
-        res = check_results(Results.load(args.results))
-        runs = read_runs(res)
-        if not runs:
-            raise InputError("no stored runs (runs/*.trec)", path=args.results)
-        wanted = parse_metrics(args.metrics) if args.metrics else parse_metrics(res.metrics)
-        metrics = [m.name for m in wanted if not (m.needs_embeddings or m.needs_context)]
-        folder_qrels = (res.folder or Path(args.results)) / "qrels.tsv"
-        if not args.no_folder_qrels and folder_qrels.is_file():
-            from harness.io.trec import read_qrels
-
-            base, base_path = read_qrels(folder_qrels), str(folder_qrels)
-    elif args.metrics or args.no_folder_qrels:
-        raise InputError("--metrics and --no-folder-qrels need --results (the runs to score)", field="--results")
+        runs, metrics, base, base_path = agree_inputs(args.results, args.metrics, args.no_folder_qrels)
     report = do_agree(a, b, threshold=args.threshold, runs=runs, metrics=metrics, depth=args.depth, base=base,
                       base_path=base_path)  # fmt: skip
-    if args.format == "json":
-        sys.stdout.write(json.dumps(report, indent=1) + "\n")
-    else:
-        sys.stdout.write(render(report))
+    sys.stdout.write(json.dumps(report, indent=1) + "\n" if args.format == "json" else render(report))
     return 0
 
 
-def check_seed(seed: int, field: str = "--seed") -> int:
-    """A seed numpy's generator takes: an integer >= 0 (one line, exit 2, before anything is read)."""
-    from harness.errors import InputError
-
-    if seed < 0:
-        raise InputError(f"must be an integer >= 0, got {seed}", field=field)
-    return seed
-
-
 def sample(args: argparse.Namespace) -> int:
-    from harness.judging.sample import sample as do_sample
-    from harness.judging.sample import sidecar
+    from harness.judging.sample import sample_line
 
-    check_seed(args.seed)
-    chosen, rows = do_sample(args.pool, args.queries, args.seed, args.out)
-    log.info(
-        "%d queries drawn with seed %d (%d pairs to grade, every one) written to %s; the draw is recorded in %s",
-        len(chosen), args.seed, rows, args.out, sidecar(args.out).name,
-    )  # fmt: skip
+    log.info("%s", sample_line(args.pool, args.queries, args.seed, args.out))
     return 0
 
 
@@ -144,18 +104,11 @@ def add_ppi_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _ppi(args: argparse.Namespace, runs: dict, metrics: list[str], baseline: str | None = None) -> dict:
-    from harness.errors import InputError
-    from harness.io.trec import read_qrels
-    from harness.judging.ppi import ppi_report
-    from harness.judging.sample import sampled_queries
+    from harness.judging.ppi import ppi_from_files
 
-    if not args.qrels:
-        raise InputError("--auto-qrels needs --qrels: people's judgments of the labelled queries", field="--qrels")
-    if getattr(args, "judged_only", False):
-        raise InputError("prediction-powered intervals are computed on full rankings", field="--judged-only")
-    labelled = set(sampled_queries(args.labelled)) if args.labelled else None
-    human, judge = read_qrels(args.qrels), read_qrels(args.auto_qrels)
-    return ppi_report(runs, human, judge, metrics, labelled=labelled, alpha=args.alpha, baseline=baseline)
+    judged_only = getattr(args, "judged_only", False)
+    return ppi_from_files(runs, metrics, qrels=args.qrels, auto_qrels=args.auto_qrels, labelled=args.labelled,
+                          alpha=args.alpha, judged_only=judged_only, baseline=baseline)  # fmt: skip
 
 
 def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: str) -> int:
@@ -171,104 +124,28 @@ def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: 
 def report_ppi(args: argparse.Namespace, results) -> int:
     """``harness report DIR --qrels HUMAN --auto-qrels JUDGE``: the folder's stored runs and metrics,
     differences against the folder's baseline."""
-    from harness.errors import InputError
+    from harness.judging.folder_runs import scorable, stored_runs
     from harness.judging.ppi import render
-    from harness.metrics.names import parse_metrics
-    from harness.results.store import read_runs
 
-    runs = read_runs(results)
-    if not runs:
-        raise InputError("no stored runs (runs/*.trec)", path=results.folder)
-    metrics = [m.name for m in parse_metrics(results.metrics) if not (m.needs_embeddings or m.needs_context)]
+    runs = stored_runs(results)
     base = results.baseline if results.baseline in runs else None
-    sys.stdout.write(render(_ppi(args, runs, metrics, baseline=base)))
+    sys.stdout.write(render(_ppi(args, runs, scorable(results.metrics), baseline=base)))
     return 0
 
 
 def auto(args: argparse.Namespace) -> int:
-    """``harness judge auto``: check everything, then grade; one summary line at the end."""
-    from harness.errors import InputError
-    from harness.judging.auto import check_out
-    from harness.judging.pool import read_pool
+    """``harness judge auto``: everything checked, then graded; the summary lines at the end."""
+    from harness.cli.endpoint import endpoint_settings
+    from harness.judging.auto import AutoOptions
+    from harness.judging.auto import auto as fill_pool
+    from harness.judging.judge import parse_options
 
-    if args.judge == "cross-encoder":
-        from harness.cli.command import require_extras
-        from harness.extras import Need
-
-        require_extras(Need("judge auto --judge cross-encoder", "rerank"))
-    out = check_out(args.out)
-    if args.judge == "cross-encoder":
-        from harness.judging.crossenc import run_cross_encoder
-
-        return run_cross_encoder(args, out)
-    from harness.cli.endpoint import check_endpoint_arguments, endpoint_client
-
-    check_endpoint_arguments(args, "--judge http")
-    for flag, price in (("--price-in", args.price_in), ("--price-out", args.price_out)):
-        if price is not None and not price >= 0:
-            raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)
-    judge = endpoint_client(args, args.model)  # an unset --api-key-env is refused here, before the pool is read
-    rows = read_pool(args.pool)
-    if not rows:
-        raise InputError("the pool is empty: nothing to grade", path=args.pool)
-    from harness import progress
-    from harness.judging.auto import ReplyCache, fill_http
-    from harness.paths import cache_dir_of
-
-    cache = ReplyCache(cache_dir_of(None) / "judge" / "replies.jsonl", judge.cache_identity())
-    with progress.session(sys.stderr, enabled=False if args.no_progress else None) as bar:
-        summary = fill_http(
-            rows, judge, out, cache=cache, concurrency=args.concurrency, progress=bar,
-            price_in=args.price_in, price_out=args.price_out,
-        )  # fmt: skip
-    log.info("%s: %s (%.1f s)", out, summary.line(), summary.seconds)
-    for why, n in sorted(summary.failures.items()):
-        log.info("  failed %d: %s", n, why)
-    if summary.stopped:
-        raise InputError(f"stopped: {summary.stopped}; the {summary.graded} grades received are in {out}")
-    if summary.interrupted:  # the usual Ctrl-C exit (130), saying where the grades are
-        raise KeyboardInterrupt(f"{summary.graded} grades are in {out}; the same command grades the rest")
+    report = fill_pool(AutoOptions(
+        pool=args.pool, out=args.out, judge=args.judge, model=args.model, endpoint=endpoint_settings(args),
+        price_in=args.price_in, price_out=args.price_out, thresholds=args.thresholds, calibrate=args.calibrate,
+        judge_options=parse_options(args.judge_option), show_progress=False if args.no_progress else None,
+    ))  # fmt: skip
+    for line in report.lines():
+        log.info("%s", line)
+    report.raise_if_cut()
     return 0
-
-
-def add_order_arguments(s: argparse.ArgumentParser) -> None:
-    """``judge serve --order``: which pairs the page presents first."""
-    s.add_argument(
-        "--order",
-        choices=["pool", "disagreement", "random"],
-        default="pool",
-        help="pool: the file's order; disagreement: where --against grades differ most first (people's "
-        "grades the judge disputes come back); random: a seeded shuffle, for a calibration sample",
-    )
-    s.add_argument(
-        "--against", action="append", metavar="GRADES", default=[],
-        help="with --order disagreement: a judge's grade file or qrels (twice: two judges, on ungraded pairs)",
-    )  # fmt: skip
-    s.add_argument("--seed", type=int, default=0, help="with --order random: the seed (default 0)")
-
-
-def apply_order(args: argparse.Namespace, judging) -> None:
-    """Set the page's order on ``judging`` (:mod:`harness.judging.order`), refusing what would bias a sample."""
-    from harness.errors import InputError
-
-    if args.order != "disagreement" and args.against:
-        raise InputError("--against goes with --order disagreement", field="--against")
-    if args.order == "random":
-        from harness.judging.order import shuffled
-
-        check_seed(args.seed)
-        judging.order = shuffled(len(judging.rows), args.seed)
-    elif args.order == "disagreement":
-        from harness.judging.agree import read_grades
-        from harness.judging.order import disagreement
-        from harness.judging.sample import is_sample
-
-        if is_sample(args.pool):
-            raise InputError(
-                "a `judge sample` file is graded in full and in its own order: grades chosen by a judge's "
-                "answers would bias the prediction-powered intervals (use --order pool or random)",
-                field="--order",
-            )
-        if not 1 <= len(args.against) <= 2:
-            raise InputError("--order disagreement needs --against GRADES (once or twice)", field="--against")
-        judging.order, judging.review = disagreement(judging.rows, [read_grades(p) for p in args.against])

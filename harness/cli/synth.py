@@ -72,8 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def generate(args: argparse.Namespace) -> int:
+    from harness.endpoint.client import EndpointStopped
     from harness.errors import InputError
-    from harness.judging.llm import JudgeStopped
     from harness.synth import generate as G
     from harness.synth.make import Settings, check
     from harness.synth.make import generate as make
@@ -88,17 +88,17 @@ def generate(args: argparse.Namespace) -> int:
     check(s)
     client = cache = None
     if args.generator == "http":
-        from harness.cli.endpoint import check_endpoint_arguments, endpoint_client
+        from harness.cli.endpoint import endpoint_settings
 
-        check_endpoint_arguments(args, "--generator http")
+        settings = endpoint_settings(args).check("--generator http")
         if not args.model:
             raise InputError("--generator http needs --model (the model name to ask for)", field="--model")
-        client = endpoint_client(args, args.model)
-        cache = G.QueryCache(G.cache_file(), G.cache_identity(client))
+        client = settings.client(args.model)
+        cache = G.reply_cache(client)
     try:
         prov = make(args.dataset, args.out, s, client=client, cache=cache, stream=sys.stderr,
                     show_progress=False if args.no_progress else None)  # fmt: skip
-    except JudgeStopped as e:
+    except EndpointStopped as e:
         raise InputError(f"stopped: {e}; replies received are kept in the reply cache", field="--url") from None
     finally:
         if client is not None:

@@ -4,9 +4,15 @@
 per pool), and merge the grades into a new qrels file (:mod:`~harness.judging.merge`). Grades are
 read everywhere by :func:`harness.io.grades.parse_grade`.
 
-Automatic judges, checked against people: a judge fills a pool (:mod:`~harness.judging.auto`, with
-an OpenAI-compatible endpoint in :mod:`~harness.judging.llm` asked UMBRELA's prompt,
-:mod:`~harness.judging.umbrela`, or a local cross-encoder, :mod:`~harness.judging.crossenc`);
+Automatic judges, checked against people: a judge (:class:`Judge`, a ``name`` and ``grade(pairs)``;
+the registry in :mod:`~harness.judging.judge`) fills a pool through one fill loop
+(:mod:`~harness.judging.auto`): an OpenAI-compatible endpoint asked UMBRELA's prompt
+(:mod:`~harness.judging.umbrela`, over the client of :mod:`harness.endpoint`), a local cross-encoder
+(:mod:`~harness.judging.crossenc`), a plugin or a team's own class;
 :mod:`~harness.judging.agree` measures it against people; :mod:`~harness.judging.sample` draws the
 queries people grade in full and :mod:`~harness.judging.ppi` turns both into prediction-powered
 intervals; :mod:`~harness.judging.order` sets the page's order. docs/judging.md."""
+
+from harness.judging.judge import Judge, Pair
+
+__all__ = ["Judge", "Pair"]

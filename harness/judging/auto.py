@@ -1,17 +1,20 @@
-"""``harness judge auto POOL --judge http|cross-encoder --out grades.csv``: a pool filled by a judge.
+"""``harness judge auto POOL --judge NAME|module:Class --out grades.csv``: a pool filled by a judge
+(:class:`~harness.judging.judge.Judge`: the built-in ``http`` and ``cross-encoder``, a plugin, or a
+team's own class), through one fill loop (:func:`fill`).
 
 The output is the pool file format (``harness judge merge`` takes it) with two more columns:
-``judge``, naming who gave each grade with the settings that decide it (model, prompt version,
-endpoint without credentials, temperature, max_tokens), and ``judge_key``, the hash of those and of
-the query text and the document text the grade was given for (an ungraded row leaves all three
-empty). Every row of the pool is graded, already-graded ones too: agreement with people is measured
-on the same pairs.
+``judge``, the judge's ``name`` (who gave each grade with the settings that decide it: for an
+endpoint the model, prompt version, endpoint without credentials, temperature, max_tokens), and
+``judge_key``, the hash of the judge's identity and of the query text and the document text the
+grade was given for (an ungraded row leaves all three empty). Every row of the pool is graded,
+already-graded ones too: agreement with people is measured on the same pairs.
 
-For an endpoint, every reply with a grade is cached (:class:`ReplyCache`, under the same key), and
-the output is rewritten atomically every few seconds and at the end: a re-run sends requests only
-for the pairs still ungraded, and Ctrl-C keeps every grade received. An earlier output's grade, or a
+Every grade is cached as it arrives (:class:`~harness.endpoint.fanout.ReplyCache`, under the same
+key), and the output is rewritten atomically every few seconds and at the end: a re-run asks only for
+the pairs still ungraded, and Ctrl-C keeps every grade received. An earlier output's grade, or a
 cached one, is used again only when its key is the one the pair has now: a changed temperature, a
-changed document text, another model or URL asks again.
+changed document text, another model, URL or judge name asks again. A judge whose
+``cache_identity()`` is None (the cross-encoder) is neither cached nor resumed.
 """
 
 from __future__ import annotations
@@ -20,60 +23,126 @@ import csv
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.endpoint.client import Outcome
+from harness.endpoint.fanout import ReplyCache, Tally, ask_many, reply_key
+from harness.endpoint.settings import EndpointSettings
 from harness.errors import InputError
-from harness.io.append_log import AppendLog, sha256_text
+from harness.io.append_log import sha256_text
 from harness.judging import umbrela
+from harness.judging.judge import Judge, Pair, check_judge, judge_class, make_judge
 from harness.judging.pool import COLUMNS, PoolRow, file_format, read_pool, write_pool
 
 log = logging.getLogger("harness")
 
 #: the output's columns: the pool's, then who graded the row and the key of what was graded
 AUTO_COLUMNS = (*COLUMNS, "judge", "judge_key")
-#: how the ``judge`` cell of a grade an automatic judge gave starts
+#: how the ``judge`` cell of a grade a built-in judge gave starts
 JUDGES = ("llm:", "cross-encoder:")
 #: seconds between two rewrites of the output while grading
 SAVE_EVERY = 5.0
+#: built-in judges that need an extra (``harness.extras``), named before any work
+EXTRAS = {"cross-encoder": "rerank"}
 
 
 @dataclass
-class Summary:
-    pairs: int = 0
-    graded: int = 0
-    from_cache: int = 0
-    ungraded: int = 0  # replies never held a readable grade
-    failed: int = 0  # no usable reply (timeouts, errors, cut replies) after the retries
-    retried: int = 0  # pairs that needed more than one request
-    requests: int = 0  # requests sent, those of a pair cut short by a stop or Ctrl-C included
-    tokens_in: int = 0
-    tokens_out: int = 0
-    usage_refused: int = 0  # replies whose token counts were not believable: neither counted nor priced
+class AutoOptions:
+    """``judge auto``'s flags: the pool, the output, the judge and its settings."""
+
+    pool: str
+    out: str
+    judge: str
+    model: str | None = None
+    endpoint: EndpointSettings = field(default_factory=EndpointSettings)
+    price_in: float | None = None
+    price_out: float | None = None
+    thresholds: str | None = None
+    calibrate: str | None = None
+    judge_options: dict[str, str] = field(default_factory=dict)
+    show_progress: bool | None = None
+
+
+@dataclass
+class FillReport:
+    """What a fill did: the tally of pairs, where the grades are, who gave them, how long it took."""
+
+    out: Path
+    judge: str
+    tally: Tally
+    endpoint: bool = False  # an endpoint was asked: requests and tokens are worth a line
     cost_usd: float | None = None
     seconds: float = 0.0
-    interrupted: bool = False
-    stopped: str | None = None
-    failures: dict[str, int] = field(default_factory=dict)
+    grades: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # how many of each grade 0-3
 
     def line(self) -> str:
+        t = self.tally
+        by = "" if self.endpoint else f" by {self.judge}"
+        head = (
+            f"{t.answered} of {t.items} pairs graded{by} ({t.from_cache} from earlier runs), {t.unparsable} "
+            f"ungraded (no readable grade), {t.failed} failed"
+        )
+        if not self.endpoint:
+            return f"{head} (grades 0-3: {', '.join(map(str, self.grades))})"
         cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
         refused = (
-            f" ({self.usage_refused} replies' usage refused as not believable: not counted"
+            f" ({t.usage_refused} replies' usage refused as not believable: not counted"
             + (", the cost is a lower bound)" if self.cost_usd is not None else ")")
-            if self.usage_refused
+            if t.usage_refused
             else ""
         )
-        return (
-            f"{self.graded} of {self.pairs} pairs graded ({self.from_cache} from earlier runs), {self.ungraded} "
-            f"ungraded (no readable grade), {self.failed} failed, {self.retried} retried; {self.requests} "
-            f"requests, {self.tokens_in} tokens in, {self.tokens_out} out{cost}{refused}"
-        )
+        return f"{head}, {t.retried} retried; {t.spent()}{cost}{refused}"
+
+    def lines(self) -> list[str]:
+        """The summary line and one line per kind of failure (what ``judge auto`` prints)."""
+        head = f"{self.out}: {self.line()} ({self.seconds:.1f} s)"
+        return [head, *(f"  failed {n}: {why}" for why, n in sorted(self.tally.failures.items()))]
+
+    def raise_if_cut(self) -> None:
+        """Exit 2 for a stopped endpoint, 130 for Ctrl-C, each saying where the grades are."""
+        t = self.tally
+        if t.stopped:
+            raise InputError(f"stopped: {t.stopped}; the {t.answered} grades received are in {self.out}")
+        if t.interrupted:  # the usual Ctrl-C exit (130), saying where the grades are
+            raise KeyboardInterrupt(f"{t.answered} grades are in {self.out}; the same command grades the rest")
+
+
+def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
+    """``harness judge auto``: everything checked (the judge's extra, the output, the prices, the
+    pool, the judge itself), then every pair graded through :func:`fill`."""
+    from harness import extras
+    from harness import progress as progress_mod
+    from harness.paths import cache_dir_of
+
+    if opts.judge in EXTRAS:
+        missing = extras.unmet([extras.Need(f"judge auto --judge {opts.judge}", EXTRAS[opts.judge])])
+        if missing:
+            raise InputError(extras.message(missing))
+    cls = judge_class(opts.judge)
+    out = check_out(opts.out)
+    for flag, price in (("--price-in", opts.price_in), ("--price-out", opts.price_out)):
+        if price is not None and not price >= 0:
+            raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)
+    build = getattr(cls, "from_options", None)
+    if build is not None and opts.judge_options:
+        raise InputError(f"the {opts.judge} judge takes its flags, not --judge-option", field="--judge-option")
+    # the endpoint's flags and key, the cross-encoder's thresholds: refused before the pool is read
+    judge = check_judge(build(opts), opts.judge) if build is not None else make_judge(opts.judge, opts.judge_options)
+    check_theirs(out, judge.name)
+    rows = read_pool(opts.pool)
+    if not rows:
+        raise InputError("the pool is empty: nothing to grade", path=opts.pool)
+    cache = auto_cache(cache_dir_of(None), judge)
+    with progress_mod.session(stream or sys.stderr, enabled=opts.show_progress) as bar:
+        report = fill(rows, judge, out, cache=cache, progress=bar)
+    report.cost_usd = report.tally.cost(opts.price_in, opts.price_out)
+    return report
 
 
 # ----------------------------------------------------------------------------- output file
@@ -86,10 +155,17 @@ def check_out(out: str | os.PathLike[str]) -> Path:
         raise InputError("the grade file must end in .csv or .jsonl", field="--out")
     if p.exists() and not _is_auto_file(p):
         raise InputError("exists and was not written by `harness judge auto`; choose a new file", path=p, field="--out")
+    return p
+
+
+def check_theirs(p: Path, judge: str) -> None:
+    """Refuse an output holding grades neither a built-in judge nor ``judge`` gave: rewriting it
+    would erase them."""
     if p.exists():
         theirs = [
-            r for r in read_pool(p) if r.grade is not None and not str(r.extra.get("judge") or "").startswith(JUDGES)
-        ]
+            r for r in read_pool(p)
+            if r.grade is not None and not _judged(str(r.extra.get("judge") or ""), judge)
+        ]  # fmt: skip
         if theirs:  # graded on the page (`person`) or typed in: rewriting the file would erase them
             raise InputError(
                 f"holds {len(theirs)} grade(s) no judge gave (made on the `judge serve` page or typed in, e.g. "
@@ -98,7 +174,10 @@ def check_out(out: str | os.PathLike[str]) -> Path:
                 path=p,
                 field="--out",
             )
-    return p
+
+
+def _judged(cell: str, judge: str) -> bool:
+    return cell.startswith(JUDGES) or cell == judge
 
 
 def _is_auto_file(p: Path) -> bool:
@@ -142,148 +221,128 @@ def write_auto(
     return write_pool(path, rows)
 
 
-# ----------------------------------------------------------------------------- reply cache
+# ----------------------------------------------------------------------------- the fill loop
 
 
-def pair_key(identity: list, query: str, title: str, text: str) -> str:
-    """The key of one pair's grade: sha256 of the judge's identity (URL without credentials, model,
-    temperature, max_tokens, prompt version), the query text and sha256 of the document text. Two
-    grades with one key were asked the same question; any other difference asks again."""
-    doc = sha256_text(umbrela.passage(title, text))
-    return sha256_text(json.dumps([*identity, query, doc], ensure_ascii=False))
+def pair_key(identity: Sequence[Any], query: str, title: str, text: str) -> str:
+    """The key of one pair's grade: sha256 of the judge's identity (for an endpoint: URL without
+    credentials, model, temperature, max_tokens, prompt version; otherwise its name), the query text
+    and sha256 of the document text. Two grades with one key were asked the same question."""
+    return reply_key(identity, query, sha256_text(umbrela.passage(title, text)))
+
+
+def judge_identity(judge: Any) -> list | None:
+    """What, beside the pair, decides a judge's grade: its ``cache_identity()`` where it has one
+    (None: never cached nor resumed), otherwise its name."""
+    ident = getattr(judge, "cache_identity", None)
+    return ident() if callable(ident) else [judge.name]
+
+
+def auto_cache(cache_dir: Path, judge: Any) -> ReplyCache | None:
+    """The grades ``judge`` gave, kept in ``<cache>/judge/replies.jsonl`` under their keys (hashes
+    only: no text, URL or key); None for a judge that is never cached."""
+    identity = judge_identity(judge)
+    return None if identity is None else ReplyCache(cache_dir / "judge" / "replies.jsonl", identity, _grade, _record)
 
 
 def _grade(rec: dict[str, Any]) -> int | None:
     g = rec["grade"]
-    return g if isinstance(g, int) and 0 <= g <= 3 else None
+    return g if isinstance(g, int) and not isinstance(g, bool) and 0 <= g <= 3 else None
 
 
-class ReplyCache:
-    """Grades an endpoint gave (:class:`~harness.io.append_log.AppendLog`: one JSON line per reply,
-    appended as they come, a killed run keeps them). Keys are hashes: no text, URL or key is stored."""
-
-    def __init__(self, path: Path, identity: list) -> None:
-        self.path, self.identity = path, identity
-        self._log: AppendLog[int] = AppendLog(path, _grade)
-
-    def key(self, query: str, title: str, text: str) -> str:
-        return pair_key(self.identity, query, title, text)
-
-    def get(self, key: str) -> int | None:
-        return self._log.get(key)
-
-    def put(self, key: str, grade: int, tokens_in: int, tokens_out: int) -> None:
-        self._log.append(key, grade, {"grade": grade, "tokens_in": tokens_in, "tokens_out": tokens_out})
+def _record(grade: int, o: Outcome) -> dict[str, Any]:
+    return {"grade": grade, "tokens_in": o.tokens_in, "tokens_out": o.tokens_out}
 
 
-# ----------------------------------------------------------------------------- the fill loop
+def _asker(judge: Any) -> Callable[[list[Pair], threading.Event], list[Outcome]]:
+    """How the fill loop asks ``judge`` about a batch: its ``outcomes`` (an endpoint: grades with what
+    they cost, a stop raised) or its ``grade``, each answer checked to be a grade 0-3 or None."""
+    rich = getattr(judge, "outcomes", None)
+    if callable(rich):
+        return rich
+
+    def ask(pairs: list[Pair], stop: threading.Event) -> list[Outcome]:
+        grades = list(judge.grade(pairs))
+        if len(grades) != len(pairs) or not all(g is None or _grade({"grade": g}) is not None for g in grades):
+            raise InputError(
+                f"judge {judge.name!r}: grade() must return one grade (0-3 or None) per pair; it returned "
+                f"{grades[:5]!r}{'...' if len(grades) > 5 else ''} for {len(pairs)} pairs"
+            )
+        return [Outcome(g, None if g is not None else "unparsable", int(i == 0)) for i, g in enumerate(grades)]
+
+    return ask
 
 
-def fill_http(
+def fill(
     rows: list[PoolRow],
-    judge: Any,
+    judge: Judge,
     out: Path,
     *,
     cache: ReplyCache | None,
-    concurrency: int = 4,
     progress: Any = None,
-    price_in: float | None = None,
-    price_out: float | None = None,
     clock: Callable[[], float] = time.monotonic,
-) -> Summary:
-    """Grade every row through ``judge`` (:class:`~harness.judging.llm.HttpJudge`), at most
-    ``concurrency`` requests at a time; the output is saved every :data:`SAVE_EVERY` seconds, at the
-    end, and on Ctrl-C or a stop (whose reason is in ``Summary.stopped``)."""
-    from harness.judging.llm import JudgeStopped
-
+) -> FillReport:
+    """Grade every row through ``judge``: earlier outputs' and cached grades under the pair's key are
+    taken, the rest asked (:func:`~harness.endpoint.fanout.ask_many`, in the judge's ``batch_size``
+    and ``concurrency``); the output is saved every :data:`SAVE_EVERY` seconds, at the end, and on
+    Ctrl-C or a stop (in ``FillReport.tally``)."""
     start = clock()
-    s = Summary(pairs=len(rows))
     name = judge.name
+    t = Tally(items=len(rows))
     sent_before = getattr(judge, "requests_sent", None)
     judges: list[str | None] = [None] * len(rows)
-    earlier = earlier_grades(out, name) if out.exists() else {}
+    identity = judge_identity(judge)
+    keys: list[str | None] = [None] * len(rows)
+    if identity is not None:
+        keys = [pair_key(identity, r.query, r.title, r.text) for r in rows]
+    earlier = earlier_grades(out, name) if identity is not None else {}
     todo: list[int] = []
-    identity = judge.cache_identity()
-    keys: list[str | None] = [pair_key(identity, r.query, r.title, r.text) for r in rows]
     for i, r in enumerate(rows):
         r.grade = None
         g, key = earlier.get((r.query_id, r.doc_id), (None, None))
         if key != keys[i]:  # graded under other settings, or for another text: asked again
             g = None
-        if g is None and cache is not None:
+        if g is None and cache is not None and keys[i] is not None:
             g = cache.get(keys[i])
         if g is not None:
             r.grade, judges[i] = g, name
-            s.graded += 1
-            s.from_cache += 1
+            t.answered += 1
+            t.from_cache += 1
         else:
             todo.append(i)
-    log.info("%s: %d of %d pairs to grade (%d graded by earlier runs)", name, len(todo), len(rows), s.from_cache)
-    if progress is not None:
-        progress.phase(f"grading {len(todo)} pairs", len(todo))
-    stop = threading.Event()
-    last_save = clock()
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge")
-    pending: dict[Future, int] = {}
-    it = iter(todo)
+    log.info("%s: %d of %d pairs to grade (%d graded by earlier runs)", name, len(todo), len(rows), t.from_cache)
+    pairs = [Pair(rows[i].query_id, rows[i].query, rows[i].doc_id, umbrela.passage(rows[i].title, rows[i].text))
+             for i in todo]  # fmt: skip
+    last_save = [clock()]
 
-    def submit() -> None:
-        while len(pending) < concurrency * 2 and not stop.is_set():
-            i = next(it, None)
-            if i is None:
-                return
-            r = rows[i]
-            pending[pool.submit(judge.grade, r.query, r.title, r.text, stop)] = i
+    def on_reply(j: int, o: Outcome) -> None:
+        if o.value is not None:
+            i = todo[j]
+            rows[i].grade, judges[i] = o.value, name
+
+    def on_wait() -> None:
+        if clock() - last_save[0] >= SAVE_EVERY:
+            write_auto(out, rows, judges, keys)
+            last_save[0] = clock()
 
     try:
-        submit()
-        while pending:
-            done, _ = wait(list(pending), timeout=1.0, return_when=FIRST_COMPLETED)
-            for f in done:
-                i = pending.pop(f)
-                try:
-                    o = f.result()
-                except JudgeStopped as e:
-                    if s.stopped is None:
-                        s.stopped = str(e)
-                    s.requests += e.requests
-                    stop.set()
-                    continue
-                s.requests += o.requests
-                s.tokens_in += o.tokens_in
-                s.tokens_out += o.tokens_out
-                s.usage_refused += getattr(o, "usage_refused", 0)
-                s.retried += o.requests > 1
-                if o.grade is not None:
-                    rows[i].grade, judges[i] = o.grade, name
-                    s.graded += 1
-                    if cache is not None and keys[i] is not None:
-                        cache.put(keys[i], o.grade, o.tokens_in, o.tokens_out)
-                elif o.failure == "unparsable":
-                    s.ungraded += 1
-                else:
-                    s.failed += 1
-                    why = (o.failure or "failed").removeprefix("failed: ")
-                    s.failures[why] = s.failures.get(why, 0) + 1
-                if progress is not None:
-                    progress.advance(1)
-            if clock() - last_save >= SAVE_EVERY:
-                write_auto(out, rows, judges, keys)
-                last_save = clock()
-            submit()
-    except KeyboardInterrupt:
-        s.interrupted = True
-        stop.set()
+        ask_many(
+            pairs, _asker(judge), on_reply, tally=t, cache=cache, keys=[keys[i] for i in todo],
+            batch=max(1, int(getattr(judge, "batch_size", 32))),
+            concurrency=max(1, int(getattr(judge, "concurrency", 1))),
+            progress=progress, on_wait=on_wait, phase="grading {n} pairs",
+        )  # fmt: skip
     finally:
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-        judge.close()
+        close = getattr(judge, "close", None)
+        if callable(close):
+            close()
         write_auto(out, rows, judges, keys)
     if sent_before is not None:  # every request sent, those of pairs cut short by a stop included
-        s.requests = judge.requests_sent - sent_before
-    if s.stopped or s.interrupted:  # pairs never asked count as failed, so the counts add up
-        s.failed = s.pairs - s.graded - s.ungraded
-    if price_in is not None or price_out is not None:
-        s.cost_usd = (s.tokens_in * (price_in or 0.0) + s.tokens_out * (price_out or 0.0)) / 1e6
-    s.seconds = clock() - start
-    return s
+        t.requests = judge.requests_sent - sent_before  # type: ignore[attr-defined]
+    if t.stopped or t.interrupted:  # pairs never asked count as failed, so the counts add up
+        t.failed = t.items - t.answered - t.unparsable
+    counts = [0, 0, 0, 0]
+    for r in rows:
+        if r.grade is not None:
+            counts[r.grade] += 1
+    return FillReport(out, name, t, endpoint=sent_before is not None, seconds=clock() - start, grades=counts)

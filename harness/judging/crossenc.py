@@ -1,4 +1,5 @@
-"""``harness judge auto --judge cross-encoder --model PATH``: a local cross-encoder as the judge.
+"""``harness judge auto --judge cross-encoder --model PATH``: a local cross-encoder as the judge
+(:class:`CrossEncoderJudge`).
 
 A cross-encoder gives a score, not a grade; three thresholds map it to 0-3 (a score from ``t1`` on
 is grade 1, from ``t2`` grade 2, from ``t3`` grade 3). They are given (``--thresholds``) or fitted
@@ -7,22 +8,24 @@ kappa with the people, the figure ``harness judge agree`` reports. The fit searc
 candidate cut points (midpoints between the calibration scores, thinned to quantiles when there are
 many, plus "never": a grade may stay unused), so it is exact over those candidates and deterministic.
 A judge fitted on a sample is then measured on other pairs; the fit's own kappa is optimistic.
+
+Its grades are not cached and not taken over from an earlier output: the model folder's weights can
+change under the same name, so every run grades every pair (the output's ``judge_key`` stays empty).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import time
 from collections.abc import Sequence
 from itertools import combinations_with_replacement
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from harness.errors import InputError
 from harness.judging import umbrela
-from harness.judging.pool import PoolRow, read_pool
+from harness.judging.pool import read_pool
 from harness.stats.agreement import cohen_kappa, confusion
 
 log = logging.getLogger("harness")
@@ -74,63 +77,72 @@ def parse_thresholds(text: str) -> tuple[float, float, float]:
     return t  # type: ignore[return-value]
 
 
-def score_pairs(model: str, rows: Sequence[PoolRow], batch_size: int = 32) -> np.ndarray:
-    """The cross-encoder's raw scores (logits) for each row's (query, passage)."""
-    import torch
-    from sentence_transformers import CrossEncoder
+class CrossEncoderJudge:
+    """A local cross-encoder (a model folder) whose scores become grades at three thresholds, given
+    (``thresholds="T1,T2,T3"``) or fitted on people's grades (``calibrate``: a graded pool file)."""
 
-    ce = CrossEncoder(model, device="cpu")
-    pairs = [[r.query, umbrela.passage(r.title, r.text)] for r in rows]
-    out = ce.predict(pairs, batch_size=batch_size, show_progress_bar=False, activation_fn=torch.nn.Identity())
-    return np.asarray(out, dtype=np.float64).reshape(len(rows))
+    batch_size = 256  # a multiple of the prediction batch: the same batches as one call over the pool
 
-
-def run_cross_encoder(args: argparse.Namespace, out: Path) -> int:
-    """The CLI's cross-encoder path: thresholds (given or fitted), every row graded, written."""
-    from harness.judging.auto import write_auto
-
-    if bool(args.thresholds) == bool(args.calibrate):
-        raise InputError("give --thresholds T1,T2,T3 or --calibrate HUMAN (one of them)", field="--thresholds")
-    if not Path(args.model).is_dir():
-        raise InputError(
-            "not a local model folder (a cross-encoder, e.g. from `harness train-reranker`)", field="--model"
-        )
-    thresholds = parse_thresholds(args.thresholds) if args.thresholds else None
-    rows = read_pool(args.pool)
-    if not rows:
-        raise InputError("the pool is empty: nothing to grade", path=args.pool)
-    calib = None
-    if args.calibrate:
-        calib = [r for r in read_pool(args.calibrate) if r.grade is not None and 0 <= r.grade <= 3]
-        if len(calib) < 2:
-            raise InputError("needs at least 2 rows graded 0-3 (a graded pool file)", path=args.calibrate)
-        used = sorted({r.grade for r in calib})
-        if len(used) < 2:
+    def __init__(self, model: str, thresholds: str | None = None, calibrate: str | None = None) -> None:
+        if bool(thresholds) == bool(calibrate):
+            raise InputError("give --thresholds T1,T2,T3 or --calibrate HUMAN (one of them)", field="--thresholds")
+        if not model or not Path(model).is_dir():
             raise InputError(
-                f"every one of the {len(calib)} graded rows is grade {used[0]}: thresholds cannot be fitted on one "
-                "grade (agreement with a grader who never varies is undefined); grade pairs of other grades, "
-                "or give --thresholds T1,T2,T3",
-                path=args.calibrate,
+                "not a local model folder (a cross-encoder, e.g. from `harness train-reranker`)", field="--model"
             )
-    start = time.monotonic()
-    try:
-        if calib is not None:
-            (t, kq) = fit_thresholds(score_pairs(args.model, calib), np.array([r.grade for r in calib]))
-            thresholds = t
-            log.info("thresholds %s fitted on %d pairs of %s (quadratic kappa %.3f on them)",
-                     ",".join(f"{x:.4g}" for x in t), len(calib), args.calibrate, kq)  # fmt: skip
-        scores = score_pairs(args.model, rows)
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot load or run the cross-encoder: {e}", field="--model") from None
-    assert thresholds is not None
-    grades = to_grades(scores, thresholds)
-    name = f"cross-encoder:{Path(args.model).resolve().name}:{','.join(f'{x:.6g}' for x in thresholds)}"
-    for r, g in zip(rows, grades):
-        r.grade = int(g)
-    write_auto(out, rows, [name] * len(rows))
-    counts = np.bincount(grades, minlength=4)
-    log.info(
-        "%s: %d of %d pairs graded by %s (grades 0-3: %s) in %.1f s",
-        out, len(rows), len(rows), name, ", ".join(str(int(c)) for c in counts), time.monotonic() - start,
-    )  # fmt: skip
-    return 0
+        t = parse_thresholds(thresholds) if thresholds else None
+        calib = _calibration(calibrate) if calibrate else None
+        try:
+            import torch
+            from sentence_transformers import CrossEncoder
+
+            self._identity = torch.nn.Identity()
+            self._ce = CrossEncoder(model, device="cpu")
+            if calib is not None:
+                scores = self._scores([(r.query, umbrela.passage(r.title, r.text)) for r in calib])
+                t, kq = fit_thresholds(scores, np.array([r.grade for r in calib]))
+                log.info("thresholds %s fitted on %d pairs of %s (quadratic kappa %.3f on them)",
+                         ",".join(f"{x:.4g}" for x in t), len(calib), calibrate, kq)  # fmt: skip
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot load or run the cross-encoder: {e}", field="--model") from None
+        assert t is not None
+        self.thresholds = t
+        self.name = f"cross-encoder:{Path(model).resolve().name}:{','.join(f'{x:.6g}' for x in t)}"
+
+    @classmethod
+    def from_options(cls, options: Any) -> CrossEncoderJudge:
+        """From ``judge auto``'s options: ``--model``, ``--thresholds``, ``--calibrate``."""
+        return cls(options.model, options.thresholds, options.calibrate)
+
+    def cache_identity(self) -> None:
+        return None  # never cached: see the module's docstring
+
+    def grade(self, pairs: Sequence[Any]) -> list[int | None]:
+        try:
+            scores = self._scores([(p.query, p.text) for p in pairs])
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot load or run the cross-encoder: {e}", field="--model") from None
+        return [int(g) for g in to_grades(scores, self.thresholds)]
+
+    def _scores(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
+        """The raw scores (logits) of (query, passage) pairs."""
+        out = self._ce.predict(
+            [list(p) for p in pairs], batch_size=batch_size, show_progress_bar=False, activation_fn=self._identity
+        )
+        return np.asarray(out, dtype=np.float64).reshape(len(pairs))
+
+
+def _calibration(path: str) -> list:
+    """The rows of ``path`` people graded 0-3: at least 2, of at least 2 grades."""
+    calib = [r for r in read_pool(path) if r.grade is not None and 0 <= r.grade <= 3]
+    if len(calib) < 2:
+        raise InputError("needs at least 2 rows graded 0-3 (a graded pool file)", path=path)
+    used = sorted({r.grade for r in calib})
+    if len(used) < 2:
+        raise InputError(
+            f"every one of the {len(calib)} graded rows is grade {used[0]}: thresholds cannot be fitted on one "
+            "grade (agreement with a grader who never varies is undefined); grade pairs of other grades, "
+            "or give --thresholds T1,T2,T3",
+            path=path,
+        )
+    return calib

@@ -78,6 +78,18 @@ def write_merged(merged: Merged, qrels: str | os.PathLike[str], out: str | os.Pa
     return out_p
 
 
+def merge_line(pool: str | os.PathLike[str], qrels: str | os.PathLike[str], out: str | os.PathLike[str]) -> str:
+    """``harness judge merge``: ``out`` checked, the merge written, and the line saying what it holds."""
+    check_out(qrels, out)
+    merged = merge(pool, qrels)
+    path = write_merged(merged, qrels, out)
+    return (
+        f"{path}: {merged.provenance['qrels']['judgments']} judgments from {qrels} plus {merged.added} new "
+        f"({merged.already} already judged alike, {merged.ungraded} left ungraded); provenance in "
+        f"{provenance_path(path).name}"
+    )
+
+
 def check_out(qrels: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
     """Refuse, before any work, an ``out`` that exists (above all the judgments themselves)."""
     out_p = Path(out)

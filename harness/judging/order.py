@@ -14,11 +14,14 @@ rely on being graded in full and unselected.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from harness.judging.agree import Grades
+from harness.errors import InputError
+from harness.judging.agree import Grades, read_grades
 from harness.judging.pool import PoolRow
+from harness.judging.sample import check_seed, is_sample
 
 
 def disagreement(rows: Sequence[PoolRow], judges: Sequence[Grades]) -> tuple[list[int], frozenset[int]]:
@@ -46,3 +49,23 @@ def disagreement(rows: Sequence[PoolRow], judges: Sequence[Grades]) -> tuple[lis
 def shuffled(n: int, seed: int) -> list[int]:
     """A seeded random order of ``n`` rows (numpy's generator: the same on every machine)."""
     return [int(i) for i in np.random.default_rng(seed).permutation(n)]
+
+
+def choose(judging: Any, pool: str, order: str, against: Sequence[str], seed: int) -> None:
+    """Set the page's order on ``judging`` (a :class:`~harness.judging.server.Judging`): ``pool``,
+    ``disagreement`` against one or two judges' grade files, or ``random`` with ``seed``; refusing
+    what would bias a sample."""
+    if order != "disagreement" and against:
+        raise InputError("--against goes with --order disagreement", field="--against")
+    if order == "random":
+        judging.order = shuffled(len(judging.rows), check_seed(seed))
+    elif order == "disagreement":
+        if is_sample(pool):
+            raise InputError(
+                "a `judge sample` file is graded in full and in its own order: grades chosen by a judge's "
+                "answers would bias the prediction-powered intervals (use --order pool or random)",
+                field="--order",
+            )
+        if not 1 <= len(against) <= 2:
+            raise InputError("--order disagreement needs --against GRADES (once or twice)", field="--against")
+        judging.order, judging.review = disagreement(judging.rows, [read_grades(p) for p in against])

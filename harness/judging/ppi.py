@@ -140,6 +140,31 @@ def ppi_report(
     return out
 
 
+def ppi_from_files(
+    runs: Mapping[str, Run],
+    metrics: Sequence[str],
+    *,
+    qrels: str | None,
+    auto_qrels: str,
+    labelled: str | None = None,
+    alpha: float = defaults.ALPHA,
+    judged_only: bool = False,
+    baseline: str | None = None,
+) -> dict[str, Any]:
+    """:func:`ppi_report` from the files ``--qrels`` (people's), ``--auto-qrels`` (a judge's) and
+    ``--labelled`` (a ``judge sample`` file) name, refusing what the intervals cannot be computed on."""
+    from harness.io.trec import read_qrels
+    from harness.judging.sample import sampled_queries
+
+    if not qrels:
+        raise InputError("--auto-qrels needs --qrels: people's judgments of the labelled queries", field="--qrels")
+    if judged_only:
+        raise InputError("prediction-powered intervals are computed on full rankings", field="--judged-only")
+    chosen = set(sampled_queries(labelled)) if labelled else None
+    human, judge = read_qrels(qrels), read_qrels(auto_qrels)
+    return ppi_report(runs, human, judge, metrics, labelled=chosen, alpha=alpha, baseline=baseline)
+
+
 def render(report: Mapping[str, Any]) -> str:
     """A plain table: the PPI interval beside the classical one on the labelled queries."""
     conf = round(100 * (1 - report["alpha"]))

@@ -24,6 +24,13 @@ from harness.io import atomic
 from harness.judging.pool import PoolRow, read_pool, write_pool
 
 
+def check_seed(seed: int, field: str = "--seed") -> int:
+    """A seed numpy's generator takes: an integer >= 0 (one line, exit 2, before anything is read)."""
+    if seed < 0:
+        raise InputError(f"must be an integer >= 0, got {seed}", field=field)
+    return seed
+
+
 def sidecar(path: str | os.PathLike[str]) -> Path:
     """Where a sample file's record of its draw lives."""
     p = Path(path)
@@ -64,6 +71,16 @@ def sample(pool: str | os.PathLike[str], n: int, seed: int, out: str | os.PathLi
         },
     )
     return chosen, len(picked)
+
+
+def sample_line(pool: str | os.PathLike[str], n: int, seed: int, out: str | os.PathLike[str]) -> str:
+    """``harness judge sample``: the seed checked, the sample written, and the line saying what was drawn."""
+    check_seed(seed)
+    chosen, rows = sample(pool, n, seed, out)
+    return (
+        f"{len(chosen)} queries drawn with seed {seed} ({rows} pairs to grade, every one) written to {out}; the "
+        f"draw is recorded in {sidecar(out).name}"
+    )
 
 
 def sampled_queries(path: str | os.PathLike[str]) -> list[str]:

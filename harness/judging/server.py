@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -385,6 +386,30 @@ class _Server(ThreadingHTTPServer):
         """A connection that failed outside a handler's answer (the client went away): one debug
         line, not a traceback on the grader's terminal."""
         log.debug("judge: connection from %s failed", client_address, exc_info=True)
+
+
+def open_page(
+    pool: str, port: int, order: str = "pool", against: Sequence[str] = (), seed: int = 0
+) -> tuple[Judging, ThreadingHTTPServer, str]:
+    """``harness judge serve``: the pool taken (its lock: one server per pool), its order set
+    (:func:`harness.judging.order.choose`), a server on 127.0.0.1:``port``, and the page's address.
+    Nothing is served yet; the caller serves and closes ``judging``."""
+    from harness.judging.order import choose
+
+    if not 0 <= port <= 65535:
+        raise InputError("must be 0..65535", field="--port")
+    judging = Judging(pool)
+    try:
+        choose(judging, pool, order, against, seed)
+        try:
+            server = make_server(judging, port)
+        except OSError as e:
+            raise InputError(f"cannot listen on 127.0.0.1:{port} ({e.strerror or e})", field="--port") from None
+    except BaseException:
+        judging.close()
+        raise
+    judging.lock.describe(f"pid {os.getpid()}, http://127.0.0.1:{server.server_address[1]}/")
+    return judging, server, page_url(server, judging)
 
 
 def page_url(server: ThreadingHTTPServer, judging: Judging) -> str:

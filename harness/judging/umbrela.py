@@ -6,10 +6,19 @@ The prompt is UMBRELA's zero-shot "bing" prompt (Upadhyay et al., "UMBRELA: UMbr
 RAG 2024 used for its automatic labels. It is kept word for word: a judge's agreement with people
 is measured for a prompt, and a reworded one is a different judge (:data:`PROMPT_VERSION` is part
 of every cache key and of the judge name recorded per grade).
+
+:class:`UmbrelaJudge` asks it of an OpenAI-compatible endpoint (:class:`~harness.endpoint.client.ChatClient`):
+the ``http`` judge of ``harness judge auto``.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from harness.endpoint.client import ChatClient, Outcome
+from harness.errors import InputError
 from harness.io.grades import final_score
 
 #: names the prompt text below; change it whenever the text changes (cached replies then miss)
@@ -59,3 +68,44 @@ def parse(reply: str) -> int | None:
     else: no score line, two of them (even agreeing), ``2.5``, ``12``, ``0-3``, ``1e1``, ``2²``,
     another script's digits. None is asked again and then left ungraded, never read as 0."""
     return final_score(reply)
+
+
+class UmbrelaJudge:
+    """UMBRELA's prompt through an OpenAI-compatible endpoint, one pair per request, the client's
+    ``concurrency`` at a time. Its name and cache identity hold everything beside the pair that
+    decides a reply: model, prompt version, endpoint (no credentials), temperature, max_tokens."""
+
+    batch_size = 1
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client, self.concurrency = client, client.concurrency
+        self.name = (
+            f"llm:{client.model}:{PROMPT_VERSION}@{client.public};temperature={client.temperature:g};"
+            f"max_tokens={client.max_tokens}"
+        )
+
+    @classmethod
+    def from_options(cls, options: Any) -> UmbrelaJudge:
+        """From ``judge auto``'s options (:class:`harness.judging.auto.AutoOptions`): the endpoint
+        flags, checked, and ``--model``; an unset key variable is refused here, before any request."""
+        if not options.model:
+            raise InputError("--judge http needs --model (the model name to ask for)", field="--model")
+        return cls(options.endpoint.check("--judge http").client(options.model))
+
+    def cache_identity(self) -> list:
+        return self.client.identity(PROMPT_VERSION)
+
+    @property
+    def requests_sent(self) -> int:
+        return self.client.requests_sent
+
+    def outcomes(self, pairs: Sequence[Any], stop: threading.Event | None = None) -> list[Outcome]:
+        """Each pair's grade (``Outcome.value``) with what asking cost; raises
+        :class:`~harness.endpoint.client.EndpointStopped` when the endpoint cannot answer anything."""
+        return [self.client.ask(prompt(p.query, "", p.text), parse, stop)[0] for p in pairs]
+
+    def grade(self, pairs: Sequence[Any]) -> list[int | None]:
+        return [o.value for o in self.outcomes(pairs)]
+
+    def close(self) -> None:
+        self.client.close()

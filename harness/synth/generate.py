@@ -1,12 +1,13 @@
 """The generators: an OpenAI-compatible endpoint (``http``) and a sentence of the document (``extract``).
 
-``http`` goes through the client of ``harness judge auto`` (:class:`harness.judging.llm.HttpJudge`:
-whole-reply deadline, size cap, retries with backoff, ``Retry-After`` on 429/503, a refused
-connection or key stops the run, the key only in the ``Authorization`` header) with this package's
-prompt and reply reader (:meth:`HttpJudge.ask`). Every reply that held questions is appended to a
-reply cache as it arrives (keyed by the endpoint without credentials, model, temperature,
-max_tokens, prompt version, style, questions asked and a hash of the passage): a second run sends
-no request for them, and Ctrl-C loses only the replies in flight.
+``http`` goes through the endpoint client of ``harness judge auto``
+(:class:`harness.endpoint.client.ChatClient`: whole-reply deadline, size cap, retries with backoff,
+``Retry-After`` on 429/503, a refused connection or key stops the run, the key only in the
+``Authorization`` header) with this package's prompt and reply reader, fanned out by the same
+:func:`harness.endpoint.fanout.ask_many`. Every reply that held questions is appended to the reply
+cache as it arrives (keyed by the endpoint without credentials, model, temperature, max_tokens,
+prompt version, style, questions asked and a hash of the passage): a second run sends no request for
+them, and Ctrl-C loses only the replies in flight.
 
 ``extract`` asks nothing: each question is a span of one of the document's sentences (at most
 :data:`SPAN_WORDS` words), chosen with the seed. It is the biased baseline by construction (every
@@ -15,18 +16,18 @@ word of the question is in its source), for comparison and tests.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.io.append_log import AppendLog, sha256_text
+from harness.endpoint.client import EndpointStopped, Outcome
+from harness.endpoint.fanout import ReplyCache, Tally, ask_many
+from harness.io.append_log import sha256_text
 from harness.synth import prompt as P
 from harness.synth.draw import rng
 
@@ -62,28 +63,6 @@ class Reply:
     cached: bool = False
 
 
-@dataclass
-class Tally:
-    """Counts for the summary line and ``synth.json``."""
-
-    jobs: int = 0
-    answered: int = 0
-    from_cache: int = 0
-    unparsable: int = 0  # replies that never held a ##query: line
-    failed: int = 0  # no usable reply after the retries
-    requests: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
-
-    def line(self) -> str:
-        return (
-            f"{self.answered} of {self.jobs} documents answered ({self.from_cache} from the reply cache), "
-            f"{self.unparsable} replies with no ##query: line, {self.failed} failed; {self.requests} requests, "
-            f"{self.tokens_in} tokens in, {self.tokens_out} out"
-        )
-
-
 # ----------------------------------------------------------------------------- extract
 
 
@@ -106,7 +85,15 @@ def extract(job: Job, k: int, seed: int) -> Reply:
     return Reply(spans, reply_sha256=P.reply_hash(raw))
 
 
-# ----------------------------------------------------------------------------- reply cache
+# ----------------------------------------------------------------------------- http
+
+
+def tally_line(tally: Tally) -> str:
+    """The summary line of the questions asked for."""
+    return (
+        f"{tally.answered} of {tally.items} documents answered ({tally.from_cache} from the reply cache), "
+        f"{tally.unparsable} replies with no ##query: line, {tally.failed} failed; {tally.spent()}"
+    )
 
 
 def _queries(rec: dict[str, Any]) -> tuple[list[str], str | None] | None:
@@ -115,42 +102,26 @@ def _queries(rec: dict[str, Any]) -> tuple[list[str], str | None] | None:
     return (qs, rec.get("reply")) if ok else None
 
 
-class QueryCache:
-    """Questions an endpoint gave (:class:`~harness.io.append_log.AppendLog`: one JSON line per reply,
-    appended as they arrive, a killed run keeps them). Keys are hashes; the questions are stored (they
-    are what the next run writes), never the URL, the key or the passage."""
-
-    def __init__(self, path: Path, identity: list) -> None:
-        self.path, self.identity = path, identity
-        self._log: AppendLog[tuple[list[str], str | None]] = AppendLog(path, _queries)
-
-    def key(self, job: Job, k: int) -> str:
-        doc = sha256_text(P.passage(job.title, job.text))
-        return sha256_text(json.dumps([*self.identity, job.style, k, doc], ensure_ascii=False))
-
-    def get(self, key: str) -> tuple[list[str], str | None] | None:
-        return self._log.get(key)
-
-    def put(self, key: str, queries: list[str], reply_sha256: str | None) -> None:
-        self._log.append(key, (queries, reply_sha256), {"queries": queries, "reply": reply_sha256})
+def reply_cache(client: Any, cache_dir: str | os.PathLike[str] | None = None) -> ReplyCache:
+    """The questions ``client``'s endpoint gave, kept under ``<cache>/synth/replies.jsonl``: the
+    questions are stored (they are what the next run writes), never the URL, the key or the passage."""
+    return ReplyCache(
+        cache_file(cache_dir), client.identity(P.PROMPT_VERSION), _queries,
+        lambda v, o: {"queries": v[0], "reply": v[1]},
+    )  # fmt: skip
 
 
-# ----------------------------------------------------------------------------- http
+def job_key(cache: ReplyCache, job: Job, k: int) -> str:
+    """The cache key of one document's questions: the style, the count and a hash of the passage."""
+    return cache.key(job.style, k, sha256_text(P.passage(job.title, job.text)))
 
 
-def cache_identity(client: Any) -> list:
-    """What, beside the passage, style and count, decides a reply (the cache key's first part)."""
-    return [client.public, client.model, client.temperature, client.max_tokens, P.PROMPT_VERSION]
-
-
-def ask_one(client: Any, job: Job, k: int, stop: threading.Event) -> Reply:
-    """One document's questions through ``client`` (:meth:`HttpJudge.ask`)."""
+def ask_one(client: Any, job: Job, k: int, stop: threading.Event) -> Outcome:
+    """One document's questions through ``client``: ``Outcome.value`` is (questions, the reply's hash)."""
     out, text = client.ask(P.prompt(job.title, job.text, job.style, k), lambda r: P.parse(r, k), stop)
-    reply = Reply(out.value, failure=out.failure, requests=out.requests)
-    reply.tokens_in, reply.tokens_out = out.tokens_in, out.tokens_out
-    if text is not None:
-        reply.reply_sha256 = P.reply_hash(text)
-    return reply
+    if out.value is not None:
+        out.value = (out.value, P.reply_hash(text or ""))
+    return out
 
 
 class Interrupted(KeyboardInterrupt):
@@ -158,70 +129,33 @@ class Interrupted(KeyboardInterrupt):
 
 
 def ask_all(
-    jobs: Sequence[Job], k: int, client: Any, cache: QueryCache | None, *, concurrency: int = 4, progress: Any = None
+    jobs: Sequence[Job], k: int, client: Any, cache: ReplyCache | None, *, concurrency: int = 4, progress: Any = None
 ) -> tuple[list[Reply], Tally]:
-    """Every job's reply: cached ones without a request, the rest through ``concurrency`` workers,
-    each reply cached as it arrives. A stop of the client (:class:`~harness.judging.llm.JudgeStopped`:
-    unreachable, key refused) is raised once the requests in flight end (the queued ones see the
-    stop and send nothing); Ctrl-C raises :class:`Interrupted`."""
-    from harness.judging.llm import JudgeStopped
+    """Every job's reply: cached ones without a request, the rest through ``concurrency`` workers
+    (:func:`~harness.endpoint.fanout.ask_many`), each reply cached as it arrives. A stop of the client
+    (:class:`~harness.endpoint.client.EndpointStopped`: unreachable, key refused) is raised once the
+    requests in flight end; Ctrl-C raises :class:`Interrupted`."""
+    tally = Tally(items=len(jobs))
+    replies: list[Reply | None] = [None] * len(jobs)
 
-    tally = Tally(jobs=len(jobs))
-    keys = [cache.key(j, k) if cache is not None else "" for j in jobs]
-    hits = [cache.get(key) if cache is not None else None for key in keys]
-    replies = [None if h is None else Reply(h[0][:k], reply_sha256=h[1], cached=True) for h in hits]
-    tally.from_cache = sum(r is not None for r in replies)
-    missing = [i for i, r in enumerate(replies) if r is None]
-    if progress is not None:
-        progress.phase(f"asking for questions on {len(missing)} documents", len(missing))
-    stop = threading.Event()
-    stopped: list[JudgeStopped] = []
-    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="synth")
-    try:
-        asked = {pool.submit(ask_one, client, jobs[i], k, stop): i for i in missing}
-        for fut in as_completed(asked):
-            i = asked[fut]
-            error = fut.exception()
-            if isinstance(error, JudgeStopped):
-                stopped.append(error)
-                stop.set()
-                continue
-            if error is not None:
-                raise error
-            reply = replies[i] = fut.result()
-            if reply.queries and cache is not None:
-                cache.put(keys[i], reply.queries, reply.reply_sha256)
-            _count(tally, reply)
-            if progress is not None:
-                progress.advance(1)
-    except KeyboardInterrupt:
+    def on_reply(i: int, o: Outcome) -> None:
+        qs, sha = o.value if o.value is not None else (None, None)
+        replies[i] = Reply(qs[:k] if qs else None, reply_sha256=sha, failure=o.failure, requests=o.requests,
+                           tokens_in=o.tokens_in, tokens_out=o.tokens_out, cached=o.requests == 0 and qs is not None)
+
+    ask_many(
+        jobs, lambda batch, stop: [ask_one(client, j, k, stop) for j in batch], on_reply, tally=tally, cache=cache,
+        keys=[job_key(cache, j, k) for j in jobs] if cache is not None else None, concurrency=concurrency,
+        progress=progress, phase="asking for questions on {n} documents",
+    )  # fmt: skip
+    if tally.interrupted:
         raise Interrupted(
-            f"{tally.answered} new replies arrived and are kept in the reply cache; the same command asks "
-            "only for the rest"
-        ) from None
-    finally:
-        stop.set()
-        pool.shutdown(wait=False, cancel_futures=True)
-    if stopped:
-        raise stopped[0]
-    tally.answered += tally.from_cache
+            f"{tally.answered - tally.from_cache} new replies arrived and are kept in the reply cache; the same "
+            "command asks only for the rest"
+        )
+    if tally.stopped:
+        raise EndpointStopped(tally.stopped)
     return [r if r is not None else Reply(None, failure="failed: not asked") for r in replies], tally
-
-
-def _count(tally: Tally, reply: Reply) -> None:
-    """Add one reply to the tally: answered, a reply with no ##query: line, or failed (and why)."""
-    tally.requests += reply.requests
-    tally.tokens_in += reply.tokens_in
-    tally.tokens_out += reply.tokens_out
-    if reply.queries:
-        tally.answered += 1
-        return
-    if reply.failure == "unparsable":
-        tally.unparsable += 1
-        return
-    tally.failed += 1
-    reason = (reply.failure or "failed").removeprefix("failed: ")
-    tally.failures[reason] = 1 + tally.failures.get(reason, 0)
 
 
 def cache_file(cache_dir: str | os.PathLike[str] | None = None) -> Path:

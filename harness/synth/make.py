@@ -105,7 +105,7 @@ def generate(
     s: Settings,
     *,
     client: Any = None,
-    cache: G.QueryCache | None = None,
+    cache: G.ReplyCache | None = None,
     stream: Any = None,
     show_progress: bool | None = None,
 ) -> dict[str, Any]:
@@ -136,11 +136,11 @@ def generate(
         ]
         if s.generator == "extract":
             replies = [G.extract(j, s.per_doc, s.seed) for j in jobs]
-            tally = G.Tally(jobs=len(jobs), answered=sum(1 for r in replies if r.queries))
-            tally.failed = tally.jobs - tally.answered
+            tally = G.Tally(items=len(jobs), answered=sum(1 for r in replies if r.queries))
+            tally.failed = tally.items - tally.answered
         else:
             replies, tally = G.ask_all(jobs, s.per_doc, client, cache, concurrency=s.concurrency, progress=bar)
-    log.info("%s", tally.line())
+    log.info("%s", G.tally_line(tally))
     for reason, count in sorted(tally.failures.items()):
         log.info("  %d failed: %s", count, reason)
     _check_failed(jobs, replies, tally, s, client)

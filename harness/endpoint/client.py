@@ -1,9 +1,9 @@
-"""An OpenAI-compatible chat-completions endpoint as a relevance judge (vLLM, Ollama, llama.cpp's
-server, a hosted API), asked UMBRELA's prompt (:mod:`harness.judging.umbrela`).
+"""An OpenAI-compatible chat-completions endpoint (vLLM, Ollama, llama.cpp's server, a hosted API):
+the one client of every command that asks one (``judge auto --judge http`` asks UMBRELA's prompt,
+:class:`harness.judging.umbrela.UmbrelaJudge`; ``synth generate`` asks for questions).
 
-The client is generic: :meth:`HttpJudge.ask` sends one user message and reads the reply's text with
-a ``parse`` the caller gives (UMBRELA's grade for :meth:`HttpJudge.grade`; another prompt, another
-reading); the request, its deadline, retries, size cap and key handling are the same for every use.
+:meth:`ChatClient.ask` sends one user message and reads the reply's text with a ``parse`` the caller
+gives; the request, its deadline, retries, size cap and key handling are the same for every use.
 
 A hostile or broken endpoint must not stall or corrupt a run, so every request is bounded: one
 deadline (``timeout``) for the whole exchange, connection, status line, headers and body alike, so
@@ -11,10 +11,10 @@ a server that drips its headers a byte at a time is cut as one that drips its bo
 read and write is given only the time left, :class:`_DeadlineBackend`); a size cap (a reply over
 1 MB is cut, after decompression too: ``gzip`` and ``deflate`` replies are decoded, the only ones
 asked for); retries with exponential backoff for timeouts, dropped connections and 5xx;
-``Retry-After`` honoured (up to a cap) on 429 and 503; and a reply without exactly one well-formed
-``##final score`` asked again and then left ungraded, never read as 0. A refused connection, or an
-endpoint that refuses the key or does not exist (401, 403, 404, 405), stops the run with one line
-naming the URL without its credentials: every other request would fail the same way.
+``Retry-After`` honoured (up to a cap) on 429 and 503; and a reply ``parse`` reads nothing from is
+asked again and then left unanswered, never guessed at. A refused connection, or an endpoint that
+refuses the key or does not exist (401, 403, 404, 405), stops the run with one line naming the URL
+without its credentials: every other request would fail the same way.
 
 The key comes from an environment variable, goes only into the ``Authorization`` header, and is
 registered with :func:`harness.errors.register_secret`, so no message can carry it. Credentials in
@@ -40,7 +40,6 @@ import httpcore
 
 from harness.errors import HarnessError, InputError, register_secret
 from harness.io.inflate import ACCEPT_ENCODING, BodyError, Inflater
-from harness.judging import umbrela
 
 #: a reply larger than this is cut and the attempt counts as failed (after decompression too)
 MAX_REPLY_BYTES = 1 << 20
@@ -64,8 +63,8 @@ def check_timeout(value: float) -> float:
     return float(value)
 
 
-class JudgeStopped(HarnessError):
-    """The endpoint cannot grade anything (unreachable, key refused, no such path): stop the run.
+class EndpointStopped(HarnessError):
+    """The endpoint cannot answer anything (unreachable, key refused, no such path): stop the run.
     ``requests``: how many requests the pair being asked had sent (the summary counts them)."""
 
     requests: int = 0
@@ -92,16 +91,15 @@ def endpoint(url: str) -> str:
 
 @dataclass
 class Outcome:
-    """One request's result after its retries: the grade (None: ungraded), why not, how many
-    requests, tokens spent. :meth:`HttpJudge.ask` puts what its ``parse`` read in ``value``."""
+    """One item's result after its retries: what the reply reader read (``value``; None: nothing
+    usable), why not, how many requests, tokens spent."""
 
-    grade: int | None
+    value: Any = None
     failure: str | None = None  # "unparsable" or "failed: <why>"
     requests: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     usage_refused: int = 0  # replies whose ``usage`` was not believable (not counted, not priced)
-    value: Any = None  # what the reply reader read (:meth:`HttpJudge.ask`); the grade for a judge
 
 
 class _Attempt(Exception):
@@ -176,12 +174,9 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 # ----------------------------------------------------------------------------- the client
 
 
-class HttpJudge:
+class ChatClient:
     """Asks one endpoint, at most ``concurrency`` requests at a time; thread-safe (one pool).
-
-    :meth:`grade` grades a (query, document) pair with UMBRELA's prompt; :meth:`ask` sends any one
-    message and reads the reply with the caller's ``parse`` (``prompt_version`` then names that
-    prompt in :meth:`cache_identity` and :attr:`name`)."""
+    :meth:`ask` sends one message and reads the reply with the caller's ``parse``."""
 
     def __init__(
         self,
@@ -195,7 +190,6 @@ class HttpJudge:
         retries: int = 3,
         concurrency: int = 4,
         sleep: Callable[[float], None] = time.sleep,
-        prompt_version: str = umbrela.PROMPT_VERSION,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -217,13 +211,12 @@ class HttpJudge:
         self.url, self.model = endpoint(url), model
         self.public = public_url(self.url)
         self.temperature, self.max_tokens = temperature, max_tokens
-        self.retries = retries
-        self.prompt_version = prompt_version
+        self.retries, self.concurrency = retries, concurrency
         self._sleep = sleep
         self._rng = random.Random(0)
         self._lock = threading.Lock()
         self._sent = 0
-        self._stopped: JudgeStopped | None = None  # once the endpoint refused everything, nothing more is sent
+        self._stopped: EndpointStopped | None = None  # once the endpoint refused everything, nothing more is sent
         # the URL asked: credentials out of it (they go in a header), the query string kept
         target = urlsplit(self.url)
         netloc = target.netloc.rpartition("@")[2]
@@ -248,42 +241,26 @@ class HttpJudge:
         )
 
     @property
-    def name(self) -> str:
-        """The judge as recorded per grade: model, prompt version, endpoint (no credentials) and the
-        sampling settings, everything beside the pair that decides a reply."""
-        return (
-            f"llm:{self.model}:{self.prompt_version}@{self.public};temperature={self.temperature:g};"
-            f"max_tokens={self.max_tokens}"
-        )
-
-    @property
     def requests_sent(self) -> int:
         """Requests started so far (a stop or Ctrl-C included: they count as sent)."""
         with self._lock:
             return self._sent
 
-    def cache_identity(self) -> list:
-        """What, beside the query and the document, decides a reply (the cache key's first part)."""
-        return [self.public, self.model, self.temperature, self.max_tokens, self.prompt_version]
+    def identity(self, prompt_version: str) -> list:
+        """What, beside the item asked about, decides a reply to ``prompt_version``'s prompt: the endpoint
+        without credentials, the model and the sampling settings (a reply cache key's first part)."""
+        return [self.public, self.model, self.temperature, self.max_tokens, prompt_version]
 
     def close(self) -> None:
         self._pool.close()
-
-    def grade(self, query: str, title: str, text: str, stop: threading.Event | None = None) -> Outcome:
-        """Ask until a grade comes back or the retries are spent; :class:`JudgeStopped` when the
-        endpoint cannot grade anything."""
-        out, _ = self.ask(umbrela.prompt(query, title, text), umbrela.parse, stop)
-        return out
 
     def ask(
         self, content: str, parse: Callable[[str], Any], stop: threading.Event | None = None
     ) -> tuple[Outcome, str | None]:
         """Send ``content`` as the user message until ``parse`` reads something other than None from
-        a reply (in ``Outcome.value``; ``Outcome.grade`` too when it is an int), or the retries are
-        spent; also the text of the reply that parsed. :class:`JudgeStopped` (carrying the requests
-        sent for this message in ``requests``) when the endpoint cannot answer anything. The request,
-        retry, deadline and stop machinery of :meth:`grade`, for any prompt and reply reader
-        (``harness synth generate`` asks for questions)."""
+        a reply (in ``Outcome.value``), or the retries are spent; also the text of the reply that
+        parsed. :class:`EndpointStopped` (carrying the requests sent for this message in ``requests``)
+        when the endpoint cannot answer anything."""
         body = {
             "model": self.model,
             "messages": [{"role": "user", "content": content}],
@@ -291,13 +268,13 @@ class HttpJudge:
             "max_tokens": self.max_tokens,
         }
         data = json.dumps(body).encode("ascii")  # \u escapes: lone surrogates stay valid JSON
-        out = Outcome(None)
+        out = Outcome()
         last = "failed"
         for attempt in range(self.retries + 1):
             if stop is not None and stop.is_set():
                 break
             if self._stopped is not None:  # another thread's request found the endpoint refusing
-                raise JudgeStopped(str(self._stopped))
+                raise EndpointStopped(str(self._stopped))
             out.requests += 1
             try:
                 reply = self._post(data)
@@ -306,7 +283,7 @@ class HttpJudge:
                 if attempt < self.retries:
                     self._sleep(self._backoff(attempt, e.wait))
                 continue
-            except JudgeStopped as e:
+            except EndpointStopped as e:
                 e.requests = out.requests
                 self._stopped = e
                 raise
@@ -315,7 +292,6 @@ class HttpJudge:
             value = parse(text)
             if value is not None:
                 out.value, out.failure = value, None
-                out.grade = value if isinstance(value, int) else None
                 return out, text
             last = "unparsable"
         out.failure = last
@@ -344,13 +320,13 @@ class HttpJudge:
                 _check_status(r.status, r.extensions.get("reason_phrase", b""), headers, self.public)
                 body = _read_body(r.iter_stream(), headers)
         except httpcore.ConnectError:
-            raise JudgeStopped(f"cannot connect to {self.public} (connection refused or no such host)") from None
+            raise EndpointStopped(f"cannot connect to {self.public} (connection refused or no such host)") from None
         except httpcore.TimeoutException:
             raise _Attempt(f"no whole reply within {t:g} s (--timeout: the deadline of one request)") from None
         except (httpcore.NetworkError, httpcore.ProtocolError) as e:
             raise _Attempt(type(e).__name__) from None
         except httpcore.UnsupportedProtocol as e:
-            raise JudgeStopped(f"{self.public}: {e}") from None
+            raise EndpointStopped(f"{self.public}: {e}") from None
         finally:
             _LOCAL.deadline = None
         try:
@@ -366,7 +342,7 @@ def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 
 def _check_status(status: int, reason: bytes, headers: dict[str, str], public: str) -> None:
     if status in (401, 403, 404, 405):
-        raise JudgeStopped(
+        raise EndpointStopped(
             f"{public} answered {status} {reason.decode('latin-1', 'replace')}"
             + (" (is the key right? --api-key-env)" if status in (401, 403) else "")
         )
