@@ -110,3 +110,30 @@ def test_every_cited_design_document_is_in_the_repository():
         if ref.startswith("DESIGN") or not (REPO / ref).exists()
     }
     assert not missing, sorted(missing)
+
+
+def _python_files(*roots: str) -> list[Path]:
+    return sorted(p for root in roots for p in (REPO / root).rglob("*.py"))
+
+
+def _named(node: object, name: str) -> bool:
+    import ast
+
+    return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+
+
+def test_argparse_is_imported_only_by_the_command_line():
+    """A library function takes typed options, never the parser's namespace: ``import argparse``
+    lives in harness/cli/ alone (the commands parse flags into options at the door)."""
+    import ast
+
+    found = []
+    for p in _python_files("harness", "retrievers"):
+        rel = p.relative_to(REPO).as_posix()
+        if rel.startswith("harness/cli/"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if "argparse" in names or (isinstance(node, ast.ImportFrom) and node.module == "argparse"):
+                found.append(f"{rel}:{node.lineno}")
+    assert not found, found

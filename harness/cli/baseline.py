@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness import clock
 from harness.cli.command import add_allow_incomplete, add_command
 from harness.errors import InputError
 from harness.io import atomic
@@ -81,7 +81,7 @@ def baseline_payload(results: Results, *, retrievers: list[str] | None = None, s
         data[key] = {n: data[key][n] for n in names if n in data.get(key, {})}
     manifest = dict(data.get("manifest") or {})
     manifest["saved_as_baseline"] = {
-        "saved": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "saved": clock.stamp(),
         "from": source,
         "retrievers": names,
     }

@@ -7,10 +7,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import defaults
+from harness import clock, defaults
 from harness.cli.command import add_allow_incomplete
 
 log = logging.getLogger("harness")
@@ -115,7 +114,7 @@ def build_results(args: argparse.Namespace):
             log.warning("%s", warning)
     depth = max((r.depth for r in runs.values()), default=0)
     manifest = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": clock.stamp(),
         "command": sys.argv,
         "versions": library_versions(),
         "git": git_commit(),

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness import clock
 from harness.engine.score import score
 from harness.errors import InputError
 from harness.io.trec import read_qrels
@@ -65,7 +65,7 @@ def rescore(
     judged_only = judged_only or bool(config.get("judged_only"))
     manifest = dict(results.manifest)
     manifest["rescored"] = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": clock.stamp(),
         "qrels": str(qrels_path.resolve()),
         "judged_only": judged_only,
         "from": str(folder),
