@@ -115,11 +115,15 @@ CASES: list[tuple[str, list[str], list[str]]] = [
 _MASKED_KEYS = re.compile(r"seconds|latenc|_s$|_ms$|rss|qps|cache_hit|^versions$|^machine$|^git$")
 
 
-def _mask_json(obj: object) -> object:
+#: a manifest a command writes records the checkout, its libraries and the machine: masked
+_GIT = re.compile(r"^(git|versions|machine)$")
+
+
+def _mask_json(obj: object, keys: re.Pattern[str] = _MASKED_KEYS) -> object:
     if isinstance(obj, dict):
-        return {k: "<masked>" if _MASKED_KEYS.search(k) else _mask_json(v) for k, v in obj.items()}
+        return {k: "<masked>" if keys.search(k) else _mask_json(v, keys) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_mask_json(v) for v in obj]
+        return [_mask_json(v, keys) for v in obj]
     return obj
 
 
@@ -210,6 +214,7 @@ def _call(argv: list[str]) -> tuple[int, str, str]:
 
 
 def _normalize(text: str, work: Path, repo: Path) -> str:
+    """The work folder and the checkout as names."""
     return text.replace(str(work.resolve()), "<WORK>").replace(str(work), "<WORK>").replace(str(repo), "<REPO>")
 
 
@@ -242,6 +247,8 @@ def produce(work: Path) -> dict[str, bytes]:
                 data = _normalize(hits[0].read_text(encoding="utf-8"), work, repo)
                 if case == "run" and hits[0].suffix == ".json":
                     data = json.dumps(_mask_json(json.loads(data)), indent=1) + "\n"
+                elif case == "compare" and hits[0].suffix == ".json":
+                    data = json.dumps(_mask_json(json.loads(data), _GIT), indent=1) + "\n"
                 elif case == "run" and hits[0].suffix in (".md", ".csv"):
                     data = _mask_table(data)
                 got[key] = data.encode()
