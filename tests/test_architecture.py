@@ -137,3 +137,27 @@ def test_argparse_is_imported_only_by_the_command_line():
             if "argparse" in names or (isinstance(node, ast.ImportFrom) and node.module == "argparse"):
                 found.append(f"{rel}:{node.lineno}")
     assert not found, found
+
+
+def test_manifest_is_read_only_through_its_type():
+    """A result's manifest is read and written through :class:`harness.results.Manifest` (one rule
+    per field, with its default); indexing the dict (``manifest[...]``, ``manifest.get(...)``) is for
+    harness/results/ alone."""
+    import ast
+
+    found = []
+    for p in _python_files("harness", "retrievers"):
+        rel = p.relative_to(REPO).as_posix()
+        if rel.startswith("harness/results/"):
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            indexed = isinstance(node, ast.Subscript) and _named(node.value, "manifest")
+            got = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and _named(node.func.value, "manifest")
+            )
+            if indexed or got:
+                found.append(f"{rel}:{node.lineno}")
+    assert not found, found

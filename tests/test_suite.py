@@ -26,7 +26,6 @@ from harness.cli import main
 from harness.config import parse_config
 from harness.errors import InputError
 from harness.results import Results
-from harness.results.render import render_table as render
 from harness.results.suite_table import print_suite
 from harness.stats.exact import min_p, min_pairs, sign_flip_p
 from harness.suite import SuiteResults, aggregate, plan_suite
@@ -55,6 +54,11 @@ TINY_QUERIES = [
     ("tq6", "tyre pressure road bike", {"t6": 2}),
     ("tq7", "whetstone angle knife", {"t7": 2}),
 ]
+
+
+def render(suite, fmt: str) -> str:
+    """The suite table in ``fmt`` (a suite renders itself, through the renderers a run's table uses)."""
+    return suite.table(fmt)
 
 
 def make_tiny(folder: Path, prefix: str = "tiny-") -> Path:
@@ -394,3 +398,18 @@ def test_chunkings_times_datasets(tmp_path, monkeypatch):
     assert suite.retrievers == ["bm25[none]", "bm25[t64]"] and suite.datasets == ["demo", "tiny"]
     for d in suite.datasets:
         assert suite.summary["bm25[t64]"][d] == Results.load(tmp_path / "out" / d).summary["bm25[t64]"]
+
+
+def test_check_of_suites_refuses_a_dataset_folder_whose_run_changed(tmp_path, capsys):
+    """Each dataset's folder is read as ``harness check`` reads one folder: a run file edited after
+    the run is refused (exit 2, naming it) unless --allow-incomplete."""
+    import shutil
+
+    suite = shutil.copytree(REPO / "tests" / "data" / "golden_outputs" / "inputs" / "suite", tmp_path / "suite")
+    run = next((suite / "small" / "runs").glob("bm25-*.trec"))
+    run.write_text(run.read_text() + "\n")
+    args = ["check", "--baseline", str(suite), "--current", str(suite), "--permutations", "100"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "changed after the run" in err and run.name in err
+    assert main([*args, "--allow-incomplete"]) == 0

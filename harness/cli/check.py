@@ -115,20 +115,6 @@ def _split(values: list[str] | None) -> list[str] | None:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
-def read_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
-    """:meth:`Results.load` with unreadable files as :class:`InputError` too (one line, exit 2), and
-    an incomplete or altered results folder refused (:mod:`harness.results.integrity`)."""
-    from harness.results.integrity import check_results
-
-    try:
-        return check_results(Results.load(path), allow_incomplete=allow_incomplete)
-    except InputError as e:  # "error: baseline FILE:LINE: what is wrong"
-        where = f"{what} {e.path}" if e.path else what
-        raise InputError(e.message, path=where, line=e.line, field=e.field) from None
-    except OSError as e:
-        raise InputError(f"cannot read ({e.strerror or e})", path=f"{what} {path}") from None
-
-
 def build_report(args: argparse.Namespace) -> CheckReport:
     load_tol = {"latency_tolerance": args.latency_tolerance, "qps_tolerance": args.qps_tolerance}
     if load_gate.load_only(args.baseline) or load_gate.load_only(args.current):  # load.json files alone
@@ -146,8 +132,8 @@ def build_report(args: argparse.Namespace) -> CheckReport:
 def _build_quality_report(args: argparse.Namespace) -> CheckReport:
     tol = gate_tolerances(args)
     power = gate_power_options(args, tol)
-    baseline = read_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
-    current = read_results(args.current, "current", allow_incomplete=args.allow_incomplete)
+    baseline = Results.open(args.baseline, allow_incomplete=args.allow_incomplete, what="baseline")
+    current = Results.open(args.current, allow_incomplete=args.allow_incomplete, what="current")
     return check(
         baseline,
         current,
@@ -223,8 +209,8 @@ def _write_page_section(args: argparse.Namespace, report: CheckReport) -> str | 
     if load_gate.load_only(args.baseline) or load_gate.load_only(args.current) or not report.rows:
         return None
     try:
-        baseline = read_results(args.baseline, "baseline", allow_incomplete=True)
-        current = read_results(args.current, "current", allow_incomplete=True)
+        baseline = Results.open(args.baseline, allow_incomplete=True, what="baseline")
+        current = Results.open(args.current, allow_incomplete=True, what="current")
         page = write_section(current, section(report, baseline, current, baseline_label=args.baseline))
     except (InputError, OSError) as e:  # a saved baseline file, a read-only folder: the verdict stands
         logging.getLogger("harness").warning("report.html not updated: %s", e)

@@ -7,7 +7,6 @@ import csv
 import io
 import json
 import sys
-from pathlib import Path
 
 from harness import defaults
 from harness.cli.command import add_allow_incomplete
@@ -42,28 +41,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _stored_name(path: str) -> str | None:
-    """The retriever name of a run file stored in a results folder (its record beside it)."""
-    record = Path(path).with_suffix(".json")
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if isinstance(data, dict) and isinstance(data.get("name"), str) and data.get("file", "").endswith(Path(path).name):
-        return data["name"]
-    return None
-
-
-def _run_names(paths: list[str]) -> list[str]:
-    """Retriever names of runs stored by the harness, else file stems, or file names (then full
-    paths) where stems collide."""
-    stems = [_stored_name(p) or Path(p).stem for p in paths]
-    names = [Path(p).name for p in paths]
-    return [
-        s if stems.count(s) == 1 else (n if names.count(n) == 1 else str(p)) for p, s, n in zip(paths, stems, names)
-    ]
-
-
 def _compiled_qrels(path: str) -> CompiledQrels:
     """A large qrels file in the plain shape as arrays (a million judged queries would otherwise be a
     million dicts); anything else through the line reader, with its located errors."""
@@ -82,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
 
     for path in args.runs:
         check_stored_run(path, allow_incomplete=args.allow_incomplete)
-    runs = {name: read_run(path, name=name) for name, path in zip(_run_names(args.runs), args.runs)}
+    from harness.results.record import run_names
+
+    runs = {name: read_run(path, name=name) for name, path in zip(run_names(args.runs), args.runs)}
     if args.auto_qrels:  # prediction-powered intervals: people's judgments (--qrels) and a judge's
         from harness.cli.judge_tools import print_ppi
 

@@ -101,9 +101,8 @@ def report_suite(args: argparse.Namespace) -> int:
     if args.write:
         assert suite.folder is not None
         per = {d: Results.load(suite.folder / d) for d in suite.datasets}
-        fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete)
+        fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete, folder=suite.folder)
         write_suite(fresh, suite.folder)
-        fresh._folder = suite.folder
         suite = fresh
         log.info("re-wrote suite.json and the suite tables in %s", suite.folder)
     if judged_only:
@@ -117,16 +116,14 @@ def _rescore_judged_only(suite, *, allow_incomplete: bool):
     documents removed (each against its own ``qrels.tsv``), aggregated again; nothing is written."""
     from harness.engine.rescore import rescore
     from harness.results import Results
-    from harness.results.integrity import check_results
     from harness.suite import aggregate
 
     assert suite.folder is not None
     per = {}
     for d in suite.datasets:
-        res = check_results(Results.load(suite.folder / d), allow_incomplete=allow_incomplete)
+        res = Results.open(suite.folder / d, allow_incomplete=allow_incomplete)
         per[d] = rescore(res, judged_only=True)
-    fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete)
-    fresh._folder = suite.folder
+    fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete, folder=suite.folder)
     log.info("re-scored judged-only (trec_eval -J) from each dataset's runs/ and qrels.tsv; nothing written")
     return fresh
 
@@ -155,6 +152,7 @@ def check_suite(args: argparse.Namespace) -> int:
         allow_dataset_change=args.allow_dataset_change,
         test=args.test,
         permutations=args.permutations,
+        allow_incomplete=args.allow_incomplete,
         **power,
     )
     blind = [line for r in sc.reports.values() for line in r.blind]

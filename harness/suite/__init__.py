@@ -13,7 +13,8 @@ one-dataset run uses, so a dataset's numbers in a suite equal a run of that data
 - :mod:`~harness.suite.check`: ``harness check`` of two suites, one verdict naming the datasets.
 """
 
-from harness.suite.aggregate import SUITE_FILE, SuiteResults, aggregate, is_suite
+from harness.results.suite import SUITE_FILE, SuiteResults, is_suite
+from harness.suite.aggregate import aggregate
 from harness.suite.plan import plan_suite
 from harness.suite.run import run_suite
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
@@ -19,7 +18,7 @@ from harness.gate import CheckReport, check
 from harness.gate import junit as gate_junit
 from harness.gate import render as gate_render
 from harness.results import Results
-from harness.suite.aggregate import SuiteResults, is_suite
+from harness.results.suite import SuiteResults, is_suite
 
 
 @dataclass
@@ -58,16 +57,13 @@ class SuiteCheck:
         return f"suite FAIL on {len(parts)} of {n + len(self.problems)} datasets: " + "; ".join(parts)
 
 
-def _load(folder: Path, dataset: str, what: str) -> Results:
-    try:
-        return Results.load(folder / dataset)
-    except InputError as e:
-        raise InputError(e.message, path=f"{what} {e.path or folder / dataset}", line=e.line, field=e.field) from None
-
-
-def check_suites(baseline: str | os.PathLike[str], current: str | os.PathLike[str], **options: Any) -> SuiteCheck:
+def check_suites(
+    baseline: str | os.PathLike[str], current: str | os.PathLike[str], *, allow_incomplete: bool = False, **options: Any
+) -> SuiteCheck:
     """Check ``current`` against ``baseline`` (two suite folders) per dataset; ``options`` go to
-    :func:`harness.gate.check` (tolerances, alpha, metrics, retrievers, test, permutations...)."""
+    :func:`harness.gate.check` (tolerances, alpha, metrics, retrievers, test, permutations...).
+    Each dataset's folder is read as ``harness check`` reads one (:meth:`Results.open`): an
+    incomplete or altered folder is refused unless ``allow_incomplete``."""
     for path, what in ((baseline, "baseline"), (current, "current")):
         if not is_suite(path):
             raise InputError(
@@ -83,8 +79,8 @@ def check_suites(baseline: str | os.PathLike[str], current: str | os.PathLike[st
             out.problems.append(f"{d}: dataset missing from the current suite")
             continue
         out.reports[d] = check(
-            _load(base.folder, d, "baseline"),
-            _load(cur.folder, d, "current"),
+            Results.open(base.folder / d, allow_incomplete=allow_incomplete, what="baseline"),
+            Results.open(cur.folder / d, allow_incomplete=allow_incomplete, what="current"),
             baseline_label=f"{baseline} [{d}]",
             current_label=f"{current} [{d}]",
             **options,
@@ -101,9 +97,7 @@ def to_text(sc: SuiteCheck) -> str:
     parts = []
     n = len(sc.reports)
     for i, (d, report) in enumerate(sc.reports.items(), start=1):
-        parts.append(
-            f"== dataset {i}/{n}: {d}: {report.verdict_word()} ==\n{gate_render.to_text(report)}"
-        )
+        parts.append(f"== dataset {i}/{n}: {d}: {report.verdict_word()} ==\n{gate_render.to_text(report)}")
     parts += [f"FAILURE: {p}\n" for p in sc.problems]
     return "\n".join(parts) + sc.headline() + "\n"
 

@@ -1,0 +1,167 @@
+"""The manifest of a result, typed: what produced it (dataset, config, statistics settings, seed,
+commit, time), read and written in one place.
+
+``results.json`` keeps its manifest as the JSON object it always was (scripts read it); a
+:class:`Manifest` is a view over that very dict, so its key order and any key this version does
+not know stay as they are, and a folder written again is byte-identical. Every reader outside this
+package asks the view (``Manifest.of(results).seed``), never the dict: one rule per field, with its
+default, instead of a ``.get`` chain in each module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness import defaults
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.model import GoldenDataset
+
+#: the statistics settings a config records (``stats:``), each read back only when it was recorded
+STATS_KEYS = ("bootstrap", "permutations", "alpha")
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """The dataset a result names: ``name``, ``split``, its folder (``source``) and fingerprint."""
+
+    data: Mapping[str, Any]
+
+    @property
+    def name(self) -> str | None:
+        return self.data.get("name")
+
+    @property
+    def split(self) -> str:
+        return self.data.get("split") or defaults.SPLIT
+
+    @property
+    def source(self) -> str | None:
+        return self.data.get("source")
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.data.get("fingerprint")
+
+    def where(self) -> tuple[str | None, str]:
+        """Where the dataset is now: its folder when it still exists, else the packaged demo when it
+        was the demo; else None and why not (the sentence a report shows)."""
+        from harness.datasets import DEMO
+
+        source, name = self.source, self.name
+        if source and Path(source).is_dir():
+            return source, ""
+        if name == DEMO or source == DEMO:
+            return DEMO, ""
+        return None, f"dataset folder {source} not found" if source else "results.json names no dataset folder"
+
+    def load(self, split: str | None = None) -> GoldenDataset:
+        """The dataset, loaded again from :meth:`where` (a :class:`HarnessError` when it is gone)."""
+        from harness.datasets import load_dataset
+        from harness.errors import InputError
+
+        where, why = self.where()
+        if where is None:
+            raise InputError(why)
+        return load_dataset(where, split or self.split, name=self.name)
+
+
+class Manifest:
+    """A view over a result's manifest dict (``results.manifest``): typed reads, a few writers."""
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self.data: dict[str, Any] = data if data is not None else {}
+
+    @classmethod
+    def of(cls, results: Any) -> Manifest:
+        """The manifest of ``results`` (a :class:`~harness.results.Results`, or anything holding a
+        ``manifest`` dict); writes through the view land in that dict."""
+        return cls(results.manifest)
+
+    # ------------------------------------------------------------------ reads
+    def _mapping(self, key: str) -> dict[str, Any]:
+        value = self.data.get(key)
+        return dict(value) if isinstance(value, Mapping) else {}
+
+    @property
+    def dataset(self) -> DatasetRef:
+        return DatasetRef(self._mapping("dataset"))
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The resolved config the run recorded (a copy; empty when none was)."""
+        return self._mapping("config")
+
+    @property
+    def baseline(self) -> str | None:
+        return self.config.get("baseline")
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        """The statistics settings the config recorded (``bootstrap``, ``permutations``, ``alpha``):
+        only those it holds, so whoever re-computes applies the same defaults as the run did."""
+        recorded = self.config.get("stats")
+        recorded = recorded if isinstance(recorded, Mapping) else {}
+        return {k: recorded[k] for k in STATS_KEYS if recorded.get(k) is not None}
+
+    @property
+    def alpha(self) -> float:
+        """The significance level the run used: the recorded one when it is a level, else the default."""
+        a = self.stats.get("alpha")
+        return float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) and 0 < a < 1 else defaults.ALPHA
+
+    @property
+    def seed(self) -> int:
+        """The seed the run used: the config's ``seed`` when it is an integer, else the default."""
+        seed = self.config.get("seed")
+        return seed if isinstance(seed, int) and not isinstance(seed, bool) else defaults.SEED
+
+    @property
+    def git(self) -> dict[str, Any]:
+        return self._mapping("git")
+
+    @property
+    def created(self) -> str | None:
+        return self.data.get("created")
+
+    @property
+    def retrievers(self) -> dict[str, Any]:
+        """Per retriever: its spec, inputs, params and config hash as run."""
+        return self._mapping("retrievers")
+
+    # ------------------------------------------------------------------ writes
+    def set(self, key: str, value: Any) -> Manifest:
+        """``key`` set in place (a key present keeps its position; a new one goes last)."""
+        self.data[key] = value
+        return self
+
+    def update_config(self, **values: Any) -> Manifest:
+        return self.set("config", {**self.config, **values})
+
+    def update_dataset(self, **values: Any) -> Manifest:
+        return self.set("dataset", {**self._mapping("dataset"), **values})
+
+    def copy(self) -> Manifest:
+        """A new manifest with the same keys, in the same order (a shallow copy)."""
+        return Manifest(dict(self.data))
+
+
+def dataset_texts(results: Any) -> tuple[GoldenDataset | None, str | None]:
+    """The dataset a result names, loaded for its query and document texts, and a note when that is
+    not possible (then None) or the dataset changed since the run."""
+    ref = Manifest.of(results).dataset
+    where, why = ref.where()
+    if where is None:
+        return None, f"query and document text unavailable ({why}); showing ids only"
+    try:
+        dataset = ref.load()
+    except (HarnessError, OSError) as e:
+        return None, f"query and document text unavailable (loading {where} failed: {e}); showing ids only"
+    note = None
+    if ref.fingerprint and dataset.fingerprint != ref.fingerprint:
+        note = f"the dataset at {where} changed since this run (fingerprint differs): texts may not match"
+    return dataset, note
