@@ -8,15 +8,17 @@ failure names its dataset.
 
 from __future__ import annotations
 
+import json
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from harness.errors import InputError
-from harness.gate import CheckReport, check
+from harness.gate import CheckReport, check, outputs
 from harness.gate import junit as gate_junit
 from harness.gate import render as gate_render
+from harness.gate.command import CheckOptions, check_folders, check_options, require_power, write_error
 from harness.results import Results
 from harness.results.suite import SuiteResults, is_suite
 
@@ -146,3 +148,36 @@ def to_junit(sc: SuiteCheck) -> str:
         + gate_junit.MARKER
         + "\n"
     )
+
+
+def run_check(o: CheckOptions, stdout: TextIO) -> int:
+    """``harness check``: two suite folders checked per dataset, anything else as two results
+    folders (:func:`harness.gate.command.check_folders`); outputs guarded before anything is read
+    or written (none may land on an input or a user's file). The exit code."""
+    outputs.guard({"--summary": o.summary, "--junit": o.junit, "--history": o.history},
+                  [o.baseline, o.current, o.tolerances])  # fmt: skip
+    if not (is_suite(o.baseline) or is_suite(o.current)):
+        return check_folders(o, stdout)
+    try:  # suites: one check per dataset (docs/suites.md)
+        return _check_suites(o, stdout)
+    except InputError as e:
+        write_error(o, str(e))
+        raise
+
+
+def _check_suites(o: CheckOptions, stdout: TextIO) -> int:
+    if o.history:
+        raise InputError(
+            "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
+        )
+    sc = check_suites(o.baseline, o.current, allow_incomplete=o.allow_incomplete, **check_options(o))
+    reports = sc.reports.values()
+    require_power(o, [line for r in reports for line in r.blind], [line for r in reports for line in r.unsized])
+    if o.format == "json":
+        payload = {"exit": sc.exit_code, "datasets": {d: gate_render.to_json(r) for d, r in sc.reports.items()}}
+        stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    else:
+        stdout.write(to_text(sc))
+    outputs.write(o.summary, to_markdown(sc), "--summary")
+    outputs.write(o.junit, to_junit(sc), "--junit")
+    return sc.exit_code
