@@ -112,8 +112,14 @@ def test_every_cited_design_document_is_in_the_repository():
     assert not missing, sorted(missing)
 
 
-def _python_files(*roots: str) -> list[Path]:
-    return sorted(p for root in roots for p in (REPO / root).rglob("*.py"))
+def _nodes_outside(allowed: str):
+    """``(path, AST node)`` of every module of harness/ and retrievers/ outside the folder ``allowed``."""
+    import ast
+
+    for p in sorted(p for root in ("harness", "retrievers") for p in (REPO / root).rglob("*.py")):
+        rel = p.relative_to(REPO).as_posix()
+        if not rel.startswith(allowed):
+            yield from ((rel, node) for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))
 
 
 def _named(node: object, name: str) -> bool:
@@ -127,15 +133,12 @@ def test_argparse_is_imported_only_by_the_command_line():
     lives in harness/cli/ alone (the commands parse flags into options at the door)."""
     import ast
 
-    found = []
-    for p in _python_files("harness", "retrievers"):
-        rel = p.relative_to(REPO).as_posix()
-        if rel.startswith("harness/cli/"):
-            continue
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            if "argparse" in names or (isinstance(node, ast.ImportFrom) and node.module == "argparse"):
-                found.append(f"{rel}:{node.lineno}")
+    found = [
+        f"{rel}:{node.lineno}"
+        for rel, node in _nodes_outside("harness/cli/")
+        if (isinstance(node, ast.Import) and "argparse" in [a.name for a in node.names])
+        or (isinstance(node, ast.ImportFrom) and node.module == "argparse")
+    ]
     assert not found, found
 
 
@@ -145,19 +148,15 @@ def test_manifest_is_read_only_through_its_type():
     harness/results/ alone."""
     import ast
 
-    found = []
-    for p in _python_files("harness", "retrievers"):
-        rel = p.relative_to(REPO).as_posix()
-        if rel.startswith("harness/results/"):
-            continue
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
-            indexed = isinstance(node, ast.Subscript) and _named(node.value, "manifest")
-            got = (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "get"
-                and _named(node.func.value, "manifest")
-            )
-            if indexed or got:
-                found.append(f"{rel}:{node.lineno}")
+    found = [
+        f"{rel}:{node.lineno}"
+        for rel, node in _nodes_outside("harness/results/")
+        if (isinstance(node, ast.Subscript) and _named(node.value, "manifest"))
+        or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and _named(node.func.value, "manifest")
+        )
+    ]
     assert not found, found

@@ -24,14 +24,16 @@ def require_extras(*needs: Any) -> None:
         raise InputError(extras.message(missing))
 
 
+#: ``--allow-incomplete``, the same words on every command that reads a results folder
+ALLOW_INCOMPLETE = (
+    "read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+    "(a warning each instead of exit 2)"
+)
+
+
 def add_allow_incomplete(p: argparse.ArgumentParser) -> None:
-    """``--allow-incomplete``, the same words on every command that reads a results folder."""
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
-        "(a warning each instead of exit 2)",
-    )
+    """``--allow-incomplete`` (:data:`ALLOW_INCOMPLETE`) on a command that reads a results folder."""
+    p.add_argument("--allow-incomplete", action="store_true", help=ALLOW_INCOMPLETE)
 
 
 def serve_until_interrupted(server: Any) -> None:

@@ -70,6 +70,18 @@ class DatasetRef:
         return load_dataset(where, split or self.split, name=self.name)
 
 
+class _Section:
+    """A key of the manifest that holds an object, read as a copy of it (empty when absent or not one)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, obj: Manifest | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return obj._mapping(self.key)
+
+
 class Manifest:
     """A view over a result's manifest dict (``results.manifest``): typed reads, a few writers."""
 
@@ -91,10 +103,11 @@ class Manifest:
     def dataset(self) -> DatasetRef:
         return DatasetRef(self._mapping("dataset"))
 
-    @property
-    def config(self) -> dict[str, Any]:
-        """The resolved config the run recorded (a copy; empty when none was)."""
-        return self._mapping("config")
+    #: the resolved config the run recorded; the commit it ran from; per retriever its spec, inputs,
+    #: params and config hash as run (each a copy, empty when none was recorded)
+    config = _Section()
+    git = _Section()
+    retrievers = _Section()
 
     @property
     def baseline(self) -> str | None:
@@ -121,17 +134,8 @@ class Manifest:
         return seed if isinstance(seed, int) and not isinstance(seed, bool) else defaults.SEED
 
     @property
-    def git(self) -> dict[str, Any]:
-        return self._mapping("git")
-
-    @property
     def created(self) -> str | None:
         return self.data.get("created")
-
-    @property
-    def retrievers(self) -> dict[str, Any]:
-        """Per retriever: its spec, inputs, params and config hash as run."""
-        return self._mapping("retrievers")
 
     # ------------------------------------------------------------------ writes
     def set(self, key: str, value: Any) -> Manifest:
