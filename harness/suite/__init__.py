@@ -8,7 +8,8 @@ one-dataset run uses, so a dataset's numbers in a suite equal a run of that data
 
 - :mod:`~harness.suite.plan`: the config's ``datasets:`` as one config per dataset;
 - :mod:`~harness.suite.run`: each dataset in turn into ``DIR/<dataset>/`` (resumable per dataset);
-- :mod:`~harness.suite.aggregate`: ``suite.json``: per-dataset means, their mean, mean rank, tests;
+- :mod:`~harness.suite.aggregate`: the per-dataset results brought together as a
+  :class:`~harness.results.SuiteResults` (``suite.json``): their means, mean, mean rank, tests;
 - :mod:`~harness.results.suite_table`: the suite table (terminal, markdown, CSV, HTML, LaTeX);
 - :mod:`~harness.suite.check`: ``harness check`` of two suites, one verdict naming the datasets.
 """
