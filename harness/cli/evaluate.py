@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import sys
 
 from harness import defaults
@@ -15,7 +12,6 @@ from harness.io.qrels_columnar import read_qrels_columnar
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, check_overlap
 from harness.metrics.names import parse_metrics
-from harness.results import Results
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -72,61 +68,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"harness: warning: {warning}", file=sys.stderr)
     # the one scorer every command uses; evaluate prints means and per-query values, no statistics
     results = score(runs, qrels, metrics, statistics=False, judged_only=args.judged_only)
-    out = render(results, args.format, args.per_query)
-    sys.stdout.write(out)
+    from harness.results.evaluate_table import evaluate_table
+
+    sys.stdout.write(evaluate_table(results, args.format, args.per_query))
     return 0
-
-
-def render(results: Results, fmt: str, per_query: bool) -> str:
-    if fmt == "json":
-        payload: dict = {"runs": {}}
-        for name, means in results.summary.items():
-            entry: dict = {"metrics": means}
-            if per_query:
-                entry["per_query"] = results.query_scores(name)
-            entry["counts"] = results.counts[name]
-            payload["runs"][name] = entry
-        return json.dumps(payload, indent=1) + "\n"
-    metric_names = results.metrics
-    rows: list[list[str]] = []
-    for name, means in results.summary.items():
-        rows.append([name, "all", *(repr(means[m]) if fmt == "csv" else f"{means[m]:.4f}" for m in metric_names)])
-        if per_query:
-            for q, vals in results.query_scores(name).items():
-                rows.append([name, q, *(repr(vals[m]) if fmt == "csv" else f"{vals[m]:.4f}" for m in metric_names)])
-    header = ["run", "query", *metric_names]
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
-        return buf.getvalue()
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(metric_names)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        return "\n".join(lines) + "\n" + _counts_note(results)
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(*header, title="harness evaluate")
-    for r in rows:
-        table.add_row(*r)
-    buf = io.StringIO()
-    Console(file=buf, width=200).print(table)
-    return buf.getvalue() + _counts_note(results)
-
-
-def _counts_note(results: Results) -> str:
-    notes = []
-    for name, c in results.counts.items():
-        parts = [f"{c['queries']} judged queries"]
-        for key, label in [
-            ("missing_from_run", "missing from the run (scored 0)"),
-            ("not_in_qrels", "ranked but not judged (ignored)"),
-            ("no_relevant", "with no relevant document (scored 0)"),
-            ("duplicates_dropped", "duplicate docs dropped"),
-        ]:
-            if c.get(key):
-                parts.append(f"{c[key]} {label}")
-        notes.append(f"{name}: " + ", ".join(parts))
-    return "\n".join(notes) + "\n"
