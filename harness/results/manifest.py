@@ -23,6 +23,14 @@ if TYPE_CHECKING:
 
 #: the statistics settings a config records (``stats:``), each read back only when it was recorded
 STATS_KEYS = ("bootstrap", "permutations", "alpha")
+#: StatsConfig's defaults, for results whose manifest records no ``config.stats`` (the results layer
+#: sits below the config and does not import it)
+STATS_DEFAULTS: dict[str, Any] = {
+    "bootstrap": defaults.BOOTSTRAP,
+    "permutations": defaults.PERMUTATIONS,
+    "alpha": defaults.ALPHA,
+    "correction": "all",
+}
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,13 @@ class Manifest:
         recorded = recorded if isinstance(recorded, Mapping) else {}
         return {k: recorded[k] for k in STATS_KEYS if recorded.get(k) is not None}
 
+    def stats_settings(self) -> dict[str, Any]:
+        """Every statistics setting the results were computed with: :data:`STATS_DEFAULTS` under
+        whatever the config recorded (the legend of a table says these)."""
+        recorded = self.config.get("stats")
+        recorded = recorded if isinstance(recorded, Mapping) else {}
+        return {**STATS_DEFAULTS, **{k: v for k, v in recorded.items() if v is not None}}
+
     @property
     def alpha(self) -> float:
         """The significance level the run used: the recorded one when it is a level, else the default."""
@@ -129,9 +144,12 @@ class Manifest:
 
     @property
     def seed(self) -> int:
-        """The seed the run used: the config's ``seed`` when it is an integer, else the default."""
-        seed = self.config.get("seed")
-        return seed if isinstance(seed, int) and not isinstance(seed, bool) else defaults.SEED
+        """The seed the run used: the config's ``seed``, else the manifest's own, when it is an
+        integer; else the default (the one rule for every reader: letters, slices, re-scoring)."""
+        for seed in (self.config.get("seed"), self.data.get("seed")):
+            if isinstance(seed, int) and not isinstance(seed, bool):
+                return seed
+        return defaults.SEED
 
     @property
     def created(self) -> str | None:
