@@ -50,4 +50,5 @@ def test_where_the_dataset_is(tmp_path):
 def test_the_seed_falls_back_to_the_manifest_s_own_and_the_settings_to_the_defaults():
     assert Manifest({"seed": 5}).seed == 5 and Manifest({"seed": 5, "config": {"seed": 2}}).seed == 2
     settings = Manifest({"config": {"stats": {"permutations": 9, "alpha": None}}}).stats_settings()
-    assert settings == {"bootstrap": defaults.BOOTSTRAP, "permutations": 9, "alpha": defaults.ALPHA, "correction": "all"}
+    want = {"bootstrap": defaults.BOOTSTRAP, "permutations": 9, "alpha": defaults.ALPHA, "correction": "all"}
+    assert settings == want
