@@ -65,3 +65,13 @@ def test_beside_a_run_file_only_a_record_naming_that_file(tmp_path):
     assert RunRecord.beside(run) is None
     write(tmp_path, {k: v for k, v in GOOD.items() if k != "file"} | {"status": "failed"})
     assert RunRecord.beside(run) is None
+
+
+def test_the_folder_s_bookkeeping_reads_results_json_under_the_nesting_bound(tmp_path):
+    from harness.results.folder import listed_files
+    from harness.results.store import _complete
+
+    (tmp_path / "results.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert listed_files(tmp_path) is None and _complete(tmp_path / "results.json")  # no RecursionError
+    (tmp_path / "results.json").write_text('{"complete": false, "files": ["table.md", 3]}')
+    assert listed_files(tmp_path) == ["table.md"] and not _complete(tmp_path / "results.json")

@@ -18,7 +18,6 @@ new folder first, never deleted.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -50,13 +49,25 @@ REPORT_FILES = frozenset(
 _OURS_TRANSIENT = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$|^\.harness-probe-")
 
 
+def results_object(path: Path) -> dict | None:
+    """``results.json`` at ``path`` as a JSON object, for the folder's own bookkeeping (which files
+    are ours, whether the run finished); None when it is missing, unreadable, nested past the bound
+    (:data:`harness.io.jsontext.MAX_JSON_DEPTH`) or not an object. Reading results is
+    :meth:`Results.open <harness.results.Results.open>`'s job."""
+    from harness.errors import InputError
+    from harness.io import jsontext
+
+    try:
+        data = jsontext.loads(path.read_text(encoding="utf-8"), path=path)
+    except (OSError, ValueError, InputError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def listed_files(folder: Path) -> list[str] | None:
     """The ``files`` list of ``folder/results.json`` (None: no list, or no readable results.json)."""
-    try:
-        data = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    files = data.get("files") if isinstance(data, dict) else None
+    data = results_object(folder / RESULTS)
+    files = data.get("files") if data is not None else None
     if not isinstance(files, list):
         return None
     return [f for f in files if isinstance(f, str)]

@@ -28,7 +28,6 @@ import ctypes
 import ctypes.util
 import errno
 import hashlib
-import json
 import logging
 import math
 import os
@@ -45,7 +44,15 @@ from harness.io.trec import format_run, read_qrels, read_run, write_qrels
 from harness.model import Qrels
 from harness.outcome import Outcome
 from harness.results import SCHEMA, Results, is_results_file
-from harness.results.folder import carry_user_files, relative, rescue_then_remove, run_file, run_records, run_stem
+from harness.results.folder import (
+    carry_user_files,
+    relative,
+    rescue_then_remove,
+    results_object,
+    run_file,
+    run_records,
+    run_stem,
+)
 from harness.results.record import RunRecord
 from harness.run import Run
 
@@ -282,11 +289,8 @@ class RunStore:
 def _complete(path: Path) -> bool:
     """``results.json`` says its folder is complete (an unreadable one is treated as complete:
     it is replaced only through staging)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True
-    return not (isinstance(data, dict) and data.get("complete") is False)
+    data = results_object(path)
+    return not (data is not None and data.get("complete") is False)
 
 
 def _read_stored(folder: Path, name: str, config_hash: str, *, load: bool = True) -> Outcome | None:
