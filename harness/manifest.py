@@ -9,11 +9,11 @@ import os
 import platform
 import subprocess
 import sys
-from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from harness import clock
 from harness.model import GoldenDataset
 from harness.registry import redact_value
 
@@ -89,7 +89,7 @@ def build_manifest(
     # redacted once more here, whatever the caller passed: a secret (http header, ${ENV} value) never
     # reaches results.json or a baseline through the manifest
     return {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": clock.stamp(),
         "command": redact_value(list(sys.argv)),
         "versions": library_versions(),
         "git": git_commit(),

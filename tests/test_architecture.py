@@ -110,3 +110,53 @@ def test_every_cited_design_document_is_in_the_repository():
         if ref.startswith("DESIGN") or not (REPO / ref).exists()
     }
     assert not missing, sorted(missing)
+
+
+def _nodes_outside(allowed: str):
+    """``(path, AST node)`` of every module of harness/ and retrievers/ outside the folder ``allowed``."""
+    import ast
+
+    for p in sorted(p for root in ("harness", "retrievers") for p in (REPO / root).rglob("*.py")):
+        rel = p.relative_to(REPO).as_posix()
+        if not rel.startswith(allowed):
+            yield from ((rel, node) for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))
+
+
+def _named(node: object, name: str) -> bool:
+    import ast
+
+    return (isinstance(node, ast.Name) and node.id == name) or (isinstance(node, ast.Attribute) and node.attr == name)
+
+
+def test_argparse_is_imported_only_by_the_command_line():
+    """A library function takes typed options, never the parser's namespace: ``import argparse``
+    lives in harness/cli/ alone (the commands parse flags into options at the door)."""
+    import ast
+
+    found = [
+        f"{rel}:{node.lineno}"
+        for rel, node in _nodes_outside("harness/cli/")
+        if (isinstance(node, ast.Import) and "argparse" in [a.name for a in node.names])
+        or (isinstance(node, ast.ImportFrom) and node.module == "argparse")
+    ]
+    assert not found, found
+
+
+def test_manifest_is_read_only_through_its_type():
+    """A result's manifest is read and written through :class:`harness.results.Manifest` (one rule
+    per field, with its default); indexing the dict (``manifest[...]``, ``manifest.get(...)``) is for
+    harness/results/ alone."""
+    import ast
+
+    found = [
+        f"{rel}:{node.lineno}"
+        for rel, node in _nodes_outside("harness/results/")
+        if (isinstance(node, ast.Subscript) and _named(node.value, "manifest"))
+        or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and _named(node.func.value, "manifest")
+        )
+    ]
+    assert not found, found

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.cli.baseline import KEEP, baseline_payload
 from harness.errors import InputError
 from harness.gate import check
 from harness.io import atomic
 from harness.results import Results
+from harness.results.baseline import KEEP, baseline_payload
 from tests.test_check import base_scores, make_results
 
 

@@ -26,7 +26,6 @@ from harness.cli import main
 from harness.config import parse_config
 from harness.errors import InputError
 from harness.results import Results
-from harness.results.render import render_table as render
 from harness.results.suite_table import print_suite
 from harness.stats.exact import min_p, min_pairs, sign_flip_p
 from harness.suite import SuiteResults, aggregate, plan_suite
@@ -36,39 +35,24 @@ pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_te
 
 REPO = Path(__file__).resolve().parent.parent
 
-TINY_DOCS = [
-    ("t0", "Espresso extraction", "Espresso forces hot water through finely ground coffee in about thirty seconds."),
-    ("t1", "Cold brew", "Cold brew steeps coarse coffee in cold water for twelve to twenty four hours."),
-    ("t2", "Green tea", "Green tea leaves are steamed or pan fired to stop oxidation and keep them green."),
-    ("t3", "Sourdough starter", "A sourdough starter is flour and water colonised by wild yeast and bacteria."),
-    ("t4", "Bread crust", "A crisp bread crust comes from steam in the first minutes of baking."),
-    ("t5", "Bike chain", "Clean and oil a bicycle chain every few hundred kilometres to stop wear."),
-    ("t6", "Tyre pressure", "Road bike tyres run at higher pressure than mountain bike tyres."),
-    ("t7", "Knife sharpening", "Sharpen a kitchen knife on a whetstone at a steady angle of about fifteen degrees."),
-]
-TINY_QUERIES = [
-    ("tq1", "how long does cold brew steep", {"t1": 2}),
-    ("tq2", "espresso grind and water", {"t0": 2, "t1": 1}),
-    ("tq3", "wild yeast starter", {"t3": 2}),
-    ("tq4", "crisp crust steam baking", {"t4": 2, "t3": 1}),
-    ("tq5", "oil the bicycle chain", {"t5": 2}),
-    ("tq6", "tyre pressure road bike", {"t6": 2}),
-    ("tq7", "whetstone angle knife", {"t7": 2}),
-]
+#: a small BEIR set of its own documents and queries (unlike demo's): coffee, bread, bikes, knives
+TINY = REPO / "tests" / "data" / "tiny_suite"
+
+
+def render(suite, fmt: str) -> str:
+    """The suite table in ``fmt`` (a suite renders itself, through the renderers a run's table uses)."""
+    return suite.table(fmt)
 
 
 def make_tiny(folder: Path, prefix: str = "tiny-") -> Path:
-    """A small BEIR folder (its own documents and queries, unlike demo's)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": prefix + i, "title": t, "text": x}) + "\n" for i, t, x in TINY_DOCS)
-    )
-    (folder / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t, _ in TINY_QUERIES))
-    (folder / "qrels").mkdir(exist_ok=True)
-    rows = ["query-id\tcorpus-id\tscore"] + [
-        f"{q}\t{prefix}{d}\t{g}" for q, _, rel in TINY_QUERIES for d, g in rel.items()
-    ]
-    (folder / "qrels" / "test.tsv").write_text("\n".join(rows) + "\n")
+    """:data:`TINY` copied to ``folder``, its document ids prefixed with ``prefix``."""
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    docs = [json.loads(line) for line in (TINY / "corpus.jsonl").read_text().splitlines()]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps({**d, "_id": prefix + d["_id"]}) + "\n" for d in docs))
+    (folder / "queries.jsonl").write_text((TINY / "queries.jsonl").read_text())
+    head, *rows = (TINY / "qrels" / "test.tsv").read_text().splitlines()
+    prefixed = ["\t".join((q, prefix + d, g)) for q, d, g in (r.split("\t") for r in rows)]
+    (folder / "qrels" / "test.tsv").write_text("\n".join([head, *prefixed]) + "\n")
     return folder
 
 
@@ -394,3 +378,18 @@ def test_chunkings_times_datasets(tmp_path, monkeypatch):
     assert suite.retrievers == ["bm25[none]", "bm25[t64]"] and suite.datasets == ["demo", "tiny"]
     for d in suite.datasets:
         assert suite.summary["bm25[t64]"][d] == Results.load(tmp_path / "out" / d).summary["bm25[t64]"]
+
+
+def test_check_of_suites_refuses_a_dataset_folder_whose_run_changed(tmp_path, capsys):
+    """Each dataset's folder is read as ``harness check`` reads one folder: a run file edited after
+    the run is refused (exit 2, naming it) unless --allow-incomplete."""
+    import shutil
+
+    suite = shutil.copytree(REPO / "tests" / "data" / "golden_outputs" / "inputs" / "suite", tmp_path / "suite")
+    run = next((suite / "small" / "runs").glob("bm25-*.trec"))
+    run.write_text(run.read_text() + "\n")
+    args = ["check", "--baseline", str(suite), "--current", str(suite), "--permutations", "100"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "changed after the run" in err and run.name in err
+    assert main([*args, "--allow-incomplete"]) == 0

@@ -1,35 +1,12 @@
-"""``harness baseline save RESULTS --to FILE``: keep what ``harness check`` needs, to commit.
-
-A baseline is a ``results.json`` cut down to the parts a check reads: the manifest (dataset
-fingerprint, config, versions, commit), the summary, the per-query scores and the counts. Rankings
-(``runs/*.trec``), efficiency and the run's own statistics are dropped: they are large or specific
-to the machine, and no check reads them. The file is itself a valid ``results.json``, so
-``harness report`` and ``Results.load`` read it.
-
-Replacing an existing baseline is the normal way to accept a new level of quality, but it must be
-asked for: ``--force``. Git keeps the old one; the command prints what moved so the commit message
-and the review can say why.
-"""
+"""``harness baseline save RESULTS --to FILE``: keep what ``harness check`` needs, to commit
+(the file's format: :mod:`harness.results.baseline`)."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any
 
 from harness.cli.command import add_allow_incomplete, add_command
-from harness.errors import InputError
-from harness.io import atomic
-from harness.results import Results
-
-log = logging.getLogger("harness")
-
-#: the parts of results.json a baseline keeps
-KEEP = ("schema", "schema_version", "manifest", "summary", "query_ids", "per_query", "counts")
-
 
 #: ``harness baseline save --help``: its line in ``harness --help``, a blank line, its description
 ABOUT_SAVE = """write a compact baseline file from a results folder
@@ -58,123 +35,11 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def baseline_payload(results: Results, *, retrievers: list[str] | None = None, source: str = "") -> dict[str, Any]:
-    """The baseline content of ``results`` (see the module doc); refuses failed or unknown retrievers."""
-    if retrievers is None:
-        failed = [n for n in results.failures if n not in results.summary]
-        if failed:
-            raise InputError(
-                f"retriever(s) {', '.join(failed)} failed in these results; a baseline must hold good scores: "
-                f"rerun, or keep the others with --retrievers {','.join(results.summary) or '...'}"
-            )
-        names = list(results.summary)
-    else:
-        absent = [n for n in retrievers if n not in results.summary]
-        if absent:
-            have = ", ".join(results.summary) or "none"
-            raise InputError(f"no scores for retriever(s) {', '.join(absent)} (these results have: {have})")
-        names = list(dict.fromkeys(retrievers))
-    if not names:
-        raise InputError("these results hold no scores; nothing to keep as a baseline")
-    data = {k: v for k, v in results.to_json().items() if k in KEEP}
-    for key in ("summary", "per_query", "counts"):
-        data[key] = {n: data[key][n] for n in names if n in data.get(key, {})}
-    manifest = dict(data.get("manifest") or {})
-    manifest["saved_as_baseline"] = {
-        "saved": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "from": source,
-        "retrievers": names,
-    }
-    data["manifest"] = manifest
-    return {k: data[k] for k in KEEP if k in data}
-
-
 def save(args: argparse.Namespace) -> int:
-    from harness.cli.check import read_results
+    from harness.results import Results
+    from harness.results.baseline import save_baseline
 
-    results = read_results(args.results, "results", allow_incomplete=args.allow_incomplete)
+    results = Results.open(args.results, allow_incomplete=args.allow_incomplete, what="results")
     names = [x.strip() for v in args.retrievers for x in v.split(",") if x.strip()] if args.retrievers else None
-    target = Path(args.to).expanduser()
-    if target.is_dir() or args.to.endswith(("/", "\\")):
-        raise InputError("--to must name a file (results/baselines/<dataset>/<config>.json), not a folder", path=target)
-    _refuse_own_input(target, results, Path(args.results).expanduser())
-    old = _existing(target) if target.exists() else None
-    if target.exists() and not args.force:
-        raise InputError(
-            "exists; pass --force to replace it (updating a committed baseline: git keeps the old one)", path=target
-        )
-    payload = baseline_payload(results, retrievers=names, source=str(results.folder or args.results))
-    try:
-        atomic.write_json(target, payload)
-    except OSError as e:
-        raise InputError(f"cannot write ({e.strerror or e})", path=target) from None
-    except ValueError:  # NaN / infinity: not JSON, and never a score a check could compare
-        raise InputError(
-            "these results hold a non-finite score (NaN or infinity); a baseline must hold finite scores",
-            path=f"results {args.results}",
-        ) from None
-    n_queries = len(payload.get("query_ids") or [])
-    print(
-        f"baseline written to {target}: {len(payload['summary'])} retriever(s), {n_queries} queries, "
-        f"dataset {(payload['manifest'].get('dataset') or {}).get('name', '?')}"
-    )
-    if old is not None:
-        _print_changes(old, payload)
+    sys.stdout.write(save_baseline(results, args.to, retrievers=names, force=args.force, source=args.results))
     return 0
-
-
-def _refuse_own_input(target: Path, results: Results, source: Path) -> None:
-    """``--to`` must not be the results it reads, nor any file the harness wrote in that folder
-    (its results.json, qrels, runs): a baseline cut from them would replace what it was cut from.
-    Compared by resolved path and, where the file exists, by inode (links and ``..`` do not get around it)."""
-    import os
-
-    from harness.results.folder import RUNS, harness_files
-
-    folder = results.folder
-    resolved = target.resolve()
-    inputs = [source / "results.json" if source.is_dir() else source]
-    hit = False
-    if folder is not None:
-        inputs += [folder / rel for rel in sorted(harness_files(folder))]
-        hit = resolved.is_relative_to((folder / RUNS).resolve())
-    for f in inputs:
-        if hit:
-            break
-        try:
-            hit = resolved == f.resolve() or (target.exists() and f.exists() and os.path.samefile(target, f))
-        except OSError:
-            continue
-    if hit:
-        raise InputError(
-            "--to names the results being saved (or a file the harness wrote in their folder); a baseline goes to "
-            "its own file, e.g. results/baselines/<dataset>/<config>.json (nothing was written)",
-            path=target,
-        )
-
-
-def _existing(target: Path) -> Results | None:
-    try:
-        return Results.load(target)
-    except InputError:
-        return None  # replacing a broken file is fine (with --force)
-
-
-def _print_changes(old: Results, new: dict[str, Any]) -> None:
-    """What the update moves, for the commit message and the reviewer."""
-    lines = []
-    for name, scores in new["summary"].items():
-        for metric, value in scores.items():
-            before = old.summary.get(name, {}).get(metric)
-            if before is None:
-                lines.append(f"  {name} {metric}: new {value:.4f}")
-            elif abs(value - before) > 5e-5:
-                lines.append(f"  {name} {metric}: {before:.4f} -> {value:.4f} ({value - before:+.4f})")
-    gone = [f"  {name}: removed" for name in old.summary if name not in new["summary"]]
-    fp_old = (old.manifest.get("dataset") or {}).get("fingerprint")
-    fp_new = (new["manifest"].get("dataset") or {}).get("fingerprint")
-    moved = [f"  dataset fingerprint: {fp_old} -> {fp_new}"] if fp_old and fp_new and fp_old != fp_new else []
-    changes = moved + lines + gone
-    print("replaced the previous baseline; changes:" if changes else "replaced the previous baseline; no mean moved")
-    for line in changes:
-        print(line)

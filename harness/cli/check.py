@@ -13,25 +13,12 @@ or inside a results folder's ``results.json``/``runs/``, and an existing file is
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from harness import defaults
-from harness.cli.command import add_allow_incomplete, add_command, gate_power_options, gate_tolerances
-from harness.errors import InputError
-from harness.gate import (
-    DEFAULT_ALPHA,
-    DEFAULT_TOLERANCE,
-    TESTS,
-    CheckReport,
-    check,
-    history,
-    junit,
-    outputs,
-)
+from harness.cli.command import add_allow_incomplete, add_command
+from harness.gate import DEFAULT_ALPHA, DEFAULT_TOLERANCE, TESTS
 from harness.gate import load as load_gate
-from harness.gate.render import error_markdown, to_json, to_markdown, to_text
-from harness.results import Results
 
 #: ``harness check --help``: its line in ``harness --help``, a blank line, its description
 ABOUT = """compare results with a stored baseline; exit 1 on a significant drop beyond tolerance
@@ -115,133 +102,10 @@ def _split(values: list[str] | None) -> list[str] | None:
     return [x.strip() for v in values for x in v.split(",") if x.strip()]
 
 
-def read_results(path: str, what: str, *, allow_incomplete: bool = False) -> Results:
-    """:meth:`Results.load` with unreadable files as :class:`InputError` too (one line, exit 2), and
-    an incomplete or altered results folder refused (:mod:`harness.results.integrity`)."""
-    from harness.results.integrity import check_results
-
-    try:
-        return check_results(Results.load(path), allow_incomplete=allow_incomplete)
-    except InputError as e:  # "error: baseline FILE:LINE: what is wrong"
-        where = f"{what} {e.path}" if e.path else what
-        raise InputError(e.message, path=where, line=e.line, field=e.field) from None
-    except OSError as e:
-        raise InputError(f"cannot read ({e.strerror or e})", path=f"{what} {path}") from None
-
-
-def build_report(args: argparse.Namespace) -> CheckReport:
-    load_tol = {"latency_tolerance": args.latency_tolerance, "qps_tolerance": args.qps_tolerance}
-    if load_gate.load_only(args.baseline) or load_gate.load_only(args.current):  # load.json files alone
-        return load_gate.check_load(
-            load_gate.read_load(args.baseline, "baseline"),
-            load_gate.read_load(args.current, "current"),
-            retrievers=_split(args.retrievers),
-            baseline_label=args.baseline,
-            current_label=args.current,
-            **load_tol,
-        )
-    return load_gate.add_load(_build_quality_report(args), args.baseline, args.current, **load_tol)
-
-
-def _build_quality_report(args: argparse.Namespace) -> CheckReport:
-    tol = gate_tolerances(args)
-    power = gate_power_options(args, tol)
-    baseline = read_results(args.baseline, "baseline", allow_incomplete=args.allow_incomplete)
-    current = read_results(args.current, "current", allow_incomplete=args.allow_incomplete)
-    return check(
-        baseline,
-        current,
-        tolerances=tol,
-        alpha=args.alpha,
-        metrics=_split(args.metrics),
-        retrievers=_split(args.retrievers),
-        allow_dataset_change=args.allow_dataset_change,
-        test=args.test,
-        permutations=args.permutations,
-        baseline_label=args.baseline,
-        current_label=args.current,
-        **power,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
-    # before anything is read or written: no output may land on an input or a user's file
-    outputs.guard(
-        {"--summary": args.summary, "--junit": args.junit, "--history": args.history},
-        [args.baseline, args.current, args.tolerances],
-    )
-    from harness.suite import is_suite
+    from harness.gate.command import CheckOptions
+    from harness.suite.check import run_check
 
-    if is_suite(args.baseline) or is_suite(args.current):  # suites: one check per dataset (docs/suites.md)
-        from harness.cli.suite import check_suite
-
-        try:
-            return check_suite(args)
-        except InputError as e:
-            _write_error(args, str(e))
-            raise
-    try:
-        gate_power_options(args)
-        report = build_report(args)
-        if args.require_power is not None and report.blind:
-            more = f" (and {len(report.blind) - 1} more blind check(s))" if len(report.blind) > 1 else ""
-            raise InputError(f"{report.blind[0]}{more}", field=f"--require-power {args.require_power:g}")
-        if args.require_power is not None and report.unsized:
-            n = len(report.unsized)
-            raise InputError(
-                f"no variance to size {n} check{'s' * (n != 1)} with ({', '.join(report.unsized[:3])}"
-                f"{', ...' if n > 3 else ''}): every per-query difference is the same and the baseline's "
-                "retrievers do not differ either, so no detectable drop can be computed; give a baseline with "
-                "retrievers that differ",
-                field=f"--require-power {args.require_power:g}",
-            )
-    except InputError as e:
-        _write_error(args, str(e))
-        if args.format == "json":
-            sys.stdout.write(json.dumps({"exit": 2, "error": str(e)}, indent=2) + "\n")
-        raise
-    if args.format == "json":
-        sys.stdout.write(json.dumps(to_json(report), indent=2, allow_nan=False) + "\n")
-    else:
-        sys.stdout.write(to_text(report))
-    page = _write_page_section(args, report)
-    outputs.write(args.summary, to_markdown(report, page), "--summary")
-    outputs.write(args.junit, junit.to_junit(report), "--junit")
-    if args.history:
-        line = history.append(args.history, history.night(report))
-        print(f"history: night {line} appended to {args.history}")
-    return report.exit_code
-
-
-def _write_page_section(args: argparse.Namespace, report: CheckReport) -> str | None:
-    """The verdicts, with links to the queries behind each regression, in the current folder's
-    report.html (harness.results.page.check); the page's path, or None where there is no such folder."""
-    import logging
-
-    from harness.results.page.check import SECTION_ID, section, write_section
-
-    if load_gate.load_only(args.baseline) or load_gate.load_only(args.current) or not report.rows:
-        return None
-    try:
-        baseline = read_results(args.baseline, "baseline", allow_incomplete=True)
-        current = read_results(args.current, "current", allow_incomplete=True)
-        page = write_section(current, section(report, baseline, current, baseline_label=args.baseline))
-    except (InputError, OSError) as e:  # a saved baseline file, a read-only folder: the verdict stands
-        logging.getLogger("harness").warning("report.html not updated: %s", e)
-        return None
-    if page is None:
-        return None
-    if args.format != "json":  # stdout is one JSON document there
-        print(f"page: {page} (#{SECTION_ID})")
-    return f"{page}#{SECTION_ID}"
-
-
-def _write_error(args: argparse.Namespace, message: str) -> None:
-    """Bad input still leaves a summary, a JUnit error and a history night saying what went wrong."""
-    try:
-        outputs.write(args.summary, error_markdown(message), "--summary")
-        outputs.write(args.junit, junit.error_junit(message), "--junit")
-        if args.history:
-            history.append(args.history, history.error_night(message, baseline=args.baseline, current=args.current))
-    except InputError:
-        pass  # the original error is the one to report
+    flags = {k: v for k, v in vars(args).items() if k in CheckOptions.model_fields}
+    options = CheckOptions(**{**flags, "metrics": _split(args.metrics), "retrievers": _split(args.retrievers)})
+    return run_check(options, sys.stdout)

@@ -24,53 +24,16 @@ def require_extras(*needs: Any) -> None:
         raise InputError(extras.message(missing))
 
 
+#: ``--allow-incomplete``, the same words on every command that reads a results folder
+ALLOW_INCOMPLETE = (
+    "read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
+    "(a warning each instead of exit 2)"
+)
+
+
 def add_allow_incomplete(p: argparse.ArgumentParser) -> None:
-    """``--allow-incomplete``, the same words on every command that reads a results folder."""
-    p.add_argument(
-        "--allow-incomplete",
-        action="store_true",
-        help="read a results folder that is incomplete (interrupted run) or whose run files changed after the run "
-        "(a warning each instead of exit 2)",
-    )
-
-
-def gate_tolerances(args: argparse.Namespace) -> Any:
-    """The gate's :class:`~harness.gate.Tolerances` from ``harness check``'s flags (a tolerances file,
-    ``--tolerance``), with ``--alpha`` and ``--permutations`` checked: one reading for a results folder
-    and for a suite."""
-    from harness.errors import InputError
-    from harness.gate import Tolerances
-    from harness.gate.tolerances import check_alpha, check_tolerance
-
-    tol = Tolerances.load(args.tolerances) if args.tolerances else Tolerances()
-    if args.tolerance is not None:
-        tol = tol.model_copy(update={"default": check_tolerance(args.tolerance, "--tolerance")})
-    if args.alpha is not None:
-        check_alpha(args.alpha, "--alpha")
-    if args.permutations < 1:
-        raise InputError("--permutations must be >= 1")
-    return tol
-
-
-def gate_power_options(args: argparse.Namespace, tol: Any = None) -> dict[str, Any]:
-    """``harness check``'s ``--non-inferiority``, ``--ni-alpha`` and ``--require-power``, checked before
-    anything is read, as keyword arguments of :func:`harness.gate.check` (a folder and a suite alike).
-    ``tol``: the :func:`gate_tolerances`, whose alpha ``--require-power`` must exceed."""
-    from harness.errors import InputError
-    from harness.gate.tolerances import DEFAULT_ALPHA, check_alpha, check_tolerance
-
-    margin = getattr(args, "non_inferiority", None)
-    if margin is not None:
-        margin = check_tolerance(margin, "--non-inferiority")
-    ni_alpha = check_alpha(getattr(args, "ni_alpha", DEFAULT_ALPHA), "--ni-alpha")
-    power = getattr(args, "require_power", None)
-    if power is not None:
-        check_alpha(power, "--require-power")
-        alpha = args.alpha if getattr(args, "alpha", None) is not None else getattr(tol, "alpha", None)
-        alpha = DEFAULT_ALPHA if alpha is None else alpha
-        if not power > alpha:
-            raise InputError(f"must be above the check's alpha ({alpha:g}), got {power:g}", field="--require-power")
-    return {"non_inferiority": margin, "ni_alpha": ni_alpha, "power": power if power is not None else 0.8}
+    """``--allow-incomplete`` (:data:`ALLOW_INCOMPLETE`) on a command that reads a results folder."""
+    p.add_argument("--allow-incomplete", action="store_true", help=ALLOW_INCOMPLETE)
 
 
 def serve_until_interrupted(server: Any) -> None:

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import csv
-import io
-import json
 import sys
-from pathlib import Path
 
 from harness import defaults
 from harness.cli.command import add_allow_incomplete
@@ -16,7 +12,6 @@ from harness.io.qrels_columnar import read_qrels_columnar
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, check_overlap
 from harness.metrics.names import parse_metrics
-from harness.results import Results
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,28 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _stored_name(path: str) -> str | None:
-    """The retriever name of a run file stored in a results folder (its record beside it)."""
-    record = Path(path).with_suffix(".json")
-    try:
-        data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if isinstance(data, dict) and isinstance(data.get("name"), str) and data.get("file", "").endswith(Path(path).name):
-        return data["name"]
-    return None
-
-
-def _run_names(paths: list[str]) -> list[str]:
-    """Retriever names of runs stored by the harness, else file stems, or file names (then full
-    paths) where stems collide."""
-    stems = [_stored_name(p) or Path(p).stem for p in paths]
-    names = [Path(p).name for p in paths]
-    return [
-        s if stems.count(s) == 1 else (n if names.count(n) == 1 else str(p)) for p, s, n in zip(paths, stems, names)
-    ]
-
-
 def _compiled_qrels(path: str) -> CompiledQrels:
     """A large qrels file in the plain shape as arrays (a million judged queries would otherwise be a
     million dicts); anything else through the line reader, with its located errors."""
@@ -82,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
     for path in args.runs:
         check_stored_run(path, allow_incomplete=args.allow_incomplete)
-    runs = {name: read_run(path, name=name) for name, path in zip(_run_names(args.runs), args.runs)}
+    from harness.results.record import run_names
+
+    runs = {name: read_run(path, name=name) for name, path in zip(run_names(args.runs), args.runs)}
     if args.auto_qrels:  # prediction-powered intervals: people's judgments (--qrels) and a judge's
         from harness.cli.judge_tools import print_ppi
 
@@ -93,61 +68,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"harness: warning: {warning}", file=sys.stderr)
     # the one scorer every command uses; evaluate prints means and per-query values, no statistics
     results = score(runs, qrels, metrics, statistics=False, judged_only=args.judged_only)
-    out = render(results, args.format, args.per_query)
-    sys.stdout.write(out)
+    from harness.results.evaluate_table import evaluate_table
+
+    sys.stdout.write(evaluate_table(results, args.format, args.per_query))
     return 0
-
-
-def render(results: Results, fmt: str, per_query: bool) -> str:
-    if fmt == "json":
-        payload: dict = {"runs": {}}
-        for name, means in results.summary.items():
-            entry: dict = {"metrics": means}
-            if per_query:
-                entry["per_query"] = results.query_scores(name)
-            entry["counts"] = results.counts[name]
-            payload["runs"][name] = entry
-        return json.dumps(payload, indent=1) + "\n"
-    metric_names = results.metrics
-    rows: list[list[str]] = []
-    for name, means in results.summary.items():
-        rows.append([name, "all", *(repr(means[m]) if fmt == "csv" else f"{means[m]:.4f}" for m in metric_names)])
-        if per_query:
-            for q, vals in results.query_scores(name).items():
-                rows.append([name, q, *(repr(vals[m]) if fmt == "csv" else f"{vals[m]:.4f}" for m in metric_names)])
-    header = ["run", "query", *metric_names]
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(rows)
-        return buf.getvalue()
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(metric_names)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        return "\n".join(lines) + "\n" + _counts_note(results)
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(*header, title="harness evaluate")
-    for r in rows:
-        table.add_row(*r)
-    buf = io.StringIO()
-    Console(file=buf, width=200).print(table)
-    return buf.getvalue() + _counts_note(results)
-
-
-def _counts_note(results: Results) -> str:
-    notes = []
-    for name, c in results.counts.items():
-        parts = [f"{c['queries']} judged queries"]
-        for key, label in [
-            ("missing_from_run", "missing from the run (scored 0)"),
-            ("not_in_qrels", "ranked but not judged (ignored)"),
-            ("no_relevant", "with no relevant document (scored 0)"),
-            ("duplicates_dropped", "duplicate docs dropped"),
-        ]:
-            if c.get(key):
-                parts.append(f"{c[key]} {label}")
-        notes.append(f"{name}: " + ", ".join(parts))
-    return "\n".join(notes) + "\n"

@@ -106,9 +106,9 @@ def run(args: argparse.Namespace) -> int:
         suite = SuiteResults.load(args.folder)
         sections = [(d, suite.results(d)) for d in suite.datasets]
     else:
-        from harness.cli.check import read_results
+        from harness.results import Results
 
-        sections = [(None, read_results(args.folder, "results", allow_incomplete=args.allow_incomplete))]
+        sections = [(None, Results.open(args.folder, allow_incomplete=args.allow_incomplete, what="results"))]
     if args.all_pairs:
         return power_pairs.run(args, sections, _alpha)
     wanted = [m.strip() for m in (args.metrics or "").split(",") if m.strip()] or None
@@ -132,9 +132,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _alpha(results: Any) -> float:
-    stats = (results.manifest.get("config") or {}).get("stats") or {}
-    a = stats.get("alpha")
-    return float(a) if isinstance(a, (int, float)) and 0 < a < 1 else defaults.ALPHA
+    from harness.results.manifest import Manifest
+
+    return Manifest.of(results).alpha
 
 
 def _rows(results: Any, wanted: list[str] | None, alpha: float, args: argparse.Namespace):

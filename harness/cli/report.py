@@ -92,9 +92,8 @@ def run(args: argparse.Namespace) -> int:
         from harness.stats.levels import check_level
 
         check_level(args.alpha, "--alpha")
-    from harness.results.integrity import check_results
 
-    results = check_results(Results.load(args.folder), allow_incomplete=args.allow_incomplete)
+    results = Results.open(args.folder, allow_incomplete=args.allow_incomplete)
     if args.auto_qrels:  # prediction-powered intervals over the stored runs (docs/judging.md)
         from harness.cli.judge_tools import report_ppi
 

@@ -6,9 +6,9 @@ import argparse
 import logging
 import re
 import sys
-from datetime import datetime
 from pathlib import Path
 
+from harness import clock
 from harness.cli import notices
 from harness.cli.command import add_command
 from harness.config import DatasetConfig, RunConfig, load_config
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def default_out_dir(dataset_name: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = clock.local_stamp()
     # the name is cut to 100 characters: a folder name may have at most 255 bytes
     base = Path("results") / f"{stamp}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', dataset_name)[:100]}"
     out, n = base, 1

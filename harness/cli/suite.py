@@ -7,7 +7,6 @@ config with ``datasets:``, a folder with ``suite.json``), so the one-dataset pat
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -101,9 +100,8 @@ def report_suite(args: argparse.Namespace) -> int:
     if args.write:
         assert suite.folder is not None
         per = {d: Results.load(suite.folder / d) for d in suite.datasets}
-        fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete)
+        fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete, folder=suite.folder)
         write_suite(fresh, suite.folder)
-        fresh._folder = suite.folder
         suite = fresh
         log.info("re-wrote suite.json and the suite tables in %s", suite.folder)
     if judged_only:
@@ -117,57 +115,13 @@ def _rescore_judged_only(suite, *, allow_incomplete: bool):
     documents removed (each against its own ``qrels.tsv``), aggregated again; nothing is written."""
     from harness.engine.rescore import rescore
     from harness.results import Results
-    from harness.results.integrity import check_results
     from harness.suite import aggregate
 
     assert suite.folder is not None
     per = {}
     for d in suite.datasets:
-        res = check_results(Results.load(suite.folder / d), allow_incomplete=allow_incomplete)
+        res = Results.open(suite.folder / d, allow_incomplete=allow_incomplete)
         per[d] = rescore(res, judged_only=True)
-    fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete)
-    fresh._folder = suite.folder
+    fresh = aggregate(per, baseline=suite.baseline, alpha=suite.alpha, complete=suite.complete, folder=suite.folder)
     log.info("re-scored judged-only (trec_eval -J) from each dataset's runs/ and qrels.tsv; nothing written")
     return fresh
-
-
-def check_suite(args: argparse.Namespace) -> int:
-    """``harness check`` of two suite folders: one check per dataset, one verdict and exit code."""
-    from harness.cli.command import gate_power_options, gate_tolerances
-    from harness.gate import outputs
-    from harness.suite.check import check_suites, to_junit, to_markdown, to_text
-
-    if args.history:
-        raise InputError(
-            "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
-        )
-    tol = gate_tolerances(args)
-    power = gate_power_options(args, tol)
-    metrics = [x.strip() for v in (args.metrics or []) for x in v.split(",") if x.strip()] or None
-    retrievers = [x.strip() for v in (args.retrievers or []) for x in v.split(",") if x.strip()] or None
-    sc = check_suites(
-        args.baseline,
-        args.current,
-        tolerances=tol,
-        alpha=args.alpha,
-        metrics=metrics,
-        retrievers=retrievers,
-        allow_dataset_change=args.allow_dataset_change,
-        test=args.test,
-        permutations=args.permutations,
-        **power,
-    )
-    blind = [line for r in sc.reports.values() for line in r.blind]
-    if getattr(args, "require_power", None) is not None and blind:
-        more = f" (and {len(blind) - 1} more blind check(s))" if len(blind) > 1 else ""
-        raise InputError(f"{blind[0]}{more}", field=f"--require-power {args.require_power:g}")
-    if getattr(args, "format", "text") == "json":
-        from harness.gate.render import to_json
-
-        payload = {"exit": sc.exit_code, "datasets": {d: to_json(r) for d, r in sc.reports.items()}}
-        sys.stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-    else:
-        sys.stdout.write(to_text(sc))
-    outputs.write(args.summary, to_markdown(sc), "--summary")
-    outputs.write(args.junit, to_junit(sc), "--junit")
-    return sc.exit_code

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import logging
 import os
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
+from harness import clock
 from harness.engine.score import score
 from harness.errors import InputError
 from harness.io.trec import read_qrels
 from harness.metrics.evaluate import check_overlap
 from harness.metrics.names import parse_metrics
-from harness.results import Results
+from harness.results import Manifest, Results
 from harness.results.store import read_runs
 
 log = logging.getLogger("harness")
@@ -36,7 +35,8 @@ def rescore(
     folder = results.folder
     if folder is None:
         raise InputError("re-scoring needs a results folder (its runs/ and qrels.tsv)")
-    config: dict[str, Any] = dict(results.manifest.get("config") or {})
+    recorded = Manifest.of(results)
+    config = recorded.config
     if config.get("chunking"):
         raise InputError(
             "this folder's rows ran on chunks (chunking:), scored at document level when they ran; "
@@ -63,31 +63,26 @@ def rescore(
         if warning:
             log.warning("%s", warning)
     judged_only = judged_only or bool(config.get("judged_only"))
-    manifest = dict(results.manifest)
-    manifest["rescored"] = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "qrels": str(qrels_path.resolve()),
-        "judged_only": judged_only,
-        "from": str(folder),
-    }
-    recorded = config.get("stats") if isinstance(config.get("stats"), dict) else {}
-    stats = {k: recorded[k] for k in ("bootstrap", "permutations", "alpha") if recorded.get(k) is not None}
+    manifest = recorded.copy().set(
+        "rescored",
+        {"created": clock.stamp(), "qrels": str(qrels_path.resolve()), "judged_only": judged_only, "from": str(folder)},
+    )
     rescored = score(
         runs,
         judgments,
         metrics,
         baseline=results.baseline if results.baseline in runs else None,
-        seed=int(config.get("seed") or 0),
-        stats=stats,
+        seed=recorded.seed,
+        stats=recorded.stats,
         efficiency=results.efficiency,
         failures=results.failures,
-        manifest=manifest,
+        manifest=manifest.data,
         query_tags=results.query_tags,
         judged_only=judged_only,
     )
     # the header counts the queries scored now: new judgments may judge fewer (or more) queries
     # than the dataset the folder was run on
-    dataset = dict(rescored.manifest.get("dataset") or {})
-    dataset.update(queries=len(rescored.query_ids), judgments=sum(len(j) for j in judgments.values()))
-    rescored.manifest["dataset"] = dataset
+    Manifest.of(rescored).update_dataset(
+        queries=len(rescored.query_ids), judgments=sum(len(j) for j in judgments.values())
+    )
     return rescored

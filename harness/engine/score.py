@@ -18,7 +18,7 @@ from harness.metrics.context import ContextInput
 from harness.metrics.diversity import embedding_metrics
 from harness.metrics.evaluate import CompiledQrels, evaluate_run, judged_at_10, mean
 from harness.metrics.names import Metric, parse_metrics
-from harness.results import Comparison, Results
+from harness.results import Comparison, Manifest, Results
 from harness.run import Run
 from harness.stats import compare
 
@@ -102,7 +102,7 @@ def score(
         res.counts[name] = dict(ev.counts) if ev else {"queries": len(cq.query_ids)}
         res.judged_at_10[name] = judged_at_10(cq, run, res.summary[name])
     if judged_only:
-        res.manifest["config"] = {**dict(res.manifest.get("config") or {}), "judged_only": True}
+        Manifest.of(res).update_config(judged_only=True)
     if statistics and values:
         base = baseline if baseline in values else None  # a failed baseline: intervals only
         significance, res.intervals = compare(values, base, seed=seed, query_ids=query_ids, **dict(stats or {}))

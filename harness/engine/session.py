@@ -36,7 +36,7 @@ from harness.model import GoldenDataset
 from harness.outcome import Outcome
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, SpecBase
-from harness.results import Results
+from harness.results import Manifest, Results
 from harness.results.store import RunStore
 from harness.validate import check_dataset_usable
 
@@ -353,19 +353,22 @@ def _summarise(run: _Run, *, complete: bool) -> Results:
         # warm 0.000 s for a corpus nobody's row was charged for (the honest cost is the dense row's)
         metrics = [m for m in metrics if not m.needs_embeddings]
     ok = [n for n in full.order if n in outcomes and outcomes[n].ok]
-    run.manifest["retrievers"] = {
-        n: {
-            "spec": full[n].spec,
-            "inputs": full[n].inputs,
-            "params": outcomes[n].params,
-            "status": "ok" if outcomes[n].ok else "failed",
-            "config_hash": run.hashes[n],
-            "reused": outcomes[n].reused,
-            **({"chunking": run.variant_of[n].label} if run.variant_of[n].label else {}),
-        }
-        for n in full.order
-        if n in outcomes
-    }
+    Manifest(run.manifest).set(
+        "retrievers",
+        {
+            n: {
+                "spec": full[n].spec,
+                "inputs": full[n].inputs,
+                "params": outcomes[n].params,
+                "status": "ok" if outcomes[n].ok else "failed",
+                "config_hash": run.hashes[n],
+                "reused": outcomes[n].reused,
+                **({"chunking": run.variant_of[n].label} if run.variant_of[n].label else {}),
+            }
+            for n in full.order
+            if n in outcomes
+        },
+    )
     res = score(
         {n: run.doc_runs[n] for n in ok},
         run.qrels,

@@ -13,7 +13,6 @@ compare NaN (every comparison is false: the check passes) or infinity (an "impro
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from harness.errors import InputError
-from harness.results import Results
+from harness.results import Manifest, Results
 
 
 def _number(value: Any, where: str, key: str) -> float:
@@ -100,19 +99,17 @@ class Scores:
         return out
 
     def dataset(self) -> dict[str, Any]:
-        d = self.manifest.get("dataset")
-        return dict(d) if isinstance(d, Mapping) else {}
+        return dict(Manifest(self.manifest).dataset.data)
 
     def git(self) -> dict[str, Any]:
-        g = self.manifest.get("git")
-        return dict(g) if isinstance(g, Mapping) else {}
+        return Manifest(self.manifest).git
 
     def provenance(self) -> dict[str, Any]:
         """When and from which commit a result was made (for the summary)."""
         git = self.git()
         commit, dirty = git.get("commit"), git.get("dirty")
         return {
-            "created": self.manifest.get("created"),
+            "created": Manifest(self.manifest).created,
             "commit": (str(commit)[:10] + ("+dirty" if dirty else "")) if commit else None,
         }
 

@@ -19,10 +19,10 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness import clock
 from harness.errors import InputError
 from harness.gate.verdict import CheckReport
 from harness.io import jsontext
@@ -34,7 +34,7 @@ SCHEMA = "harness-history/1"
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return clock.stamp()
 
 
 def night(report: CheckReport, *, time: str | None = None) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import numpy as np
 
 from harness.gate._scores import Scores
 from harness.gate.tolerances import metric_key
+from harness.results import Manifest
 from harness.stats.power import mde as min_effect
 from harness.stats.power import queries_needed
 from harness.stats.tests import t_lower_bound
@@ -47,7 +48,7 @@ def reference_sd(baseline: Scores, metric: str) -> tuple[float | None, str]:
     names = [r for r in baseline.summary if baseline.has_per_query(r) and metric in baseline.summary[r]]
     if not names:
         return None, "no per-query scores in the baseline"
-    wanted = (baseline.manifest.get("config") or {}).get("baseline")
+    wanted = Manifest(baseline.manifest).baseline
     ref = wanted if wanted in names else names[0]
     qids = baseline.query_order(ref)
     others = [r for r in names if r != ref and set(baseline.query_order(r)) >= set(qids)]

@@ -48,6 +48,7 @@ class CheckRow(BaseModel):
     verdict: Verdict
     baseline: float | None = None
     current: float | None = None
+    #: current - baseline, and the paired test's p-value
     delta: float | None = None
     p_value: float | None = None
     tolerance: float = 0.0
@@ -100,13 +101,18 @@ class CheckRow(BaseModel):
 
 
 class DatasetCheck(BaseModel):
+    """Whether the two results measured the same set, and on which queries they are compared."""
+
     name: str | None = None
     split: str | None = None
+    #: each side's dataset fingerprint (harness.manifest): equal when the set did not change
     baseline_fingerprint: str | None = None
     current_fingerprint: str | None = None
+    #: queries each side scored, and those both did (what the paired tests run on)
     baseline_queries: int = 0
     current_queries: int = 0
     common_queries: int = 0
+    #: the fingerprints differ (``allowed``: --allow-dataset-change compares the common queries anyway)
     changed: bool = False
     allowed: bool = False
     reason: str = ""

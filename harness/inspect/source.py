@@ -27,7 +27,7 @@ from harness.io.golden import read_golden, resolve_dataset_section
 from harness.io.trec import read_qrels
 from harness.model import GoldenDataset
 from harness.paths import cache_dir_of
-from harness.results import Results
+from harness.results import Manifest, Results
 from harness.validate import check_corpus_encodable
 
 log = logging.getLogger("harness")
@@ -128,7 +128,7 @@ def _check_results(target: Target, folder: Path) -> Results:
     """The results folder of ``target``'s dataset, or one located error."""
     res = Results.load(folder)
     where = res.folder / "results.json" if res.folder else folder
-    recorded = res.manifest.get("dataset") or {}
+    recorded = Manifest.of(res).dataset.data
     fp = recorded.get("fingerprint") if isinstance(recorded, dict) else None
     if fp and fp != target.dataset.fingerprint:
         raise InputError(

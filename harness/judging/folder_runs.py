@@ -39,9 +39,8 @@ def agree_inputs(
     the folder's own qrels.tsv (with its path) to lay both graders over, unless ``no_folder_qrels``."""
     from harness.io.trec import read_qrels
     from harness.results import Results
-    from harness.results.integrity import check_results
 
-    res = check_results(Results.load(folder))
+    res = Results.open(folder)
     runs = stored_runs(res, folder)
     folder_qrels = (res.folder or Path(folder)) / "qrels.tsv"
     if no_folder_qrels or not folder_qrels.is_file():

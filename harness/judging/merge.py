@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
+from harness import clock
 from harness.errors import InputError
 from harness.io import atomic
 from harness.io.trec import read_qrels, write_qrels
@@ -57,7 +57,7 @@ def merge(pool: str | os.PathLike[str], qrels: str | os.PathLike[str]) -> Merged
         by_grade[str(r.grade)] = by_grade.get(str(r.grade), 0) + 1
         added += 1
     provenance = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": clock.stamp(),
         "qrels": {"path": str(qrels_p.resolve()), "sha256": _sha256(qrels_p), "judgments": _count(old)},
         "pool": {"path": str(pool_p.resolve()), "sha256": _sha256(pool_p), "rows": len(rows)},
         "added": added,

@@ -120,10 +120,9 @@ def build_pool(
     (:func:`harness.results.integrity.check_results`): an interrupted run would pool only the
     retrievers that finished, and an edited run file would pool documents its scores never saw.
     ``allow_incomplete`` turns each refusal into a warning."""
-    from harness.results.integrity import check_results
     from harness.results.store import read_runs
 
-    loaded = [check_results(Results.load(f), allow_incomplete=allow_incomplete) for f in folders]
+    loaded = [Results.open(f, allow_incomplete=allow_incomplete) for f in folders]
     runs = _named_runs(loaded, read_runs)
     judged = read_qrels(qrels) if qrels is not None else _folder_qrels(loaded)
     rows = pooled(runs, judged, depth, max_per_query=max_per_query)
@@ -140,15 +139,13 @@ def build_pool(
 
 def _dataset(res: Results):
     """The dataset a results folder records (the judges need its query and document text)."""
-    from harness.datasets import DEMO, load_dataset
+    from harness.results.manifest import Manifest
 
-    ds = res.manifest.get("dataset") or {}
-    source, name = ds.get("source"), ds.get("name")
-    where = source if source and Path(source).is_dir() else DEMO if name == DEMO or source == DEMO else None
+    ref = Manifest.of(res).dataset
+    where, why = ref.where()
     if where is None:
-        why = f"dataset folder {source} not found" if source else "results.json names no dataset folder"
         raise InputError(f"no query or document text for the judges ({why})", path=res.folder)
-    return load_dataset(where, ds.get("split") or "test", name=name)
+    return ref.load()
 
 
 def _named_runs(loaded: list[Results], read_runs) -> dict[str, Run]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from harness import clock
 from harness.errors import InputError
 from harness.io import atomic
 from harness.judging.pool import PoolRow, read_pool, write_pool
@@ -63,7 +63,7 @@ def sample(pool: str | os.PathLike[str], n: int, seed: int, out: str | os.PathLi
     atomic.write_json(
         sidecar(out_p),
         {
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": clock.stamp(),
             "pool": {"path": str(Path(pool).resolve()), "sha256": hashlib.sha256(Path(pool).read_bytes()).hexdigest()},
             "seed": seed,
             "queries": chosen,

@@ -20,6 +20,16 @@ from harness.metrics.registry import Metric, parse_metric, parse_metrics, specs,
 __all__ = ["DEFAULT_METRICS", "KINDS", "Metric", "parse_metric", "parse_metrics", "valid_names"]  # noqa: F822
 
 
+def metric_key(name: str) -> str:
+    """Canonical metric name (``nDCG@10`` -> ``ndcg@10``); names we cannot parse stay as written."""
+    from harness.errors import InputError
+
+    try:
+        return parse_metric(name).name
+    except InputError:
+        return str(name).strip().lower()
+
+
 class _Kinds(Mapping):
     """``kind -> (needs a cutoff?, allows no cutoff?, description)``, derived from the registry
     (the shape this table had before the registry; deprecated: read :func:`specs`)."""

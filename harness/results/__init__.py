@@ -10,11 +10,29 @@
 - :mod:`~harness.results.page`: ``report.html``, the page a reviewer opens (table, plots, per-query
   differences, the query explorer).
 
-``Results.load(DIR).table()`` is the folder's ``table.md``; ``.save(DIR)`` writes a folder;
+- :mod:`~harness.results.manifest`: :class:`Manifest`, a typed view over ``results.json``'s manifest;
+- :mod:`~harness.results.record`: :class:`RunRecord`, ``runs/<stem>.json`` (one reader, one rule);
+- :mod:`~harness.results.suite`: :class:`SuiteResults`, ``suite.json`` (a suite's datasets together).
+
+``Results.open(DIR)`` reads a folder as every command does (load and integrity check);
+``Results.open(DIR).table()`` is the folder's ``table.md``; ``.save(DIR)`` writes a folder;
 ``.to_dataframe()`` converts. This layer sits above the statistics and below the engine
 (docs/architecture.md).
 """
 
 from harness.results.data import SCHEMA, SCHEMA_VERSION, Comparison, Results, is_results_file, upgrade_v1
+from harness.results.manifest import Manifest
+from harness.results.record import RunRecord
+from harness.results.suite import SuiteResults
 
-__all__ = ["SCHEMA", "SCHEMA_VERSION", "Comparison", "Results", "is_results_file", "upgrade_v1"]
+__all__ = [
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "Comparison",
+    "Manifest",
+    "Results",
+    "RunRecord",
+    "SuiteResults",
+    "is_results_file",
+    "upgrade_v1",
+]

@@ -279,8 +279,27 @@ class Results(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
+    def open(cls, path: str | os.PathLike[str], *, allow_incomplete: bool = False, what: str = "") -> Results:
+        """A results folder (or its ``results.json``) read only when whole: :meth:`load` and the
+        integrity check in one call (:mod:`harness.results.integrity`), the way every command reads
+        one. An incomplete folder, a missing or altered run file: exit 2 naming the file, or with
+        ``allow_incomplete`` a warning each. ``what`` (``baseline``, ``current``) leads every error's
+        location, and an unreadable file is an :class:`InputError` too."""
+        from harness.results.integrity import check_results
+
+        try:
+            return check_results(cls.load(path), allow_incomplete=allow_incomplete)
+        except InputError as e:  # "error: baseline FILE:LINE: what is wrong"
+            where = f"{what} {e.path}" if what and e.path else (what or e.path)
+            raise InputError(e.message, path=where, line=e.line, field=e.field) from None
+        except OSError as e:
+            raise InputError(f"cannot read ({e.strerror or e})", path=f"{what} {path}" if what else path) from None
+
+    @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Results:
-        """From ``results.json`` or a results folder; schema 1 files are converted on load."""
+        """From ``results.json`` or a results folder; schema 1 files are converted on load. No
+        integrity check: a command reads a folder with :meth:`open`; this is for a library caller that
+        holds the folder already (re-aggregating a suite it just wrote, a page of a folder it checked)."""
         p = Path(path).expanduser()
         file = p / "results.json" if p.is_dir() else p
         text = read_utf8(file, "results file not found (expected results.json or a folder holding it)")

@@ -18,14 +18,15 @@ new folder first, never deleted.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import re
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+
+from harness.results.record import RunRecord
+from harness.results.record import run_stem as run_stem  # where the folder's other readers import it from
 
 log = logging.getLogger("harness")
 
@@ -48,24 +49,25 @@ REPORT_FILES = frozenset(
 _OURS_TRANSIENT = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$|^\.harness-probe-")
 
 
-#: longest part of a run file name taken from the retriever name (file systems allow 255 bytes)
-_NAME_CHARS = 80
+def results_object(path: Path) -> dict | None:
+    """``results.json`` at ``path`` as a JSON object, for the folder's own bookkeeping (which files
+    are ours, whether the run finished); None when it is missing, unreadable, nested past the bound
+    (:data:`harness.io.jsontext.MAX_JSON_DEPTH`) or not an object. Reading results is
+    :meth:`Results.open <harness.results.Results.open>`'s job."""
+    from harness.errors import InputError
+    from harness.io import jsontext
 
-
-def run_stem(name: str) -> str:
-    """``runs/<stem>.trec``: the name made file-safe plus 8 hex of its sha256 (collision-free)."""
-    safe = "".join(c if (c.isascii() and (c.isalnum() or c in "-_.")) else "_" for c in name)[:_NAME_CHARS]
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe.strip('.') or 'run'}-{digest}"
+    try:
+        data = jsontext.loads(path.read_text(encoding="utf-8"), path=path)
+    except (OSError, ValueError, InputError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def listed_files(folder: Path) -> list[str] | None:
     """The ``files`` list of ``folder/results.json`` (None: no list, or no readable results.json)."""
-    try:
-        data = json.loads((folder / RESULTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    files = data.get("files") if isinstance(data, dict) else None
+    data = results_object(folder / RESULTS)
+    files = data.get("files") if data is not None else None
     if not isinstance(files, list):
         return None
     return [f for f in files if isinstance(f, str)]
@@ -80,24 +82,10 @@ def run_records(folder: Path) -> dict[str, dict]:
     for f in runs.iterdir():
         if f.suffix != ".json" or not f.is_file() or f.is_symlink():
             continue
-        rec = _read_record(f)
+        rec = RunRecord.read(f)
         if rec is not None:
-            out[f"{RUNS}/{f.name}"] = rec
+            out[f"{RUNS}/{f.name}"] = rec.data
     return out
-
-
-def _read_record(f: Path) -> dict | None:
-    try:
-        if f.stat().st_size > 64 * 2**20:
-            return None
-        rec = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(rec, dict) or not isinstance(rec.get("name"), str):
-        return None
-    if not {"config_hash", "status"} <= rec.keys() or run_stem(rec["name"]) != f.stem:
-        return None
-    return rec
 
 
 def run_file(folder: Path, file: object, name: str) -> Path:

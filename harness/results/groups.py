@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness import defaults
 from harness.stats import allpairs as ap
 
 if TYPE_CHECKING:
@@ -33,23 +32,32 @@ MIN_RETRIEVERS = 3
 
 def seed_of(results: Results) -> int:
     """The seed the results were run with (the config's ``seed``), else the default."""
-    seed = (results.manifest.get("config") or {}).get("seed")
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else defaults.SEED
+    from harness.results.manifest import Manifest
+
+    return Manifest.of(results).seed
+
+
+def score_matrix(results: Results, metric: str, names: list[str]) -> tuple[np.ndarray, int]:
+    """Retrievers x queries of ``metric`` over the queries every one of ``names`` scored with a finite
+    value, and how many queries were left out: the one matrix behind a table's letters and the
+    figures of ``harness power --all-pairs`` (every retriever must hold per-query scores of it)."""
+    x = np.vstack([np.asarray(results.scores(r)[metric], dtype=np.float64) for r in names])
+    keep = np.isfinite(x).all(axis=0)
+    return x[:, keep], int((~keep).sum())
 
 
 def matrix(results: Results, metric: str, names: list[str]) -> np.ndarray | None:
-    """Retrievers x queries of ``metric`` over the queries every one of ``names`` scored (None when
-    fewer than 2, or a retriever has no per-query scores of it)."""
-    rows = []
+    """:func:`score_matrix` for a table (None when fewer than 2 queries remain, or a retriever has no
+    per-query scores of ``metric``)."""
+    lengths = set()
     for r in names:
         scores = results.scores(r) if r in results.per_query else {}
         if metric not in scores:
             return None
-        rows.append(np.asarray(scores[metric], dtype=np.float64))
-    if len({len(r) for r in rows}) != 1:
+        lengths.add(len(scores[metric]))
+    if len(lengths) != 1:
         return None
-    x = np.vstack(rows)
-    x = x[:, np.isfinite(x).all(axis=0)]
+    x, _ = score_matrix(results, metric, names)
     return x if x.shape[1] >= 2 else None
 
 

@@ -11,13 +11,13 @@ file, unless told ``--allow-incomplete``, in which case each problem is a warnin
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from pathlib import Path
 
 from harness.errors import InputError
 from harness.results import Results
 from harness.results.folder import run_file
+from harness.results.record import RunRecord
 
 log = logging.getLogger("harness")
 
@@ -88,19 +88,11 @@ def check_stored_run(path: str | Path, *, allow_incomplete: bool = False) -> Non
     """A run file inside a results folder's ``runs/`` (a record beside it naming it) must still hash
     to the sha256 its record holds."""
     p = Path(path)
-    record = p.with_suffix(".json")
-    if p.parent.name != "runs" or not record.is_file():
+    rec = RunRecord.beside(p) if p.parent.name == "runs" else None
+    if rec is None or rec.sha256 is None:
         return
-    try:
-        rec = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    if not isinstance(rec, dict) or not isinstance(rec.get("sha256"), str):
-        return
-    if str(rec.get("file", "")).rsplit("/", 1)[-1] != p.name:
-        return
-    if sha256_file(p) != rec["sha256"]:
-        msg = f"this stored run was changed after the run (its sha256 differs from the one in {record.name})"
+    if sha256_file(p) != rec.sha256:
+        msg = f"this stored run was changed after the run (its sha256 differs from the one in {rec.path.name})"
         if not allow_incomplete:
             raise InputError(f"{msg}; pass {ALLOW_FLAG} to read it anyway", path=p)
         log.warning("%s: %s (read anyway: %s)", p, msg, ALLOW_FLAG)

@@ -38,10 +38,10 @@ FORMATS = ("markdown", "csv", "html", "latex", "terminal")
 def render_table(results: Results, fmt: str = "markdown", *, width: int | None = None) -> str:
     """The comparison table as text: ``markdown`` (as ``table.md``), ``csv``, ``html``, ``latex``, or
     ``terminal`` (``width`` columns; default: what ``harness report DIR`` prints into a pipe). A
-    suite's results render with the same formats (:mod:`harness.results.formats`)."""
+    suite's results render with the same formats (:meth:`harness.results.SuiteResults.table`)."""
     from harness.errors import InputError
     from harness.results.csv_table import to_csv
-    from harness.results.formats import is_suite, render_suite, terminal_text
+    from harness.results.formats import terminal_text
     from harness.results.html_table import to_html
     from harness.results.latex_table import to_latex
 
@@ -50,8 +50,6 @@ def render_table(results: Results, fmt: str = "markdown", *, width: int | None =
         raise InputError(f"unknown table format {fmt!r}; choose {', '.join(FORMATS)}", field="fmt")
     if fmt == "terminal":
         return terminal_text(results, width)
-    if is_suite(results):
-        return render_suite(results, fmt)
     return renderers[fmt](build_table(results))
 
 

@@ -104,11 +104,11 @@ def tags_of_results(results: Results) -> dict[str, list[str]]:
 
 def _stats_settings(results: Results) -> tuple[dict[str, Any], int]:
     """The statistics settings and seed the results' own table was computed with."""
+    from harness.results.manifest import Manifest
     from harness.results.table import _stats_config
 
-    config = results.manifest.get("config") or {}
     stats = {k: _stats_config(results)[k] for k in ("bootstrap", "permutations", "alpha", "correction")}
-    return stats, int(config.get("seed", results.manifest.get("seed", 0)) or 0)
+    return stats, Manifest.of(results).seed
 
 
 def slice_tables(

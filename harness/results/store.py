@@ -28,7 +28,6 @@ import ctypes
 import ctypes.util
 import errno
 import hashlib
-import json
 import logging
 import math
 import os
@@ -45,7 +44,16 @@ from harness.io.trec import format_run, read_qrels, read_run, write_qrels
 from harness.model import Qrels
 from harness.outcome import Outcome
 from harness.results import SCHEMA, Results, is_results_file
-from harness.results.folder import carry_user_files, relative, rescue_then_remove, run_file, run_records, run_stem
+from harness.results.folder import (
+    carry_user_files,
+    relative,
+    rescue_then_remove,
+    results_object,
+    run_file,
+    run_records,
+    run_stem,
+)
+from harness.results.record import RunRecord
 from harness.run import Run
 
 log = logging.getLogger("harness")
@@ -245,8 +253,10 @@ class RunStore:
         return sorted(files)
 
     def _record_ref(self, name: str) -> dict[str, Any]:
-        rec = json.loads((self.dir / RUNS / f"{run_stem(name)}.json").read_text(encoding="utf-8"))
-        return {"file": rec.get("file"), "sha256": rec.get("sha256"), "config_hash": rec.get("config_hash")}
+        rec = RunRecord.read(self.dir / RUNS / f"{run_stem(name)}.json")
+        if rec is None:  # written by this store a moment ago: unreadable now is a broken disk, not input
+            raise OSError(f"the run record of {name!r} in {self.dir / RUNS} cannot be read back")
+        return rec.ref()
 
     def publish(self, results: Results, *, renderings: bool = True) -> Path:
         """Final results.json (and, with ``renderings``, its tables and plots), drop run files no
@@ -279,37 +289,28 @@ class RunStore:
 def _complete(path: Path) -> bool:
     """``results.json`` says its folder is complete (an unreadable one is treated as complete:
     it is replaced only through staging)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return True
-    return not (isinstance(data, dict) and data.get("complete") is False)
+    data = results_object(path)
+    return not (data is not None and data.get("complete") is False)
 
 
 def _read_stored(folder: Path, name: str, config_hash: str, *, load: bool = True) -> Outcome | None:
-    meta = folder / RUNS / f"{run_stem(name)}.json"
-    try:
-        rec = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if rec.get("name") != name or rec.get("config_hash") != config_hash or rec.get("status") != "ok":
+    rec = RunRecord.read(folder / RUNS / f"{run_stem(name)}.json")
+    if rec is None or rec.name != name or rec.config_hash != config_hash or not rec.ok:
         return None
     try:
-        run_path = run_file(folder, rec.get("file"), name)  # a record naming a file elsewhere: not reused
+        run_path = run_file(folder, rec.file, name)  # a record naming a file elsewhere: not reused
     except InputError:
         return None
     try:
         data = run_path.read_bytes()
     except OSError:
         return None
-    if hashlib.sha256(data).hexdigest() != rec.get("sha256"):
+    if hashlib.sha256(data).hexdigest() != rec.sha256:
         log.warning("%s: the stored run of %r does not match its record; running it again", run_path, name)
         return None
     if not load:
         return Outcome(name)
-    run = read_run(run_path, name=name)
-    cost = Cost.from_json(rec["cost"]) if rec.get("cost") else None
-    return Outcome(name, run=run, cost=cost, params=dict(rec.get("params") or {}), seconds=float(rec.get("seconds", 0)))
+    return Outcome(name, run=read_run(run_path, name=name), cost=rec.cost, params=rec.params, seconds=rec.seconds)
 
 
 def _jsonable(obj: Any) -> Any:
@@ -379,12 +380,10 @@ def _stored_costs(results: Results) -> dict[str, Cost]:
         file = ref.get("file") if isinstance(ref, dict) else None
         if results.folder is None or not file:
             continue
-        try:
-            rec = json.loads(run_file(results.folder, file, name).with_suffix(".json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(rec, dict) and rec.get("cost"):
-            costs[name] = Cost.from_json(rec["cost"])
+        rec = RunRecord.read(run_file(results.folder, file, name).with_suffix(".json"))
+        cost = rec.cost if rec is not None else None
+        if cost is not None:
+            costs[name] = cost
     return costs
 
 

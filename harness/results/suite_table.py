@@ -28,8 +28,8 @@ from harness.results.latex_table import tex_escape
 from harness.results.table import BETTER, DECIMALS, WORSE, fmt_metric
 from harness.results.terminal import BEST, Column, make_console, render_tables
 
-#: a :class:`~harness.suite.aggregate.SuiteResults` (not imported: the suite layer sits above this one;
-#: :func:`harness.results.render.render_table` chooses the format for a suite's table as for a run's)
+#: a :class:`~harness.results.SuiteResults` (not imported: it renders itself through this module, by
+#: :meth:`~harness.results.SuiteResults.table`, with the format names of a run's table)
 SuiteResults = Any
 
 #: widest a dataset header / retriever name line gets before it wraps (terminal only)

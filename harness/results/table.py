@@ -17,6 +17,7 @@ import pandas as pd
 from harness import defaults
 from harness.results import groups as grp
 from harness.results.coverage import coverage
+from harness.results.manifest import Manifest
 from harness.stats.power import reason_sentence, sentence
 
 if TYPE_CHECKING:
@@ -48,14 +49,6 @@ CACHE_SENSITIVE = ("index_seconds", "encode_seconds", "build_seconds")
 WARM_ABOVE = 0.5
 #: columns that describe a run rather than rank it: never marked best
 NOT_RANKED = ("cache_hit_rate",)
-#: StatsConfig's defaults, for results whose manifest records no ``config.stats`` (the report layer
-#: sits below the config and does not import it)
-STATS_DEFAULTS: dict[str, Any] = {
-    "bootstrap": defaults.BOOTSTRAP,
-    "permutations": defaults.PERMUTATIONS,
-    "alpha": defaults.ALPHA,
-    "correction": "all",
-}
 BETTER, WORSE = "▲", "▼"
 #: decimals of a mean as printed; "best" is decided on the printed value, so ties are all marked
 DECIMALS = 4
@@ -210,11 +203,7 @@ class ComparisonTable:
 
 def _stats_config(results: Results) -> dict[str, Any]:
     """The statistics settings the results were computed with (``alpha`` for the legend)."""
-    stats = dict(STATS_DEFAULTS)
-    recorded = (results.manifest.get("config") or {}).get("stats")
-    if isinstance(recorded, dict):
-        stats.update({k: v for k, v in recorded.items() if v is not None})
-    return stats
+    return Manifest.of(results).stats_settings()
 
 
 def cache_state(efficiency: dict[str, Any]) -> str | None:

@@ -7,11 +7,7 @@ reads the results folder's runs, and the folder writes the page: a cycle otherwi
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from harness import defaults
-from harness.errors import HarnessError
 
 if TYPE_CHECKING:
     from harness.model import GoldenDataset
@@ -23,23 +19,11 @@ SNIPPET = 120
 
 def manifest_dataset(results: Results) -> tuple[GoldenDataset | None, str | None]:
     """The dataset the manifest names (``demo`` or its BEIR folder), loaded, and a note when that is
-    not possible (then None) or the dataset changed since the run."""
-    from harness.datasets import DEMO, load_dataset
+    not possible (then None) or the dataset changed since the run (:meth:`DatasetRef.where
+    <harness.results.manifest.DatasetRef.where>`, the one rule for where a result's dataset is)."""
+    from harness.results.manifest import dataset_texts
 
-    ds = results.manifest.get("dataset") or {}
-    source, name, split = ds.get("source"), ds.get("name"), ds.get("split") or defaults.SPLIT
-    where = source if source and Path(source).is_dir() else DEMO if name == DEMO or source == DEMO else None
-    if where is None:
-        why = f"dataset folder {source} not found" if source else "results.json names no dataset folder"
-        return None, f"query and document text unavailable ({why}); showing ids only"
-    try:
-        dataset = load_dataset(where, split, name=name)
-    except (HarnessError, OSError) as e:
-        return None, f"query and document text unavailable (loading {where} failed: {e}); showing ids only"
-    note = None
-    if ds.get("fingerprint") and dataset.fingerprint != ds["fingerprint"]:
-        note = f"the dataset at {where} changed since this run (fingerprint differs): texts may not match"
-    return dataset, note
+    return dataset_texts(results)
 
 
 def snippet(text: str | None, n: int = SNIPPET) -> str | None:

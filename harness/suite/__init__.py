@@ -8,12 +8,14 @@ one-dataset run uses, so a dataset's numbers in a suite equal a run of that data
 
 - :mod:`~harness.suite.plan`: the config's ``datasets:`` as one config per dataset;
 - :mod:`~harness.suite.run`: each dataset in turn into ``DIR/<dataset>/`` (resumable per dataset);
-- :mod:`~harness.suite.aggregate`: ``suite.json``: per-dataset means, their mean, mean rank, tests;
+- :mod:`~harness.suite.aggregate`: the per-dataset results brought together as a
+  :class:`~harness.results.SuiteResults` (``suite.json``): their means, mean, mean rank, tests;
 - :mod:`~harness.results.suite_table`: the suite table (terminal, markdown, CSV, HTML, LaTeX);
 - :mod:`~harness.suite.check`: ``harness check`` of two suites, one verdict naming the datasets.
 """
 
-from harness.suite.aggregate import SUITE_FILE, SuiteResults, aggregate, is_suite
+from harness.results.suite import SUITE_FILE, SuiteResults, is_suite
+from harness.suite.aggregate import aggregate
 from harness.suite.plan import plan_suite
 from harness.suite.run import run_suite
 

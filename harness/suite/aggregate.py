@@ -18,125 +18,13 @@ Nothing here runs a retriever or renders: the numbers come from the per-dataset 
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
-
-from harness.errors import InputError
 from harness.results import Results
+from harness.results.suite import Across, SuiteResults
 from harness.stats.exact import min_p, min_pairs, sign_flip_p
-
-SUITE_SCHEMA = "retrieval-harness/suite"
-SUITE_FILE = "suite.json"
-#: the suite table's files beside suite.json
-TABLE_FILES = {"markdown": "suite.md", "csv": "suite.csv", "html": "suite.html", "latex": "suite.tex"}
-
-
-class Across(BaseModel):
-    """One retriever against the baseline on one metric, over the datasets."""
-
-    n: int
-    delta: float | None = None
-    p_value: float | None = None
-    significant: bool = False
-    #: below :func:`~harness.stats.exact.min_pairs` datasets the test cannot reject at alpha
-    too_few: bool = False
-    min_p: float = 1.0
-    wins: int = 0
-    ties: int = 0
-    losses: int = 0
-
-
-class SuiteResults(BaseModel):
-    """What ``suite.json`` holds; :meth:`results` gives a dataset's full :class:`Results`."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    schema_: str = Field(SUITE_SCHEMA, alias="schema")
-    schema_version: int = 1
-    #: False until every dataset finished (a killed suite's suite.json says so)
-    complete: bool = True
-    datasets: list[str] = Field(default_factory=list)
-    retrievers: list[str] = Field(default_factory=list)
-    metrics: list[str] = Field(default_factory=list)
-    baseline: str | None = None
-    alpha: float = 0.05
-    summary: dict[str, dict[str, dict[str, float]]] = Field(default_factory=dict)
-    mean: dict[str, dict[str, float | None]] = Field(default_factory=dict)
-    rank: dict[str, dict[str, float | None]] = Field(default_factory=dict)
-    significance: dict[str, dict[str, dict[str, dict[str, Any]]]] = Field(default_factory=dict)
-    across_datasets: dict[str, dict[str, Across]] = Field(default_factory=dict)
-    #: datasets the across-dataset test needs before it can reject at alpha
-    min_datasets: int = 0
-    queries: dict[str, int] = Field(default_factory=dict)
-    failures: dict[str, dict[str, str]] = Field(default_factory=dict)
-    notes: list[str] = Field(default_factory=list)
-
-    _results: dict[str, Results] = PrivateAttr(default_factory=dict)
-    _folder: Path | None = PrivateAttr(default=None)
-
-    @property
-    def folder(self) -> Path | None:
-        return self._folder
-
-    def results(self, dataset: str) -> Results:
-        """The dataset's full results (per-query scores, runs): from memory, else its folder."""
-        if dataset not in self._results:
-            if self._folder is None or dataset not in self.datasets:
-                raise KeyError(dataset)
-            self._results[dataset] = Results.load(self._folder / dataset)
-        return self._results[dataset]
-
-    def table(self, fmt: str = "markdown", *, width: int | None = None) -> str:
-        """The suite table as text: ``markdown``, ``csv``, ``html``, ``latex`` or ``terminal`` (what
-        ``harness report DIR`` prints), through the renderers a run's table uses."""
-        from harness.results.render import render_table
-
-        return render_table(self, fmt, width=width)
-
-    def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
-
-    @classmethod
-    def load(cls, folder: str | os.PathLike[str]) -> SuiteResults:
-        """A suite folder (or its ``suite.json``)."""
-        p = Path(folder).expanduser()
-        path = p if p.is_file() else p / SUITE_FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError("not a suite folder (no suite.json)", path=p) from None
-        except (OSError, ValueError) as e:
-            raise InputError(f"cannot read suite.json ({e})", path=path) from None
-        if not isinstance(data, dict) or data.get("schema") != SUITE_SCHEMA:
-            raise InputError("not a suite.json the harness wrote (no suite schema marker)", path=path)
-        out = cls.model_validate(data)
-        out._folder = path.parent
-        return out
-
-    def __repr__(self) -> str:
-        first = self.metrics[0] if self.metrics else None
-        best = ""
-        if first:
-            scored = [(r, (self.mean.get(r) or {}).get(first)) for r in self.retrievers]
-            scored = [(r, v) for r, v in scored if v is not None]
-            if scored:
-                r, v = max(scored, key=lambda x: x[1])
-                best = f", best mean {first}: {r} {v:.4f}"
-        return f"<SuiteResults: {len(self.retrievers)} retrievers x {len(self.datasets)} datasets{best}>"
-
-    __str__ = __repr__
-
-
-def is_suite(path: str | os.PathLike[str]) -> bool:
-    """``path`` is a suite folder (holds a ``suite.json``) or a ``suite.json``."""
-    p = Path(path).expanduser()
-    return (p.is_dir() and (p / SUITE_FILE).is_file()) or (p.is_file() and p.name == SUITE_FILE)
 
 
 def aggregate(
@@ -145,6 +33,7 @@ def aggregate(
     baseline: str | None = None,
     alpha: float = 0.05,
     complete: bool = True,
+    folder: Path | None = None,
 ) -> SuiteResults:
     """The suite of per-dataset ``results`` (in the suite's dataset order)."""
     datasets = list(results)
@@ -191,7 +80,9 @@ def aggregate(
     for d, failed in failures.items():
         for r in failed:
             notes.append(f"{r} failed on {d}: no mean over the datasets, no mean rank")
-    suite = SuiteResults(
+    return SuiteResults.of(
+        results,
+        folder,
         complete=complete,
         datasets=datasets,
         retrievers=retrievers,
@@ -208,8 +99,6 @@ def aggregate(
         failures=failures,
         notes=notes,
     )
-    suite._results = dict(results)
-    return suite
 
 
 def _across(pairs: list[tuple[float, float]], alpha: float, need: int) -> Across:

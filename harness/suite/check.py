@@ -8,18 +8,19 @@ failure names its dataset.
 
 from __future__ import annotations
 
+import json
 import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from harness.errors import InputError
-from harness.gate import CheckReport, check
+from harness.gate import CheckReport, check, outputs
 from harness.gate import junit as gate_junit
 from harness.gate import render as gate_render
+from harness.gate.command import CheckOptions, check_folders, check_options, require_power, write_error
 from harness.results import Results
-from harness.suite.aggregate import SuiteResults, is_suite
+from harness.results.suite import SuiteResults, is_suite
 
 
 @dataclass
@@ -58,16 +59,13 @@ class SuiteCheck:
         return f"suite FAIL on {len(parts)} of {n + len(self.problems)} datasets: " + "; ".join(parts)
 
 
-def _load(folder: Path, dataset: str, what: str) -> Results:
-    try:
-        return Results.load(folder / dataset)
-    except InputError as e:
-        raise InputError(e.message, path=f"{what} {e.path or folder / dataset}", line=e.line, field=e.field) from None
-
-
-def check_suites(baseline: str | os.PathLike[str], current: str | os.PathLike[str], **options: Any) -> SuiteCheck:
+def check_suites(
+    baseline: str | os.PathLike[str], current: str | os.PathLike[str], *, allow_incomplete: bool = False, **options: Any
+) -> SuiteCheck:
     """Check ``current`` against ``baseline`` (two suite folders) per dataset; ``options`` go to
-    :func:`harness.gate.check` (tolerances, alpha, metrics, retrievers, test, permutations...)."""
+    :func:`harness.gate.check` (tolerances, alpha, metrics, retrievers, test, permutations...).
+    Each dataset's folder is read as ``harness check`` reads one (:meth:`Results.open`): an
+    incomplete or altered folder is refused unless ``allow_incomplete``."""
     for path, what in ((baseline, "baseline"), (current, "current")):
         if not is_suite(path):
             raise InputError(
@@ -83,8 +81,8 @@ def check_suites(baseline: str | os.PathLike[str], current: str | os.PathLike[st
             out.problems.append(f"{d}: dataset missing from the current suite")
             continue
         out.reports[d] = check(
-            _load(base.folder, d, "baseline"),
-            _load(cur.folder, d, "current"),
+            Results.open(base.folder / d, allow_incomplete=allow_incomplete, what="baseline"),
+            Results.open(cur.folder / d, allow_incomplete=allow_incomplete, what="current"),
             baseline_label=f"{baseline} [{d}]",
             current_label=f"{current} [{d}]",
             **options,
@@ -101,9 +99,7 @@ def to_text(sc: SuiteCheck) -> str:
     parts = []
     n = len(sc.reports)
     for i, (d, report) in enumerate(sc.reports.items(), start=1):
-        parts.append(
-            f"== dataset {i}/{n}: {d}: {report.verdict_word()} ==\n{gate_render.to_text(report)}"
-        )
+        parts.append(f"== dataset {i}/{n}: {d}: {report.verdict_word()} ==\n{gate_render.to_text(report)}")
     parts += [f"FAILURE: {p}\n" for p in sc.problems]
     return "\n".join(parts) + sc.headline() + "\n"
 
@@ -152,3 +148,36 @@ def to_junit(sc: SuiteCheck) -> str:
         + gate_junit.MARKER
         + "\n"
     )
+
+
+def run_check(o: CheckOptions, stdout: TextIO) -> int:
+    """``harness check``: two suite folders checked per dataset, anything else as two results
+    folders (:func:`harness.gate.command.check_folders`); outputs guarded before anything is read
+    or written (none may land on an input or a user's file). The exit code."""
+    outputs.guard({"--summary": o.summary, "--junit": o.junit, "--history": o.history},
+                  [o.baseline, o.current, o.tolerances])  # fmt: skip
+    if not (is_suite(o.baseline) or is_suite(o.current)):
+        return check_folders(o, stdout)
+    try:  # suites: one check per dataset (docs/suites.md)
+        return _check_suites(o, stdout)
+    except InputError as e:
+        write_error(o, str(e))
+        raise
+
+
+def _check_suites(o: CheckOptions, stdout: TextIO) -> int:
+    if o.history:
+        raise InputError(
+            "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
+        )
+    sc = check_suites(o.baseline, o.current, allow_incomplete=o.allow_incomplete, **check_options(o))
+    reports = sc.reports.values()
+    require_power(o, [line for r in reports for line in r.blind], [line for r in reports for line in r.unsized])
+    if o.format == "json":
+        payload = {"exit": sc.exit_code, "datasets": {d: gate_render.to_json(r) for d, r in sc.reports.items()}}
+        stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
+    else:
+        stdout.write(to_text(sc))
+    outputs.write(o.summary, to_markdown(sc), "--summary")
+    outputs.write(o.junit, to_junit(sc), "--junit")
+    return sc.exit_code

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from harness.config import StatsConfig, dataset_name_problem
 from harness.datasets import load_from_config
 from harness.errors import InputError
-from harness.suite.aggregate import SuiteResults
+from harness.results.suite import SuiteResults
 from harness.suite.run import run_suite
 
 

@@ -24,7 +24,8 @@ from harness.engine import check_out_dir
 from harness.errors import InputError
 from harness.io import atomic
 from harness.results import Results
-from harness.suite.aggregate import SUITE_FILE, SUITE_SCHEMA, TABLE_FILES, SuiteResults, aggregate
+from harness.results.suite import SUITE_FILE, SUITE_SCHEMA, TABLE_FILES, SuiteResults
+from harness.suite.aggregate import aggregate
 
 log = logging.getLogger("harness")
 
@@ -81,10 +82,9 @@ def run_suite(
     for i, name in enumerate(names, start=1):
         log.info("dataset %d/%d: %s", i, len(names), name)
         done[name] = run_one(name, datasets[name], folder / name if folder is not None else None)
-    suite = aggregate(done, baseline=baseline, alpha=alpha)
+    suite = aggregate(done, baseline=baseline, alpha=alpha, folder=folder)
     if folder is not None:
         write_suite(suite, folder)
-        suite._folder = folder
     return suite
 
 
@@ -101,10 +101,9 @@ def _write_marker(folder: Path, names: list[str], baseline: str | None) -> None:
 def write_suite(suite: SuiteResults, folder: str | os.PathLike[str]) -> list[Path]:
     """``suite.json`` and the suite table in every format into ``folder`` (each written atomically;
     the per-dataset folders are not touched)."""
-    from harness.results.render import render_table
 
     folder = Path(folder)
-    written = [atomic.write_text(folder / f, render_table(suite, fmt)) for fmt, f in TABLE_FILES.items()]
+    written = [atomic.write_text(folder / f, suite.table(fmt)) for fmt, f in TABLE_FILES.items()]
     written.append(atomic.write_json(folder / SUITE_FILE, suite.to_json()))
     written.append(atomic.write_text(folder / "report.html", suite_page(suite)))
     return written

@@ -31,6 +31,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.inspect.text import normalize
 from harness.model import GoldenDataset
+from harness.results import Manifest
 from harness.synth.filters import analyser as default_analyser
 from harness.synth.filters import overlap as overlap_of
 
@@ -158,7 +159,7 @@ def check_same_corpus(human: GoldenDataset, synthetic: GoldenDataset) -> None:
 def check_ran_over(results: Any, dataset: GoldenDataset, flag: str) -> None:
     """A results folder compared for a set must have been run over that set (its manifest's
     dataset fingerprint), or its means say nothing about it."""
-    ran = (results.manifest.get("dataset") or {}).get("fingerprint")
+    ran = Manifest.of(results).dataset.fingerprint
     if ran and ran != dataset.fingerprint:
         raise InputError(
             f"was not run over {dataset.source or dataset.name} (its dataset fingerprint differs): run the same "

@@ -25,13 +25,13 @@ import random
 import shutil
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness import clock
 from harness.errors import InputError
 from harness.executor.models import predict_pairs
 from harness.io import atomic
@@ -77,7 +77,7 @@ class TrainConfig(BaseModel):
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return clock.stamp()
 
 
 def split_queries(dataset: GoldenDataset, cfg: TrainConfig) -> tuple[list[Query], list[Query]]:

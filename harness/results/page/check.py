@@ -12,13 +12,13 @@ gate and does not import it.
 
 from __future__ import annotations
 
-import datetime as _dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import numpy as np
 
+from harness import clock
 from harness.io import atomic
 from harness.results.page.embed import text
 from harness.results.page.render import CHECK_END, CHECK_START, PAGE_FILE, write_report_page
@@ -71,7 +71,7 @@ def section(report: Any, baseline: Results, current: Results, *, baseline_label:
         f'<section id="{SECTION_ID}"><h2>Against the baseline folder</h2>',
         f"<p><b>{text(report.headline())}</b></p>" if hasattr(report, "headline") else "",
         f"<p class=sub>baseline folder: <code>{text(baseline_label or report.baseline)}</code> · checked "
-        f"{text(_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds'))}</p>",
+        f"{text(clock.stamp())}</p>",
         '<div class="scroll"><table class="num"><thead><tr><th>verdict</th><th>retriever</th><th>metric</th>'
         "<th>baseline</th><th>current</th><th>Δ</th><th>p</th><th>tolerance / margin</th><th>bound</th>"
         "<th>queries that lost most</th></tr></thead><tbody>",

@@ -13,13 +13,13 @@ its own script and style allowed by hash, images only as ``data:`` URIs.
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness import clock
 from harness.io import atomic
 from harness.results.page import summary, synthetic
 from harness.results.page.data import PageData, build
@@ -82,7 +82,7 @@ def render(
         data_html = "\n".join(f'<script src="{text(name)}"></script>' for name in side)
     policy = csp([js], [css], side_files=not embedded)
     title = data.head["title"]
-    created = results.manifest.get("created") or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    created = results.manifest.get("created") or clock.stamp()
     base = table.baseline
     sub = [f"{len(results.query_ids):,} queries", f"{len(results.summary)} retrievers"]
     sub.append(f"baseline {base}" if base else "no baseline")

@@ -1,0 +1,400 @@
+"""The command line's output, byte for byte (harness.cli, in process): about twenty commands over
+inputs frozen once (tests/data/golden_outputs/inputs: two demo runs of three BM25 rows, the committed
+nightly baseline, the schema-1 fixture, a two-dataset suite, a graded pool, a synthetic set), every
+stdout and every file a command writes compared with the outputs the code gave when they were frozen
+(tests/data/golden_outputs/expected).
+
+A refactor that moves code between modules must not change a byte of what a user reads. The clock is
+frozen (:mod:`harness.clock`); ``harness run`` is the one command whose figures are not all fixed:
+its timings (seconds, latencies, memory) are masked, its rankings and scores are not.
+
+Regenerate (only when an output is meant to change, and say why in the commit):
+``python tests/test_golden_output.py --expected tests/data/golden_outputs/expected``; the inputs
+themselves were made once with ``--inputs`` and are never regenerated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+HERE = Path(__file__).resolve().parent / "data" / "golden_outputs"
+INPUTS, EXPECTED = HERE / "inputs", HERE / "expected"
+FROZEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+#: files above this size (and pages) are compared by sha256 (expected/<case>/<file>.sha256), to keep the repo small
+BIG = 24_000
+
+RUN_CONFIG = """dataset: demo
+metrics: [ndcg@10, mrr@10, recall@10]
+depth: 10
+baseline: bm25
+latency_queries: 2
+warmup_queries: 0
+stats: {{bootstrap: 200, permutations: 500}}
+retrievers:
+  bm25: {{type: bm25{a}}}
+  bm25_k12: {{type: bm25, k1: 1.2{b}}}
+  bm25_b5: {{type: bm25, b: 0.5{c}}}
+"""
+
+SUITE_CONFIG = """metrics: [ndcg@10, recall@10]
+depth: 10
+baseline: bm25
+latency_queries: 2
+warmup_queries: 0
+stats: {bootstrap: 100, permutations: 200}
+datasets:
+  support: demo
+  small: {path: small, split: test}
+retrievers:
+  bm25: {type: bm25}
+  bm25_k12: {type: bm25, k1: 1.2}
+"""
+
+#: (case, argv, files the command writes, relative to the work folder). Paths are relative: the
+#: commands run in a copy of the inputs, so what they record of their command line is fixed too.
+CASES: list[tuple[str, list[str], list[str]]] = [
+    ("run", ["run", "--config", "a.yaml", "--out", "fresh", "--no-progress"],
+     ["fresh/results.json", "fresh/table.md", "fresh/table.csv", "fresh/qrels.tsv",
+      "fresh/runs/bm25-*.trec", "fresh/runs/bm25-*.json", "fresh/runs/bm25_k12-*.trec"]),
+    ("report_write", ["report", "runA", "--write"],
+     ["runA/table.md", "runA/table.csv", "runA/table.html", "runA/table.tex", "runA/report.html"]),
+    ("report_worst", ["report", "runA", "--worst", "3"], []),
+    ("evaluate_json", ["evaluate", "--run", "runA/runs/bm25_k12-*.trec", "--qrels", "runA/qrels.tsv",
+                       "--metrics", "ndcg@10,mrr@10", "--format", "json", "--per-query"], []),
+    ("evaluate_csv", ["evaluate", "--run", "runB/runs/bm25_b5-*.trec", "--qrels", "runB/qrels.tsv",
+                      "--metrics", "ndcg@10", "--format", "csv", "--per-query"], []),
+    ("evaluate_table", ["evaluate", "--run", "runA/runs/bm25-*.trec", "--qrels", "runA/qrels.tsv",
+                        "--metrics", "ndcg@10,recall@10"], []),
+    ("compare", ["compare", "runA/runs/bm25-*.trec", "runA/runs/bm25_b5-*.trec", "--qrels", "runA/qrels.tsv",
+                 "--metrics", "ndcg@10,mrr@10", "--bootstrap", "200", "--permutations", "500", "--out", "cmp"],
+     ["cmp/results.json", "cmp/table.md", "cmp/table.csv"]),
+    ("check_json", ["check", "--baseline", "runA", "--current", "runB", "--format", "json",
+                    "--summary", "out/check.md", "--junit", "out/check.xml", "--history", "out/history.jsonl",
+                    "--permutations", "500"],
+     ["out/check.md", "out/check.xml", "out/history.jsonl"]),
+    ("check_text", ["check", "--baseline", "runA", "--current", "runB", "--permutations", "500",
+                    "--tolerance", "0.001"], []),
+    ("check_nightly", ["check", "--baseline", "nightly.json", "--current", "runA", "--allow-dataset-change",
+                       "--permutations", "300"], []),
+    ("check_v1", ["check", "--baseline", "v1_results", "--current", "v1_results", "--format", "json"], []),
+    ("check_error", ["check", "--baseline", "runA", "--current", "missing", "--summary", "out/err.md",
+                     "--junit", "out/err.xml"], ["out/err.md", "out/err.xml"]),
+    ("power_json", ["power", "runA", "--format", "json"], []),
+    ("power_text", ["power", "runB"], []),
+    ("power_pairs_json", ["power", "runA", "--all-pairs", "--format", "json"], []),
+    ("power_pairs_text", ["power", "runB", "--all-pairs"], []),
+    ("baseline_save", ["baseline", "save", "runA", "--to", "saved/base.json"], ["saved/base.json"]),
+    ("baseline_check", ["check", "--baseline", "saved/base.json", "--current", "runB", "--format", "json",
+                        "--permutations", "500"], []),
+    ("suite_check", ["check", "--baseline", "suite", "--current", "suite", "--format", "json",
+                     "--summary", "out/suite.md", "--permutations", "200"], ["out/suite.md"]),
+    ("suite_check_text", ["check", "--baseline", "suite", "--current", "suite", "--permutations", "200"], []),
+    ("judge_agree", ["judge", "agree", "people.csv", "judge.csv", "--results", "runA",
+                     "--metrics", "ndcg@10"], []),
+    ("judge_agree_json", ["judge", "agree", "people.csv", "judge.csv", "--format", "json"], []),
+    ("synth_bias", ["synth", "bias", "synth", "--human", "small", "--format", "json"], ["synth/bias.json"]),
+    ("synth_bias_text", ["synth", "bias", "synth"], []),
+]  # fmt: skip
+
+#: keys of ``harness run``'s JSON whose values are timings or the machine, not results
+_MASKED_KEYS = re.compile(r"seconds|latenc|_s$|_ms$|rss|qps|cache_hit|^versions$|^machine$|^git$")
+
+
+#: a manifest a command writes records the checkout, its libraries and the machine: masked
+_GIT = re.compile(r"^(git|versions|machine)$")
+
+
+def _mask_json(obj: object, keys: re.Pattern[str] = _MASKED_KEYS) -> object:
+    if isinstance(obj, dict):
+        return {k: "<masked>" if keys.search(k) else _mask_json(v, keys) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_mask_json(v, keys) for v in obj]
+    return obj
+
+
+def _mask_table(text: str) -> str:
+    """A table with timing columns: every figure a ``#``, every run of blanks or rules one character
+    (a column's width follows its widest figure)."""
+    text = re.sub(r"\d[\d,.]*(e-?\d+)?", "#", text.replace("**", ""))
+    text = re.sub(r"[ ]+", " ", text)
+    return re.sub(r"([─━-])\1+", r"\1", text)
+
+
+class _FrozenDatetime(datetime):
+    @classmethod
+    def now(cls, tz=None):  # type: ignore[override]
+        return FROZEN if tz is not None else FROZEN.replace(tzinfo=None)
+
+
+@contextlib.contextmanager
+def frozen_clock() -> Iterator[None]:
+    """Every stamp a command writes at :data:`FROZEN`: through :mod:`harness.clock` where the code
+    has it, else (the code the expected outputs were frozen from) through each module's ``datetime``."""
+    undo: list[tuple[object, str, object]] = []
+
+    def patch(obj: object, name: str, value: object) -> None:
+        undo.append((obj, name, getattr(obj, name)))
+        setattr(obj, name, value)
+
+    try:
+        try:
+            clock = importlib.import_module("harness.clock")
+            patch(clock, "now", lambda: FROZEN)
+        except ModuleNotFoundError:
+            pass
+        for mod in list(sys.modules.values()):
+            name = getattr(mod, "__name__", "") or ""
+            if not name.startswith("harness"):
+                continue
+            if getattr(mod, "datetime", None) is datetime:
+                patch(mod, "datetime", _FrozenDatetime)
+            if getattr(mod, "_dt", None) is not None and getattr(mod._dt, "datetime", None) is datetime:
+                patch(mod, "_dt", SimpleNamespace(datetime=_FrozenDatetime, timezone=timezone))
+        yield
+    finally:
+        for obj, name, value in reversed(undo):
+            setattr(obj, name, value)
+
+
+def _import_everything() -> None:
+    """The modules the commands import lazily, imported first: :func:`frozen_clock` patches loaded ones."""
+    import pkgutil
+
+    import harness
+
+    for info in pkgutil.walk_packages(harness.__path__, "harness."):
+        skip = ("__main__", ".page_server", "ray", "training", "vectordb", "load.", ".server")
+        if any(part in info.name for part in skip):
+            continue
+        with contextlib.suppress(Exception):
+            importlib.import_module(info.name)
+
+
+def _expand(argv: list[str]) -> list[str]:
+    out = []
+    for a in argv:
+        if "*" in a:
+            hits = sorted(Path().glob(a))
+            assert len(hits) == 1, (a, hits)
+            a = str(hits[0])
+        out.append(a)
+    return out
+
+
+def _call(argv: list[str]) -> tuple[int, str, str]:
+    from harness.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old_argv = sys.argv
+    sys.argv = ["harness", *argv]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), frozen_clock():
+            try:
+                code = main(argv)
+            except SystemExit as e:  # argparse refusing a flag
+                code = e.code if isinstance(e.code, int) else 2
+    finally:
+        sys.argv = old_argv
+    return code, out.getvalue(), err.getvalue()
+
+
+def _normalize(text: str, work: Path, repo: Path) -> str:
+    """The work folder and the checkout as names."""
+    return text.replace(str(work.resolve()), "<WORK>").replace(str(work), "<WORK>").replace(str(repo), "<REPO>")
+
+
+def produce(work: Path) -> dict[str, bytes]:
+    """Every case's stdout, exit code and written files, run in ``work`` (a copy of the inputs)."""
+    import harness
+
+    repo = Path(harness.__file__).resolve().parent.parent
+    _import_everything()
+    got: dict[str, bytes] = {}
+    cwd = os.getcwd()
+    os.chdir(work)
+    env = {k: os.environ.get(k) for k in ("COLUMNS", "LINES", "NO_COLOR", "TERM", "HARNESS_CACHE_DIR")}
+    os.environ.update(COLUMNS="120", LINES="50", NO_COLOR="1", TERM="dumb", HARNESS_CACHE_DIR=str(work / "cache"))
+    try:
+        for case, argv, files in CASES:
+            code, out, err = _call(_expand(argv))
+            out = _normalize(out, work, repo)
+            if case == "run":
+                out = _mask_table(out)
+            got[f"{case}/stdout"] = f"exit {code}\n{out}".encode()
+            got[f"{case}/stderr"] = _normalize(err, work, repo).encode()
+            for pattern in files:
+                hits = sorted(Path().glob(pattern))
+                assert len(hits) <= 1, (pattern, hits)
+                key = f"{case}/{pattern.replace('*', 'X').replace('/', '__')}"
+                if not hits:
+                    got[key] = b"<missing>\n"
+                    continue
+                data = _normalize(hits[0].read_text(encoding="utf-8"), work, repo)
+                if case == "run" and hits[0].suffix == ".json":
+                    data = json.dumps(_mask_json(json.loads(data)), indent=1) + "\n"
+                elif case == "compare" and hits[0].suffix == ".json":
+                    data = json.dumps(_mask_json(json.loads(data), _GIT), indent=1) + "\n"
+                elif case == "run" and hits[0].suffix in (".md", ".csv"):
+                    data = _mask_table(data)
+                got[key] = data.encode()
+    finally:
+        os.chdir(cwd)
+        os.environ.update({k: v for k, v in env.items() if v is not None})
+        for k in [k for k, v in env.items() if v is None]:
+            del os.environ[k]
+    return got
+
+
+def _work_copy(tmp: Path) -> Path:
+    work = tmp / "work"
+    shutil.copytree(INPUTS, work)
+    shutil.copytree(HERE.parent / "v1_results", work / "v1_results")  # the schema-1 fixture, where it lives
+    return work
+
+
+def _expected() -> dict[str, bytes]:
+    out = {}
+    for p in sorted(EXPECTED.rglob("*")):
+        if p.is_file():
+            key = str(p.relative_to(EXPECTED))
+            out[key] = p.read_bytes()
+    return out
+
+
+def _as_stored(got: dict[str, bytes]) -> dict[str, bytes]:
+    """Large outputs and pages (their style sheet is the renderer's own text) as their sha256."""
+    big = {k for k, v in got.items() if len(v) > BIG or k.endswith(".html")}
+    return {
+        (f"{k}.sha256" if k in big else k): (hashlib.sha256(v).hexdigest().encode() + b"\n" if k in big else v)
+        for k, v in got.items()
+    }
+
+
+@pytest.mark.slow
+def test_every_output_is_byte_identical_to_the_frozen_one(tmp_path):
+    pytest.importorskip("matplotlib")
+    got = _as_stored(produce(_work_copy(tmp_path)))
+    want = _expected()
+    assert sorted(got) == sorted(want)
+    diff = [k for k in want if got[k] != want[k]]
+    for k in diff[:3]:
+        import difflib
+
+        lines = difflib.unified_diff(
+            want[k].decode(errors="replace").splitlines(), got[k].decode(errors="replace").splitlines(), lineterm=""
+        )
+        print(f"--- {k}\n" + "\n".join(list(lines)[:40]))
+    assert not diff, diff
+
+
+def test_the_clock_is_one_helper():
+    """Every stamp a command writes comes from harness.clock (the test above freezes it there)."""
+    repo = Path(__file__).resolve().parent.parent
+    hits = [
+        str(p.relative_to(repo))
+        for p in (repo / "harness").rglob("*.py")
+        if p.name != "clock.py" and re.search(r"datetime\.now\(|datetime\.utcnow\(", p.read_text(encoding="utf-8"))
+    ]
+    assert not hits, hits
+
+
+# ----------------------------------------------------------------------------- making the inputs, once
+
+
+def make_inputs(dest: Path) -> None:  # pragma: no cover - run once, by hand, at the commit they freeze
+    """The frozen inputs (see the module docstring): made with the code of that day, never again."""
+    from harness.datasets import load_dataset
+
+    repo = Path(importlib.import_module("harness").__file__).resolve().parent.parent
+    dest.mkdir(parents=True)
+    cwd = os.getcwd()
+    os.chdir(dest)
+    try:
+        (dest / "a.yaml").write_text(RUN_CONFIG.format(a="", b="", c=""))
+        (dest / "b.yaml").write_text(RUN_CONFIG.format(a=", k1: 1.5", b=", b: 0.75", c=", k1: 0.5"))
+        for name, cfg in (("runA", "a.yaml"), ("runB", "b.yaml")):
+            assert _call(["run", "--config", cfg, "--out", name, "--no-progress"])[0] == 0
+            for junk in [*Path(name).glob("*.png"), Path(name) / "report.html"]:
+                junk.unlink(missing_ok=True)
+        shutil.copy(repo / "results" / "baselines" / "demo" / "nightly.json", "nightly.json")
+        demo = load_dataset("demo")
+        # a second dataset for the suite: the demo's first 20 queries and the documents they judge
+        small = Path("small")
+        (small / "qrels").mkdir(parents=True)
+        queries = demo.queries[:20]
+        judged = {d for q in queries for d in demo.qrels.get(q.id, {})}
+        with open(small / "corpus.jsonl", "w", encoding="utf-8") as fh:
+            for i, doc in enumerate(demo.corpus):
+                if doc.id in judged or i < 40:
+                    fh.write(json.dumps({"_id": doc.id, "title": doc.title, "text": doc.text}) + "\n")
+        with open(small / "queries.jsonl", "w", encoding="utf-8") as fh:
+            for q in queries:
+                fh.write(json.dumps({"_id": q.id, "text": q.text}) + "\n")
+        with open(small / "qrels" / "test.tsv", "w", encoding="utf-8") as fh:
+            fh.write("query-id\tcorpus-id\tscore\n")
+            for q in queries:
+                for d, g in demo.qrels.get(q.id, {}).items():
+                    fh.write(f"{q.id}\t{d}\t{g}\n")
+        Path("suite.yaml").write_text(SUITE_CONFIG)
+        assert _call(["run", "--config", "suite.yaml", "--out", "suite", "--no-progress"])[0] == 0
+        for junk in [*Path("suite").rglob("*.png"), *Path("suite").rglob("report.html")]:
+            junk.unlink()
+        # a graded pool: the pool of runA's top 5, graded by a fixed rule (a stand-in for a person)
+        assert _call(["pool", "runA", "--depth", "5", "--out", "pool.csv"])[0] == 0
+        import csv
+
+        with open("pool.csv", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+        for name, salt in (("people.csv", ""), ("judge.csv", "judge")):  # two graders that mostly agree
+            with open(name, "w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=["query_id", "doc_id", "grade"], extrasaction="ignore")
+                w.writeheader()
+                for i, r in enumerate(rows):
+                    key = f"{r['query_id']}/{r['doc_id']}{salt if i % 3 == 0 else ''}"
+                    r["grade"] = str(int(hashlib.sha256(key.encode()).hexdigest(), 16) % 4) if i % 7 else ""
+                    w.writerow(r)
+        Path("pool.csv").unlink()
+        assert _call(["synth", "generate", "--dataset", "small", "--out", "synth", "--queries", "8",
+                      "--generator", "extract", "--no-progress"])[0] == 0  # fmt: skip
+    finally:
+        os.chdir(cwd)
+    # absolute paths the runs recorded: the checkout and this folder, neither of which lasts
+    for p in dest.rglob("*.json"):
+        text = p.read_text(encoding="utf-8")
+        fixed = text.replace(str(repo), "/frozen/checkout").replace(str(dest), "/frozen/inputs")
+        if fixed != text:
+            p.write_text(fixed, encoding="utf-8")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import argparse
+
+    ap = argparse.ArgumentParser(description="make the frozen inputs (once) or the expected outputs")
+    ap.add_argument("--inputs", type=Path)
+    ap.add_argument("--expected", type=Path)
+    a = ap.parse_args()
+    if a.inputs:
+        make_inputs(a.inputs.resolve())
+    if a.expected:
+        with tempfile.TemporaryDirectory() as tmp:
+            produced = _as_stored(produce(_work_copy(Path(tmp))))
+        shutil.rmtree(a.expected, ignore_errors=True)
+        for key, data in produced.items():
+            (a.expected / key).parent.mkdir(parents=True, exist_ok=True)
+            (a.expected / key).write_bytes(data)
+        print(f"{len(produced)} outputs written to {a.expected}")
