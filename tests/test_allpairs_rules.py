@@ -164,7 +164,8 @@ def test_group_codes_past_26_are_never_contained_in_another(forty):
     assert not any(a != b and a in b for a in codes for b in codes)
     for a, b in combinations(letters, 2):
         share = any(a in g and b in g for g in groups)
-        assert bool(codes_of(letters[a], len(groups)) & codes_of(letters[b], len(groups))) == share, (a, b, letters[a], letters[b])
+        shared_code = codes_of(letters[a], len(groups)) & codes_of(letters[b], len(groups))
+        assert bool(shared_code) == share, (a, b, letters[a], letters[b])
     # the text's group column, table.md, table.html and the page carry the same codes
     text = run_harness("power", str(forty), "--all-pairs", "--swap-draws", "0").stdout
     for name, code in letters.items():
@@ -198,3 +199,35 @@ def test_page_chart_agrees_with_the_json(folder):
     assert drawn == {p["n"]: pytest.approx(p["rate"], abs=5e-5) for p in m["swap_rate"] if p["rate"] is not None}
     n5 = m["n_for_5pct"]
     assert (f"Under 5% from n = {n5} on" if n5 is not None else "Not under 5% at n =") in page
+
+
+@pytest.mark.slow
+def test_draws_do_not_grow_memory(folder, tmp_path):
+    """10^7 draws over a 4-query folder cost the memory 10^4 draws cost (the exceedances are counted per
+    chunk; the null distribution is never kept): peak RSS of the child, measured by a fresh parent."""
+    out = tmp_path / "q4"
+    shutil.copytree(folder, out)
+    d = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    d["query_ids"] = d["query_ids"][:4]
+    d["per_query"] = {r: {m: v[:4] for m, v in cols.items()} for r, cols in d["per_query"].items()}
+    d["summary"] = {r: {m: sum(v) / 4 for m, v in cols.items()} for r, cols in d["per_query"].items()}
+    (out / "results.json").write_text(json.dumps(d), encoding="utf-8")
+    probe = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    def peak_kb(draws: int) -> int:
+        argv = [sys.executable, "-m", "harness", "power", str(out), "--all-pairs", "--swap-draws", "0",
+                "--metrics", "ndcg@10", "--draws", str(draws)]  # fmt: skip
+        env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
+        r = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, env=env, timeout=900)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return int(r.stdout.split()[-1])
+
+    small, large = peak_kb(10_000), peak_kb(10_000_000)
+    assert large - small < 40_000, (small, large)  # kB; keeping the null would add 160,000 kB

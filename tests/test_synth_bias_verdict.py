@@ -40,9 +40,9 @@ def bias(tmp_path_factory):
     got = json.loads(ok(run_harness("synth", "bias", "syn", "--results", "r_syn", "--human-results", "r_demo",
                                     "--format", "json", cwd=tmp)).stdout)  # fmt: skip
     text = ok(run_harness("synth", "bias", "syn", "--results", "r_syn", "--human-results", "r_demo", cwd=tmp)).stdout
+    argv = ("--all-pairs", "--swap-draws", "0", "--format", "json")
     power = {
-        side: json.loads(ok(run_harness("power", side, "--all-pairs", "--swap-draws", "0", "--format", "json",
-                                        cwd=tmp)).stdout)["metrics"]  # fmt: skip
+        side: json.loads(ok(run_harness("power", side, *argv, cwd=tmp)).stdout)["metrics"]
         for side in ("r_syn", "r_demo")
     }
     return got, text, power
@@ -59,7 +59,8 @@ def test_verdict_only_where_each_winner_is_separated(bias, metric):
     got, text, power = bias
     best_s, best_h = got["picked"][metric]
     sep = [top_separated(power["r_syn"][metric], best_s), top_separated(power["r_demo"][metric], best_h)]
-    line = next(s for s in text.splitlines() if s.startswith(f"would this set have picked the same retriever on {metric}?"))
+    asked = f"would this set have picked the same retriever on {metric}?"
+    line = next(s for s in text.splitlines() if s.startswith(asked))
     answer = line.split("?", 1)[1].strip()
     if all(sep):
         assert answer.startswith("yes" if best_s == best_h else "no")

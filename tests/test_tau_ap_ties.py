@@ -65,8 +65,8 @@ def test_never_depends_on_the_order_of_the_systems(pairs, rnd):
     ref, est = [float(a) for a, _ in pairs], [float(b) for _, b in pairs]
     order = list(range(len(pairs)))
     rnd.shuffle(order)
-    tau, t_ap = rank_agreement(ref, est)
-    tau2, t_ap2 = rank_agreement([ref[i] for i in order], [est[i] for i in order])
+    _, t_ap = rank_agreement(ref, est)
+    _, t_ap2 = rank_agreement([ref[i] for i in order], [est[i] for i in order])
     assert (t_ap is None) == (t_ap2 is None)
     if t_ap is not None:
         assert t_ap == pytest.approx(t_ap2, abs=1e-12) and -1 - 1e-12 <= t_ap <= 1 + 1e-12
