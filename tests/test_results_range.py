@@ -9,7 +9,6 @@ import shutil
 
 import pytest
 
-from harness.metrics.names import bounds_of
 from tests.conftest import run_harness
 
 CONFIG = """metrics: [ndcg@10, hits@10]
@@ -69,6 +68,8 @@ def test_out_of_range_value_is_a_located_line(folder, tmp_path, retriever, index
 
 
 def test_the_unedited_folder_and_the_declared_bounds(folder):
+    from harness.metrics.names import bounds_of
+
     assert run_harness("report", str(folder)).returncode == 0
     assert bounds_of("ndcg@10") == (0.0, 1.0) and bounds_of("hits@10")[0] == 0.0 and bounds_of("ild@10") == (0.0, 2.0)
     assert bounds_of("no_such_metric@3") is None
