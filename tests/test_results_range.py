@@ -9,26 +9,17 @@ import shutil
 
 import pytest
 
-from tests.conftest import run_harness
+from tests.conftest import REPO, run_harness
 
-CONFIG = """metrics: [ndcg@10, hits@10]
-depth: 10
-latency_queries: 1
-warmup_queries: 0
-retrievers:
-  a: {type: bm25}
-  b: {type: bm25, k1: 1.2}
-  c: {type: bm25, stemmer: null}
-"""
+CONFIG = REPO / "configs" / "synth-bm25-variants.yaml"  # four BM25 variants, ndcg@10 among the metrics
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("range")
-    (tmp / "c.yaml").write_text(CONFIG, encoding="utf-8")
-    r = run_harness("run", "--config", "c.yaml", "--out", "res", "--no-progress", cwd=tmp)
+    out = tmp_path_factory.mktemp("range") / "res"
+    r = run_harness("run", "--config", str(CONFIG), "--dataset", "demo", "--out", str(out), "--no-progress")
     assert r.returncode == 0, r.stderr
-    return tmp / "res"
+    return out
 
 
 def edited(folder, tmp_path, retriever: str, index: int, value: float, summary: bool = False):
@@ -47,10 +38,10 @@ def edited(folder, tmp_path, retriever: str, index: int, value: float, summary: 
 @pytest.mark.parametrize(
     ("retriever", "index", "value", "summary", "argv"),
     [
-        ("b", 0, -5.0, False, ["report"]),
-        ("c", 3, 7.5, False, ["power", "--all-pairs", "--swap-draws", "0"]),
-        ("b", 0, 1e308, True, ["power", "--all-pairs", "--swap-draws", "0"]),
-        ("a", 2, 1.5, False, ["report", "--write"]),
+        ("bm25_robertson", 0, -5.0, False, ["report"]),
+        ("bm25_nostem", 3, 7.5, False, ["power", "--all-pairs", "--swap-draws", "0"]),
+        ("bm25_robertson", 0, 1e308, True, ["power", "--all-pairs", "--swap-draws", "0"]),
+        ("bm25", 2, 1.5, False, ["report", "--write"]),
     ],
 )
 def test_out_of_range_value_is_a_located_line(folder, tmp_path, retriever, index, value, summary, argv):
