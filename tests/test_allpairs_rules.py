@@ -203,8 +203,9 @@ def test_page_chart_agrees_with_the_json(folder):
 
 @pytest.mark.slow
 def test_draws_do_not_grow_memory(folder, tmp_path):
-    """10^7 draws over a 4-query folder cost the memory 10^4 draws cost (the exceedances are counted per
-    chunk; the null distribution is never kept): peak RSS of the child, measured by a fresh parent."""
+    """10^7 draws over a 4-query folder cost the memory 10^6 draws cost (both fill whole chunks; the
+    exceedances are counted per chunk, the null distribution never kept): peak RSS of the child, measured
+    by a fresh parent."""
     out = tmp_path / "q4"
     shutil.copytree(folder, out)
     d = json.loads((out / "results.json").read_text(encoding="utf-8"))
@@ -229,5 +230,5 @@ def test_draws_do_not_grow_memory(folder, tmp_path):
         assert r.returncode == 0, r.stderr[-2000:]
         return int(r.stdout.split()[-1])
 
-    small, large = peak_kb(10_000), peak_kb(10_000_000)
-    assert large - small < 40_000, (small, large)  # kB; keeping the null would add 160,000 kB
+    small, large = peak_kb(1_000_000), peak_kb(10_000_000)
+    assert large - small < 40_000, (small, large)  # kB; keeping the null (and a sorted copy) adds over 100,000
