@@ -113,12 +113,8 @@ def run(args: argparse.Namespace, sections: list[tuple[str | None, Any]], alpha_
     plans = []
     for name, results in sections:  # every input checked before any draw is made
         alpha = args.alpha if args.alpha is not None else alpha_of(results)
-        if _option(args, "draws") < ap.min_draws(alpha):
-            raise InputError(
-                f"{_option(args, 'draws'):,} draws cannot separate a pair at alpha {alpha:g} (no randomized p is below "
-                f"1 / (draws + 1)): give at least {ap.min_draws(alpha):,}",
-                field="--draws",
-            )
+        if few := ap.too_few_draws(_option(args, "draws"), alpha):
+            raise InputError(few, field="--draws")
         names, metrics, matrices, dropped = _matrices(results, wanted, name or args.folder)
         sizes = getattr(args, "sizes_list", None)
         if sizes is not None:

@@ -340,6 +340,17 @@ def min_draws(alpha: float) -> int:
     return b
 
 
+def too_few_draws(draws: int, alpha: float) -> str | None:
+    """Why ``draws`` cannot support ``alpha`` (fewer than :func:`min_draws`), or None when they can."""
+    need = min_draws(alpha)
+    if draws >= need:
+        return None
+    return (
+        f"{draws:,} draw{'' if draws == 1 else 's'} cannot separate a pair at alpha {alpha:g} (no randomized p is below 1 / (draws + 1)): "
+        f"give at least {need:,}"
+    )
+
+
 def randomized_tukey(scores: Any, draws: int, seed: int) -> list[float]:
     """Per pair (``combinations`` order), ``(reached + 1) / (draws + 1)``: ``reached`` the draws whose
     largest permuted mean difference reaches the pair's observed ``|delta|`` (Carterette 2012; the +1s
