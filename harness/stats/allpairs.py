@@ -346,8 +346,8 @@ def too_few_draws(draws: int, alpha: float) -> str | None:
     if draws >= need:
         return None
     return (
-        f"{draws:,} draw{'' if draws == 1 else 's'} cannot separate a pair at alpha {alpha:g} (no randomized p is below 1 / (draws + 1)): "
-        f"give at least {need:,}"
+        f"{draws:,} draw{'' if draws == 1 else 's'} cannot separate a pair at alpha {alpha:g} "
+        f"(no randomized p is below 1 / (draws + 1)): give at least {need:,}"
     )
 
 
