@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 DRAWS = 10_000
 #: permuted scores one metric's letters may cost (about a second); the fewest draws, however large
 BUDGET, MIN_DRAWS = 50_000_000, 1_000
+#: the most draws behind a table's letters: an alpha that needs more (below 1e-6) gets no letters
+MAX_DRAWS = 1_000_000
 #: draws of two disjoint query sets per set size behind the page's swap-rate curve: those of ``harness power
 #: --all-pairs`` (same seed and sizes, so the same rates as its JSON) unless draws x queries x sizes would
 #: pass :data:`BUDGET`, then fewer (never under :data:`MIN_SWAP_DRAWS`)
@@ -76,8 +78,10 @@ def separation(results: Results, names: list[str], metric: str, alpha: float) ->
     key = (tuple(names), metric, alpha)
     if key not in cache:
         x = matrix(results, metric, names) if len(names) >= 2 else None
-        cache[key] = None if x is None else ap.all_pairs(
-            x, names, alpha=alpha, draws=draws_for(x), seed=seed_of(results), parametric=False
+        # at least the draws alpha needs (no randomized p is below 1 / (draws + 1)); none past MAX_DRAWS
+        draws = None if x is None else max(draws_for(x), ap.min_draws(alpha))
+        cache[key] = None if x is None or draws > MAX_DRAWS else ap.all_pairs(
+            x, names, alpha=alpha, draws=draws, seed=seed_of(results), parametric=False
         )  # fmt: skip
     return cache[key]
 
