@@ -60,12 +60,16 @@ def loop_swaps(x: np.ndarray, n: int, draws: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
     k, total = x.shape
     upper = np.triu_indices(k, 1)
-    swaps = 0
+    swaps = compared = 0.0
     for _ in range(draws):
         order = rng.permutation(total)
         a, b = x[:, order[:n]].mean(axis=1), x[:, order[n : 2 * n]].mean(axis=1)
-        swaps += int(((np.subtract.outer(a, a) * np.subtract.outer(b, b))[upper] < -1e-12).sum())
-    return swaps / (draws * len(upper[0]))
+        da, db = np.subtract.outer(a, a)[upper], np.subtract.outer(b, b)[upper]
+        differs = np.abs(da) > 1e-12  # a tie on the first set: left out; on the second: half a swap
+        tie_b = np.abs(db) <= 1e-12
+        swaps += float(((da * db < 0) & ~tie_b & differs).sum() + 0.5 * (tie_b & differs).sum())
+        compared += float(differs.sum())
+    return swaps / compared if compared else float("nan")
 
 
 def main() -> None:
@@ -98,7 +102,7 @@ def main() -> None:
             any(a in g and b in g for g in f.groups) == (frozenset((a, b)) not in separated)
             for a, b in combinations(names, 2)
         )
-        swaps = [(s.n, s.rate, loop_swaps(x, s.n, s.draws, seed=99)) for s in f.swap]
+        swaps = [(s.n, s.rate, loop_swaps(x, s.n, s.draws, seed=99)) for s in f.swap if s.rate is not None]
         print(f"\n{metric}: {len(names)} retrievers x {x.shape[1]} queries ({', '.join(names)})")
         print(f"  {ap.sentence(f)}")
         print(f"  tukey: mse {f.mse:.10g} (direct - ours {mse - f.mse:.1e}), df {f.df} (direct {df})")

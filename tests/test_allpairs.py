@@ -85,7 +85,8 @@ def test_identical_and_constant_systems_are_one_group_never_nan():
     r = ap.all_pairs(x, ["a", "b", "c", "d"], alpha=0.05, draws=500, seed=0, swap_draws=50)
     assert all(p.p == 1.0 and p.p_randomized == 1.0 and p.q == 0.0 for p in r.pairs)
     assert r.groups == [["a", "b", "c", "d"]] and r.discriminative_power == {"tukey": 0.0, "randomized": 0.0}
-    assert all(s.rate == 0.0 for s in r.swap)
+    # every draw ties every pair on the first set: no order to keep or swap, the rate is undefined
+    assert all(s.rate is None and s.first_tie_share == 1.0 for s in r.swap) and r.n_for_5pct is None
     json.dumps(r.to_json(), allow_nan=False)
     # perfectly additive: every query moves every system alike, mse 0, the differences are certain
     y = np.array([[0.1, 0.5, 0.9], [0.2, 0.6, 1.0], [0.4, 0.8, 1.2]])
@@ -158,20 +159,25 @@ def test_letters_order_best_first():
     groups = ap.letter_groups(names, [0.1, 0.5, 0.9], {frozenset(("low", "top"))})
     assert groups == [["top", "mid"], ["mid", "low"]]
     assert ap.letters(names, groups) == {"low": "b", "mid": "ab", "top": "a"}
-    assert [ap.letter(i) for i in (0, 25, 26, 27)] == ["a", "z", "aa", "ab"]
+    assert ap.codes(3) == ["a", "b", "c"] and ap.codes(26)[-1] == "z"
+    assert ap.codes(28)[:2] == ["aa", "ab"] and ap.codes(28)[-1] == "bb" and len(ap.codes(677)[-1]) == 3
 
 
 # ---------------------------------------------------------------------- swap rate
 def simulate_swaps(x: np.ndarray, n: int, draws: int, seed: int) -> float:
-    """One draw at a time: two disjoint sets by rng.choice, every pair's sign on each."""
+    """One draw at a time: two disjoint sets by rng.choice, every pair's sign on each; a pair tied on
+    the first set left out, one tied on the second only half a swap."""
     rng = np.random.default_rng(seed)
     k, total = x.shape
-    swaps = cells = 0
+    swaps = cells = 0.0
     for _ in range(draws):
         pick = rng.choice(total, 2 * n, replace=False)
         a, b = x[:, pick[:n]].mean(axis=1), x[:, pick[n:]].mean(axis=1)
         for i, j in combinations(range(k), 2):
-            swaps += (a[i] - a[j]) * (b[i] - b[j]) < -1e-12
+            da, db = a[i] - a[j], b[i] - b[j]
+            if abs(da) <= 1e-12:
+                continue
+            swaps += 0.5 if abs(db) <= 1e-12 else float(da * db < 0)
             cells += 1
     return swaps / cells
 
@@ -183,7 +189,7 @@ def test_swap_rate_against_an_independent_simulation():
     points = ap.swap_rates(x, [5, 20, 60], 1000, seed=3)
     for p in points:
         assert p.rate == pytest.approx(simulate_swaps(x, p.n, 1000, seed=11), abs=0.03)
-        assert sum(b["count"] for b in p.bins) == 1000 * 6
+        assert sum(b["count"] for b in p.bins) + p.first_ties == 1000 * 6 == p.cells
     assert points[0].rate > points[-1].rate  # larger sets swap less
     with pytest.raises(ValueError):
         ap.swap_rates(x, [61], 10, 0)

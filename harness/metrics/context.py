@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.metrics.registry import register
+from harness.metrics.registry import UNIT, register
 
 
 def _as_covers(cov: np.ndarray, n: int | None = None, *, units: bool = True) -> np.ndarray:
@@ -145,27 +145,27 @@ class ContextInput:
     covers: list[np.ndarray]
 
 
-@register("recall_tok", cutoff="required", source="context", unit="tok")
+@register("recall_tok", cutoff="required", source="context", unit="tok", bounds=UNIT)
 def _recall_tok(ctx: ContextInput, k: int) -> np.ndarray:
     """recall@Ntok = |units covered by the chunks that fit whole in N tokens| / n_units
     (chunks taken in rank order, stopping at the first that does not fit; see recall_at_tokens)."""
     return recall_at_tokens(ctx.tokens, ctx.covers, k)
 
 
-@register("precision_tok", cutoff="required", source="context", unit="tok")
+@register("precision_tok", cutoff="required", source="context", unit="tok", bounds=UNIT)
 def _precision_tok(ctx: ContextInput, k: int) -> np.ndarray:
     """precision@Ntok = tokens of relevant chunks in the N-token context / tokens in it
     (see precision_at_tokens)."""
     return precision_at_tokens(ctx.tokens, ctx.covers, k)
 
 
-@register("context_precision", cutoff="required", source="context")
+@register("context_precision", cutoff="required", source="context", bounds=UNIT)
 def _context_precision(ctx: ContextInput, k: int) -> np.ndarray:
     """context_precision@k = relevant chunks in the top min(k, n) / min(k, n) (see context_precision)."""
     return context_precision(ctx.covers, k)
 
 
-@register("context_recall", cutoff="required", source="context")
+@register("context_recall", cutoff="required", source="context", bounds=UNIT)
 def _context_recall(ctx: ContextInput, k: int) -> np.ndarray:
     """context_recall@k = units covered by the top k chunks / n_units (see context_recall)."""
     return context_recall(ctx.covers, k)

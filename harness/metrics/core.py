@@ -16,11 +16,12 @@ retrieved); nothing is rounded.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from harness.metrics.registry import Metric, register, spec
+from harness.metrics.registry import UNIT, Metric, register, spec
 
 
 def _log_ranks(n: int) -> np.ndarray:
@@ -200,13 +201,13 @@ class Ranked:
 # Each is declared once: its @register line (name, aliases, cutoff rule, inputs) and its formula.
 
 
-@register("hit_rate", cutoff="optional", aliases=("hitrate", "hit", "success"))
+@register("hit_rate", cutoff="optional", aliases=("hitrate", "hit", "success"), bounds=UNIT)
 def hit_rate(r: Ranked, k: int | None) -> np.ndarray:
     """1 if any relevant doc is in the top k (trec_eval success.k): ``hit_rate@k = 1[rel_k > 0]``."""
     return (r.found(k) > 0).astype(np.float64)
 
 
-@register("mrr", cutoff="optional", aliases=("recip_rank", "rr"))
+@register("mrr", cutoff="optional", aliases=("recip_rank", "rr"), bounds=UNIT)
 def mrr(r: Ranked, k: int | None) -> np.ndarray:
     """Reciprocal rank of the first relevant doc within the top k, else 0 (trec_eval recip_rank).
 
@@ -218,19 +219,19 @@ def mrr(r: Ranked, k: int | None) -> np.ndarray:
     return np.where(has, 1.0 / (first + 1.0), 0.0)
 
 
-@register("precision", cutoff="required", aliases=("p",))
+@register("precision", cutoff="required", aliases=("p",), bounds=UNIT)
 def precision(r: Ranked, k: int | None) -> np.ndarray:
     """Relevant in the top k divided by k, even when fewer were retrieved (trec_eval P.k): ``rel_k / k``."""
     return r.found(k) / float(k)
 
 
-@register("recall", cutoff="optional", aliases=("r",))
+@register("recall", cutoff="optional", aliases=("r",), bounds=UNIT)
 def recall(r: Ranked, k: int | None) -> np.ndarray:
     """Relevant in the top k over all relevant judged (trec_eval recall.k): ``rel_k / R``."""
     return _safe_div(r.found(k), r.num_rel)
 
 
-@register("hits", cutoff="optional")
+@register("hits", cutoff="optional", bounds=(0.0, math.inf))
 def hits(r: Ranked, k: int | None) -> np.ndarray:
     """Number of relevant docs in the top k, a count (ranx hits@k): ``hits@k = rel_k``.
 
@@ -239,7 +240,7 @@ def hits(r: Ranked, k: int | None) -> np.ndarray:
     return r.found(k).copy()
 
 
-@register("ndcg", cutoff="optional", aliases=("ndcg_cut",), ideal=True)
+@register("ndcg", cutoff="optional", aliases=("ndcg_cut",), ideal=True, bounds=UNIT)
 def ndcg(r: Ranked, k: int | None) -> np.ndarray:
     """nDCG with linear gain = grade (trec_eval ndcg_cut.k / ndcg).
 
@@ -249,7 +250,7 @@ def ndcg(r: Ranked, k: int | None) -> np.ndarray:
     return _ndcg(r, k, exponential=False)
 
 
-@register("ndcg_exp", cutoff="optional", aliases=("ndcg_burges",), ideal=True)
+@register("ndcg_exp", cutoff="optional", aliases=("ndcg_burges",), ideal=True, bounds=UNIT)
 def ndcg_exp(r: Ranked, k: int | None) -> np.ndarray:
     """nDCG with exponential gain 2^grade - 1 (ranx ndcg_burges).
 
@@ -264,7 +265,7 @@ def _ndcg(r: Ranked, k: int | None, exponential: bool) -> np.ndarray:
     return _safe_div(r.gain_terms(exponential).sum_to(k), idcg[:, -1] if width else np.zeros(r.nq))
 
 
-@register("map", cutoff="optional", aliases=("ap", "map_cut"))
+@register("map", cutoff="optional", aliases=("ap", "map_cut"), bounds=UNIT)
 def average_precision(r: Ranked, k: int | None) -> np.ndarray:
     """Average precision, cut at k (trec_eval map_cut.k; ``map``: the whole ranking).
 
@@ -273,14 +274,14 @@ def average_precision(r: Ranked, k: int | None) -> np.ndarray:
     return _safe_div(r.precision_terms().sum_to(k), r.num_rel)
 
 
-@register("r_precision", cutoff="none", aliases=("rprec", "r-precision", "rprecision"))
+@register("r_precision", cutoff="none", aliases=("rprec", "r-precision", "rprecision"), bounds=UNIT)
 def r_precision(r: Ranked, k: int | None) -> np.ndarray:
     """Relevant in the top R over R, R = number of relevant judged (trec_eval Rprec): ``rel_R / R``."""
     within = r.rel_cols < r.num_rel[r.rel_rows]
     return _safe_div(np.bincount(r.rel_rows[within], minlength=r.nq).astype(np.float64), r.num_rel)
 
 
-@register("judged", cutoff="optional", judged=True)
+@register("judged", cutoff="optional", judged=True, bounds=UNIT)
 def judged(r: Ranked, k: int | None) -> np.ndarray:
     """Share of the top k that carries any judgment, whatever its grade (ir_measures Judged@k).
 
@@ -293,7 +294,7 @@ def judged(r: Ranked, k: int | None) -> np.ndarray:
     return _safe_div(count, n if k is None else np.minimum(n, float(k)))
 
 
-@register("bpref", cutoff="none", judged=True)
+@register("bpref", cutoff="none", judged=True, bounds=UNIT)
 def bpref(r: Ranked, k: int | None) -> np.ndarray:
     """Binary preference: how many judged non-relevant docs are ranked above each relevant one
     (trec_eval bpref, Buckley & Voorhees 2004); unjudged documents are skipped, not counted wrong.

@@ -31,7 +31,7 @@ log = logging.getLogger("harness")
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
-@register("ild", cutoff="required", source="embeddings")
+@register("ild", cutoff="required", source="embeddings", bounds=(0.0, 2.0))
 def ild(embeddings_topk: np.ndarray) -> float:
     """Intra-list diversity: mean pairwise cosine distance among the top-k documents (needs embeddings).
 

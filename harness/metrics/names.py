@@ -14,10 +14,10 @@ from typing import Any
 
 from harness import defaults
 from harness.metrics import context, core, diversity  # noqa: F401 - their @register lines fill the registry
-from harness.metrics.registry import Metric, parse_metric, parse_metrics, specs, valid_names
+from harness.metrics.registry import Metric, bounds_of, parse_metric, parse_metrics, specs, valid_names
 
 # KINDS and DEFAULT_METRICS: deprecated, given by __getattr__ below for one release
-__all__ = ["DEFAULT_METRICS", "KINDS", "Metric", "parse_metric", "parse_metrics", "valid_names"]  # noqa: F822
+__all__ = ["DEFAULT_METRICS", "KINDS", "Metric", "bounds_of", "parse_metric", "parse_metrics", "valid_names"]  # noqa: F822
 
 
 def metric_key(name: str) -> str:

@@ -53,6 +53,9 @@ class MetricSpec:
     judged: bool = False
     #: written after the cutoff: ``recall@512tok`` is kind ``recall_tok`` (unit ``tok``), cutoff 512
     unit: str = ""
+    #: the values the formula can give, ``(low, high)`` (None: not declared, only finiteness is checked);
+    #: a results file holding a value outside is an edited one, refused on load
+    bounds: tuple[float, float] | None = None
 
     @property
     def needs_embeddings(self) -> bool:
@@ -99,6 +102,7 @@ def register(
     ideal: bool = False,
     judged: bool = False,
     unit: str = "",
+    bounds: tuple[float, float] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare the decorated function as the compute function of metric ``kind``.
 
@@ -119,12 +123,25 @@ def register(
                 raise ValueError(f"metric name {n!r} is registered twice")
         if not (fn.__doc__ or "").strip():
             raise ValueError(f"metric {kind!r}: its compute function needs the formula as a docstring")
-        _SPECS[kind] = MetricSpec(kind, fn, cutoff, source, tuple(aliases), ideal, judged, unit)
+        _SPECS[kind] = MetricSpec(kind, fn, cutoff, source, tuple(aliases), ideal, judged, unit, bounds)
         for a in aliases:
             _ALIASES[a] = kind
         return fn
 
     return decorate
+
+
+#: the bounds of a share (most metrics)
+UNIT = (0.0, 1.0)
+
+
+def bounds_of(name: str) -> tuple[float, float] | None:
+    """The declared range of the values of metric ``name`` (``ndcg@10``); None for a name this
+    registry does not know (a metric of a plugin not loaded) or a metric that declares none."""
+    try:
+        return parse_metric(name).spec.bounds
+    except (ValueError, KeyError):
+        return None
 
 
 def specs() -> Mapping[str, MetricSpec]:

@@ -165,9 +165,7 @@ class Results(BaseModel):
     def costs(self) -> dict[str, Cost]:
         return self._costs
 
-    def attach(
-        self, runs: Mapping[str, Run], qrels: Qrels | None, costs: Mapping[str, Cost] | None = None
-    ) -> Results:
+    def attach(self, runs: Mapping[str, Run], qrels: Qrels | None, costs: Mapping[str, Cost] | None = None) -> Results:
         self._runs, self._qrels = dict(runs), qrels
         if costs is not None:
             self._costs = dict(costs)
@@ -309,6 +307,7 @@ class Results(BaseModel):
             _check_finite_v1(data, file)  # after the upgrade a cell schema 1 lacks is NaN: check the file's own
         else:
             res._check_finite(file)
+        res._check_bounds(file)
         res._folder = file.parent
         return res
 
@@ -325,6 +324,37 @@ class Results(BaseModel):
                 if bad.size:
                     raise InputError(
                         "not a finite number", path=source, field=f"per_query.{r}.{self.query_ids[int(bad[0])]}.{m}"
+                    )
+
+    def _check_bounds(self, source: Any) -> None:
+        """Every per-query and summary value inside its metric's declared range (an nDCG in [0, 1]):
+        the harness writes none outside, so one read here is an edited file (and would make every
+        statistic after it meaningless); the first is named by retriever, query and metric."""
+        from harness.metrics.names import bounds_of
+
+        def outside(v: np.ndarray, low: float, high: float) -> np.ndarray:
+            return np.flatnonzero((v < low - _SLACK) | (v > high + _SLACK))
+
+        for r, cols in self.per_query.items():
+            for m, v in cols.items():
+                lim = bounds_of(m)
+                bad = outside(np.asarray(v, dtype=np.float64), *lim) if lim else ()
+                if len(bad):
+                    raise InputError(
+                        f"retriever {r!r}, metric {m}, query {self.query_ids[int(bad[0])]!r}: {v[int(bad[0])]!r} is "
+                        f"outside {m}'s range [{lim[0]:g}, {lim[1]:g}] (an edited file?)",
+                        path=source,
+                        field=f"per_query.{r}.{m}",
+                    )
+        for r, ms in self.summary.items():
+            for m, v in ms.items():
+                lim = bounds_of(m)
+                if lim and not lim[0] - _SLACK <= v <= lim[1] + _SLACK:
+                    raise InputError(
+                        f"retriever {r!r}, metric {m}: mean {v!r} is outside {m}'s range [{lim[0]:g}, {lim[1]:g}] "
+                        "(an edited file?)",
+                        path=source,
+                        field=f"summary.{r}.{m}",
                     )
 
     @classmethod
@@ -354,6 +384,9 @@ class Results(BaseModel):
                     raise InputError(f"{len(v)} values for {n} query_ids", path=source, field=f"per_query.{r}.{m}")
         return res
 
+
+#: rounding a metric's formula may leave past its bounds (an nDCG of 1 + 2e-16): not an edited value
+_SLACK = 1e-9
 
 #: schema 1's per-query shape, and what a file labelled schema 1 holds instead (a schema 2 body, say)
 _V1_SHAPE = (

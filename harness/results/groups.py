@@ -24,8 +24,12 @@ if TYPE_CHECKING:
 DRAWS = 10_000
 #: permuted scores one metric's letters may cost (about a second); the fewest draws, however large
 BUDGET, MIN_DRAWS = 50_000_000, 1_000
-#: draws of two disjoint query sets per set size behind the page's swap-rate curve
-SWAP_DRAWS = 200
+#: the most draws behind a table's letters: an alpha that needs more (below 1e-6) gets no letters
+MAX_DRAWS = 1_000_000
+#: draws of two disjoint query sets per set size behind the page's swap-rate curve: those of ``harness power
+#: --all-pairs`` (same seed and sizes, so the same rates as its JSON) unless draws x queries x sizes would
+#: pass :data:`BUDGET`, then fewer (never under :data:`MIN_SWAP_DRAWS`)
+SWAP_DRAWS, MIN_SWAP_DRAWS = 1_000, 200
 #: the fewest retrievers the groups are drawn for (two: the baseline test of the table applies)
 MIN_RETRIEVERS = 3
 
@@ -66,23 +70,37 @@ def draws_for(x: np.ndarray) -> int:
     return max(MIN_DRAWS, min(DRAWS, BUDGET // max(1, x.size)))
 
 
+def alpha_of(results: Results) -> float:
+    """The alpha the results were computed with (the config's ``stats.alpha``), else the default."""
+    stats = (results.manifest.get("config") or {}).get("stats")
+    alpha = stats.get("alpha") if isinstance(stats, dict) else None
+    ok = isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1
+    return float(alpha) if ok else defaults.ALPHA
+
+
+def separation(results: Results, names: list[str], metric: str, alpha: float) -> ap.AllPairs | None:
+    """The randomized Tukey HSD and letter groups of ``names`` (two or more) on ``metric``, with the
+    draws and seed of the table's letters (so a verdict drawn from it agrees with the letters the
+    folder's table shows); None without per-query scores of every one. Cached per (names, metric, alpha)."""
+    cache: dict[Any, Any] = results._all_pairs
+    key = (tuple(names), metric, alpha)
+    if key not in cache:
+        x = matrix(results, metric, names) if len(names) >= 2 else None
+        # at least the draws alpha needs (no randomized p is below 1 / (draws + 1)); none past MAX_DRAWS
+        draws = None if x is None else max(draws_for(x), ap.min_draws(alpha))
+        cache[key] = None if x is None or draws > MAX_DRAWS else ap.all_pairs(
+            x, names, alpha=alpha, draws=draws, seed=seed_of(results), parametric=False
+        )  # fmt: skip
+    return cache[key]
+
+
 def table_groups(results: Results, names: list[str], metrics: list[str], alpha: float) -> dict[str, ap.AllPairs]:
     """Per metric, the randomized Tukey HSD and letter groups of ``names`` (empty below
     :data:`MIN_RETRIEVERS`); cached per (names, metric, alpha)."""
     if len(names) < MIN_RETRIEVERS:
         return {}
-    cache: dict[Any, Any] = results._all_pairs
-    out = {}
-    for m in metrics:
-        key = (tuple(names), m, alpha)
-        if key not in cache:
-            x = matrix(results, m, names)
-            cache[key] = None if x is None else ap.all_pairs(
-                x, names, alpha=alpha, draws=draws_for(x), seed=seed_of(results), parametric=False
-            )  # fmt: skip
-        if cache[key] is not None:
-            out[m] = cache[key]
-    return out
+    figures = {m: separation(results, names, m, alpha) for m in metrics}
+    return {m: f for m, f in figures.items() if f is not None}
 
 
 def swap_curve(results: Results, names: list[str], metric: str) -> list[ap.SwapPoint]:
@@ -95,8 +113,17 @@ def swap_curve(results: Results, names: list[str], metric: str) -> list[ap.SwapP
     if key not in cache:
         x = matrix(results, metric, names)
         sizes = ap.default_sizes(x.shape[1]) if x is not None else []
-        cache[key] = ap.swap_rates(x, sizes, SWAP_DRAWS, seed_of(results)) if sizes and x is not None else []
+        if x is None or not sizes:
+            cache[key] = []
+        else:
+            cache[key] = ap.swap_rates(x, sizes, swap_draws_for(x, sizes), seed_of(results))
     return cache[key]
+
+
+def swap_draws_for(x: np.ndarray, sizes: list[int]) -> int:
+    """Swap-rate draws for a systems x queries matrix: :data:`SWAP_DRAWS`, fewer where draws x queries x
+    sizes would pass :data:`BUDGET`."""
+    return max(MIN_SWAP_DRAWS, min(SWAP_DRAWS, BUDGET // max(1, x.shape[1] * len(sizes))))
 
 
 def sentence_line(metric: str, figures: ap.AllPairs) -> str:

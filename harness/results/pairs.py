@@ -25,8 +25,8 @@ log = logging.getLogger("harness")
 #: the randomized test's draws unless --draws says otherwise (Carterette used 10^4 to 10^5); the table's
 #: letters use as many (and the same seed) where cheap, so that both give the same p-values
 DRAWS = groups.DRAWS
-#: draws of two disjoint query sets per set size for the swap rate
-SWAP_DRAWS = 1_000
+#: draws of two disjoint query sets per set size for the swap rate (the page's chart draws as many)
+SWAP_DRAWS = groups.SWAP_DRAWS
 #: the options of --all-pairs, and what each defaults to (None: "not given")
 OPTIONS = {"draws": DRAWS, "seed": None, "sizes": None, "swap_draws": SWAP_DRAWS, "groups_from": "randomized"}
 #: a bin of the swap rate with fewer (draw, pair) cells than this is shown as a dash (the JSON has it)
@@ -75,6 +75,8 @@ def all_pairs_report(sections: list[tuple[str | None, Any]], o: PairsOptions, al
     plans = []
     for name, results in sections:  # every input checked before any draw is made
         alpha = o.alpha if o.alpha is not None else alpha_of(results)
+        if few := ap.too_few_draws(o.option("draws"), alpha):
+            raise InputError(few, field="--draws")
         names, metrics, matrices, dropped = _matrices(results, o.metrics, name or o.folder)
         if o.sizes is not None:
             n_max = min(x.shape[1] for x in matrices.values()) // 2
@@ -208,6 +210,7 @@ def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int])
             for p in f.pairs
         ]
         out += _table(["a", "b", "Δ (a - b)", "q", "p Tukey", "p rand.", "separated"], body, left=2)
+        out.append(ap.legend(f))
         out.append(
             f"Tukey HSD: mse {f.mse:.6g}, df {f.df:,}; randomized Tukey HSD: {f.draws:,} draws, seed {f.seed}. "
             f"Discriminative power at alpha {f.alpha:g}: Tukey HSD {sep['tukey']}/{len(f.pairs)} "
@@ -221,16 +224,16 @@ def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int])
             ]
             heads = [_bin(b) for b in f.swap[0].bins]
             body = [
-                [str(s.n), f"{s.rate:.3f}", *("—" if b["count"] < FEW else f"{b['rate']:.3f}" for b in s.bins)]
+                [
+                    str(s.n),
+                    "—" if s.rate is None else f"{s.rate:.3f}",
+                    f"{s.first_tie_share:.3f}",
+                    *("—" if b["count"] < FEW else f"{b['rate']:.3f}" for b in s.bins),
+                ]
                 for s in f.swap
             ]
-            out += _table(["n", "all pairs", *heads], body)
-            n5 = f.n_for_5pct
-            out.append(
-                f"swap rate under 5% from n = {n5}" if n5 is not None
-                else f"swap rate not under 5% at any n up to {f.swap[-1].n} (half the queries): the set is too small "
-                "to order these retrievers reliably"
-            )  # fmt: skip
+            out += _table(["n", "all pairs", "tied on 1st", *heads], body)
+            out.append(ap.swap_sentence(f))
     return "\n".join(out) + "\n\n"
 
 

@@ -100,29 +100,65 @@ def binary(m: np.ndarray, threshold: int = 1) -> dict[str, float]:
 
 
 def tau_ap(reference: Sequence[float], estimate: Sequence[float]) -> float:
-    """tau_AP (Yilmaz et al. 2008) of the ranking by ``estimate`` against the ranking by
-    ``reference`` (both: one score per system, higher ranks first).
+    """tau_AP (Yilmaz, Aslam and Robertson, "A new rank correlation coefficient for information
+    retrieval", SIGIR 2008) of the ranking by ``estimate`` against the ranking by ``reference`` (both:
+    one score per system, higher ranks first), with ties as Urbano and Marrero define them ("The
+    treatment of ties in AP correlation", ICTIR 2017). Never depends on the order of the input.
 
-    Walk the estimated ranking from the top; for the system at position i (i = 2..N) let C(i) be
-    how many of the i - 1 systems above it the reference also puts above it. Then
+    Without ties: walk the estimated ranking from the top; for the system at position i (i = 2..N)
+    let C(i) be how many of the i - 1 systems above it the reference also puts above it. Then
     ``tau_AP = 2 / (N - 1) * sum(C(i) / (i - 1)) - 1``: 1 for the same order, -1 for the reverse,
-    and a swap at the top costs more than one at the bottom. Ties in either list are broken by the
-    system's position in the input (an earlier system ranks higher), so the result is defined;
-    NaN for fewer than 2 systems.
+    and a swap at the top costs more than one at the bottom.
+
+    - ties in the estimate only: tau_AP_a, the mean of tau_AP over every order of the tied systems
+      (each system of a tie group at each of the group's positions alike; the accuracy scenario);
+    - ties in the reference: tau_AP_b, ``(t(ref, est) + t(est, ref)) / 2`` where ``t(x, y)`` walks
+      y's tie groups: a system with ``p`` systems strictly above it in y scores the share of those
+      that x puts strictly above it, averaged over the systems not in y's first group (the agreement
+      scenario: neither ranking is the truth);
+    - NaN (undefined, as Kendall's tau is) for fewer than 2 systems or where either scoring is
+      constant (every system tied: no ranking).
     """
     ref = np.asarray(reference, dtype=np.float64)
     est = np.asarray(estimate, dtype=np.float64)
     if ref.shape != est.shape or ref.ndim != 1:
         raise ValueError("two equal-length 1-d score arrays are needed")
     n = ref.size
-    if n < 2:
+    if n < 2 or np.unique(ref).size == 1 or np.unique(est).size == 1:
         return float("nan")
-    idx = np.arange(n)
-    order = np.lexsort((idx, -est))  # estimated ranking, top first
-    ref_rank = np.empty(n, dtype=np.int64)
-    ref_rank[np.lexsort((idx, -ref))] = idx  # position of each system in the reference ranking
-    r = ref_rank[order]
+    if np.unique(ref).size == n:
+        return _tau_ap_a(ref, est)
+    return (_tau_ap_b_half(ref, est) + _tau_ap_b_half(est, ref)) / 2
+
+
+def _groups(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per system, how many systems score strictly higher (``above``) and how many tie with it
+    (itself included: ``size``)."""
+    above = (x[None, :] > x[:, None]).sum(axis=1)
+    size = (x[None, :] == x[:, None]).sum(axis=1)
+    return above, size
+
+
+def _tau_ap_a(ref: np.ndarray, est: np.ndarray) -> float:
+    """tau_AP of a tie-free reference against an estimate with ties: the mean over the orders of each
+    tie group (a system with ``p`` above its group and ``t`` in it is at position ``p + j + 1``,
+    ``j = 0..t-1``, alike; above it: the ``p`` systems above the group, which the reference puts above
+    it or not, and ``j`` of its group, each above it in the reference in half the orders)."""
+    n = ref.size
+    p, t = _groups(est)
     total = 0.0
-    for i in range(1, n):
-        total += np.count_nonzero(r[:i] < r[i]) / i
+    for i in range(n):
+        c = int(((est > est[i]) & (ref > ref[i])).sum())
+        for j in range(int(t[i])):
+            if p[i] + j > 0:
+                total += (c + j / 2) / (p[i] + j) / t[i]
     return float(2 * total / (n - 1) - 1)
+
+
+def _tau_ap_b_half(x: np.ndarray, y: np.ndarray) -> float:
+    """One half of tau_AP_b: walk y's tie groups; each system below y's first group scores the share
+    of the systems strictly above it in y that x also puts strictly above it."""
+    p, _ = _groups(y)
+    below_top = p > 0
+    total = sum(float(((y > y[i]) & (x > x[i])).sum()) / p[i] for i in np.flatnonzero(below_top))
+    return float(2 * total / below_top.sum() - 1)

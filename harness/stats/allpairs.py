@@ -19,7 +19,12 @@ information retrieval experiments", TOIS 2012). Under the null hypothesis that t
 interchangeable, each query's ``k`` scores may be shuffled among the systems. Per draw, every
 query's scores are permuted independently; the statistic is the largest difference between two
 permuted system means, ``max_i mean_i - min_i mean_i``. The p-value of a pair is the share of draws
-whose statistic reaches the observed ``|mean_a - mean_b|``. Comparing each pair with the
+whose statistic reaches the observed ``|mean_a - mean_b|``, counted as Phipson and Smyth ("Permutation
+p-values should never be zero", Stat. Appl. Genet. Mol. Biol. 2010) count it: ``p = (reached + 1) /
+(draws + 1)``, the observed assignment being one of the assignments the null allows. So no p is below
+``1 / (draws + 1)``, and fewer draws than :func:`min_draws` cannot separate any pair at alpha (refused).
+The draws are made and counted chunk by chunk (the exceedances of each pair summed), so memory does not
+grow with the number of draws. Comparing each pair with the
 distribution of the *maximum* difference is what holds the family-wise error at alpha over all
 ``k (k - 1) / 2`` pairs, without the normal assumption of the parametric test.
 
@@ -34,10 +39,22 @@ every pair another group already covers.
 
 **Swap rate** (Voorhees and Buckley, "The effect of topic set size on retrieval experiment error",
 SIGIR 2002): for a set size ``n`` (at most half the queries), draw two disjoint sets of ``n``
-queries; a pair *swaps* when the two sets order it oppositely (``d_A * d_B < 0``, a tie on either
-side is no swap). The rate is the share of (draw, pair) that swap; per bin of ``|d_A|`` (the
-difference seen on the first set, as Voorhees and Buckley bin it) it says how large a difference
-must be before a set of that size orders it reliably.
+queries and, per pair, the differences ``d_A`` and ``d_B`` of its means on each. Ties are counted as
+what they are, never as agreement:
+
+- a draw whose first set ties the pair (``d_A = 0``) has no order to keep or swap: it is left out of
+  the rate and reported apart (``first_half_ties``: its count and share of all draws x pairs), as
+  Voorhees and Buckley keep a difference of 0 out of their bins;
+- of the others, a pair the second set orders oppositely (``d_A * d_B < 0``) is a swap, and one the
+  second set ties (``d_B = 0``) is half a swap (the second set cannot say which is better: a coin
+  would order it wrongly half the time).
+
+The rate is ``(swaps + ties_B / 2) / (draws x pairs with d_A != 0)`` (None where every draw ties on
+the first set); per bin of ``|d_A|`` (the difference seen on the first set, as Voorhees and Buckley
+bin it) the same, which says how large a difference must be before a set of that size orders it
+reliably. ``n_for_5pct`` is the set size of the grid from which the rate stays under 5% at every
+larger size of the grid (None when the largest is not under): a rate that dips under 5% at a small
+``n`` only because most small sets tie is not a set size that suffices.
 
 Everything is numpy-vectorised: permutations are drawn in chunks of a few million scores, so 10,000
 draws over 10 systems x 1,000 queries take about a second.
@@ -46,7 +63,7 @@ draws over 10 systems x 1,000 queries take about a second.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -82,16 +99,50 @@ class Pair:
 
 @dataclass
 class SwapPoint:
-    """The swap rate at one set size ``n`` over ``draws`` pairs of disjoint query sets."""
+    """The swap rate at one set size ``n`` over ``draws`` pairs of disjoint query sets (module doc:
+    ``rate`` over the draws x pairs whose first set differs, None where none does)."""
 
     n: int
     draws: int
-    rate: float
-    #: per bin of |difference on the first set|: ``low``, ``high`` (None: open), ``count``, ``rate``
+    rate: float | None
+    #: per bin of |difference on the first set| (a difference of 0 is in no bin): ``low``, ``high``
+    #: (None: open), ``count``, ``rate``
     bins: list[dict[str, Any]] = field(default_factory=list)
+    #: draws x pairs whose first set ties the pair (left out of ``rate``), and all draws x pairs
+    first_ties: int = 0
+    cells: int = 0
+    #: of the others, how many the second set orders oppositely, and how many it ties (half a swap each)
+    swaps: int = 0
+    second_ties: int = 0
+
+    @property
+    def first_tie_share(self) -> float:
+        """Share of all draws x pairs whose first set ties the pair."""
+        return self.first_ties / self.cells if self.cells else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "draws": self.draws, "rate": self.rate, "bins": self.bins}
+        return {
+            "n": self.n,
+            "draws": self.draws,
+            "rate": self.rate,
+            "swaps": self.swaps,
+            "second_half_ties": self.second_ties,
+            "compared": self.cells - self.first_ties,
+            "first_half_ties": {"count": self.first_ties, "share": self.first_tie_share},
+            "bins": self.bins,
+        }
+
+
+def n_for_target(points: Sequence[SwapPoint], target: float = SWAP_TARGET) -> int | None:
+    """The set size from which the swap rate stays under ``target`` at every larger size of the grid;
+    None when the largest size is not under it (or its rate is undefined)."""
+    found = None
+    for s in points:
+        if s.rate is not None and s.rate < target:
+            found = s.n if found is None else found
+        else:
+            found = None
+    return found
 
 
 @dataclass
@@ -131,8 +182,9 @@ class AllPairs:
 
     @property
     def n_for_5pct(self) -> int | None:
-        """The smallest set size of the grid whose swap rate is under 5%; None when none is."""
-        return next((s.n for s in self.swap if s.rate < SWAP_TARGET), None)
+        """The set size from which the swap rate stays under 5% for every larger size of the grid
+        (:func:`n_for_target`); None when none does."""
+        return n_for_target(self.swap)
 
     @property
     def letters(self) -> dict[str, str]:
@@ -250,41 +302,72 @@ def _table(moving: np.ndarray) -> np.ndarray | None:
     return moving[:, perms].reshape(m * len(perms), k)
 
 
-def max_range_null(scores: Any, draws: int, seed: int) -> np.ndarray:
-    """Per draw, ``max - min`` of the system means after each query's scores are permuted among the
-    systems (the null distribution of the randomized Tukey HSD). Queries whose scores are equal for
-    every system move no mean apart and are left out of the shuffling (the statistic is unchanged)."""
-    x = _matrix(scores)
+def _null_chunks(x: np.ndarray, draws: int, seed: int) -> Iterator[np.ndarray]:
+    """The null distribution of :func:`max_range_null`, chunk by chunk (a few million scores each)."""
     k, n = x.shape
-    if draws < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
     moving = np.ascontiguousarray(x[:, np.ptp(x, axis=0) > 0].T)  # (m, k)
     m = moving.shape[0]
-    out = np.zeros(draws)
     if m == 0:
-        return out
+        yield np.zeros(draws)
+        return
     rng = np.random.default_rng(seed)
     table = _table(moving)
     chunk = max(1, _CHUNK // (m * k))
     for start in range(0, draws, chunk):
-        c = min(chunk, draws - start)
-        sums = _permuted_sums(rng, moving, c, table)
-        out[start : start + c] = (sums.max(axis=1) - sums.min(axis=1)) / n
-    return out
+        sums = _permuted_sums(rng, moving, min(chunk, draws - start), table)
+        yield (sums.max(axis=1) - sums.min(axis=1)) / n
+
+
+def max_range_null(scores: Any, draws: int, seed: int) -> np.ndarray:
+    """Per draw, ``max - min`` of the system means after each query's scores are permuted among the
+    systems (the null distribution of the randomized Tukey HSD). Queries whose scores are equal for
+    every system move no mean apart and are left out of the shuffling (the statistic is unchanged).
+    Kept whole here (``draws`` floats); :func:`randomized_tukey` counts chunk by chunk instead."""
+    x = _matrix(scores)
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    return np.concatenate(list(_null_chunks(x, draws, seed)))
+
+
+def min_draws(alpha: float) -> int:
+    """The fewest draws whose smallest p, ``1 / (draws + 1)``, is under ``alpha``: with fewer, the
+    randomized test cannot separate any pair at alpha, whatever the scores."""
+    b = max(1, math.floor(1 / alpha))
+    while (b + 1) * alpha <= 1:
+        b += 1
+    while b > 1 and b * alpha > 1:
+        b -= 1
+    return b
+
+
+def too_few_draws(draws: int, alpha: float) -> str | None:
+    """Why ``draws`` cannot support ``alpha`` (fewer than :func:`min_draws`), or None when they can."""
+    need = min_draws(alpha)
+    if draws >= need:
+        return None
+    return (
+        f"{draws:,} draw{'' if draws == 1 else 's'} cannot separate a pair at alpha {alpha:g} "
+        f"(no randomized p is below 1 / (draws + 1)): give at least {need:,}"
+    )
 
 
 def randomized_tukey(scores: Any, draws: int, seed: int) -> list[float]:
-    """Per pair (``combinations`` order), the share of draws whose largest permuted mean difference
-    reaches the pair's observed ``|delta|`` (Carterette 2012). A difference of 0 gives 1."""
+    """Per pair (``combinations`` order), ``(reached + 1) / (draws + 1)``: ``reached`` the draws whose
+    largest permuted mean difference reaches the pair's observed ``|delta|`` (Carterette 2012; the +1s
+    of Phipson and Smyth 2010: a p is never 0). A difference of 0 gives 1. The exceedances are counted
+    chunk by chunk: memory does not grow with ``draws``."""
     x = _matrix(scores)
-    null = np.sort(max_range_null(x, draws, seed))
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
     means = x.mean(axis=1)
     tol = _tol(x)
-    out = []
-    for i, j in combinations(range(x.shape[0]), 2):
-        d = abs(float(means[i] - means[j])) - tol  # a draw equal to the observed value counts
-        out.append(float(draws - np.searchsorted(null, d, side="left")) / draws)
-    return out
+    # a draw equal to the observed value counts
+    observed = np.array([abs(float(means[i] - means[j])) - tol for i, j in combinations(range(x.shape[0]), 2)])
+    reached = np.zeros(observed.size, dtype=np.int64)
+    for null in _null_chunks(x, draws, seed):
+        null.sort()
+        reached += null.size - np.searchsorted(null, observed, side="left")
+    return [float((r + 1) / (draws + 1)) for r in reached]
 
 
 # ---------------------------------------------------------------------- groups
@@ -334,23 +417,33 @@ def letter_groups(names: Sequence[str], means: Sequence[float], separated: set[f
     return [[names[i] for i in g] for g in groups]
 
 
-def letter(i: int) -> str:
-    """The ``i``-th group's letter: a..z, then aa, ab, ..."""
-    s = ""
-    i += 1
-    while i:
-        i, r = divmod(i - 1, 26)
-        s = chr(ord("a") + r) + s
-    return s
+def codes(count: int) -> list[str]:
+    """The codes of ``count`` groups, no one of which contains another: ``a`` .. ``z`` up to 26
+    groups; past 26 every code has the same length (``aa``, ``ab``, .. ``zz``, then ``aaa`` ..), so
+    that group 27 is never read as sharing group 1's ``a``."""
+    width = 1
+    while 26**width < count:
+        width += 1
+    out = []
+    for i in range(count):
+        s = ""
+        for _ in range(width):
+            i, r = divmod(i, 26)
+            s = chr(ord("a") + r) + s
+        out.append(s)
+    return out
 
 
 def letters(names: Sequence[str], groups: Sequence[Sequence[str]]) -> dict[str, str]:
-    """Name -> the letters of the groups it belongs to (``a`` is the first group)."""
-    out = dict.fromkeys(names, "")
-    for g, members in enumerate(groups):
+    """Name -> the codes of the groups it belongs to (``a`` is the first group): written together
+    (``ab``) while every code is one letter, joined by ``,`` past 26 groups (``aa,ab``), so that no
+    retriever's letters contain a code of a group it is not in."""
+    out: dict[str, list[str]] = {name: [] for name in names}
+    for code, members in zip(codes(len(groups)), groups):
         for name in members:
-            out[name] += letter(g)
-    return out
+            out[name].append(code)
+    sep = "" if len(groups) <= 26 else ","
+    return {name: sep.join(c) for name, c in out.items()}
 
 
 # ---------------------------------------------------------------------- swap rate
@@ -371,7 +464,8 @@ def swap_rates(
     """Voorhees-Buckley swap rates of every pair at each set size (see module doc)."""
     x = _matrix(scores)
     k, total = x.shape
-    ia, ib = (np.array(v, dtype=np.intp) for v in zip(*combinations(range(k), 2))) if k > 1 else ([], [])
+    pairs = list(combinations(range(k), 2))
+    ia, ib = (np.array([p[i] for p in pairs], dtype=np.intp) for i in (0, 1))
     rng = np.random.default_rng(seed)
     tol = _tol(x)
     out = []
@@ -379,9 +473,9 @@ def swap_rates(
         if not (1 <= n <= total // 2):
             raise ValueError(f"set size {n} is not in 1..{total // 2} (half of {total} queries)")
         chunk = max(1, _CHUNK // (2 * n * k + total))
-        swaps = 0
-        counts = np.zeros(len(edges) - 1, dtype=np.int64)
-        bin_swaps = np.zeros(len(edges) - 1, dtype=np.int64)
+        nb = len(edges) - 1
+        counts, bin_swaps, bin_ties = (np.zeros(nb, dtype=np.int64) for _ in range(3))
+        first_ties = 0
         for start in range(0, draws, chunk):
             c = min(chunk, draws - start)
             # the n smallest of c x total uniform keys are set A, the next n set B: two disjoint
@@ -390,24 +484,29 @@ def swap_rates(
             ma = x[:, order[:, :n]].mean(axis=2)  # (k, c)
             mb = x[:, order[:, n : 2 * n]].mean(axis=2)
             da, db = ma[ia] - ma[ib], mb[ia] - mb[ib]  # (pairs, c)
-            da = np.where(np.abs(da) <= tol, 0.0, da)
-            db = np.where(np.abs(db) <= tol, 0.0, db)
-            swap = da * db < 0
-            swaps += int(swap.sum())
-            which = np.clip(np.searchsorted(np.asarray(edges[1:-1]), np.abs(da), side="right"), 0, len(counts) - 1)
-            counts += np.bincount(which.ravel(), minlength=len(counts))
-            bin_swaps += np.bincount(which.ravel(), weights=swap.ravel(), minlength=len(counts)).astype(np.int64)
-        cells = max(1, draws * len(ia))
+            differs = np.abs(da) > tol
+            first_ties += int((~differs).sum())
+            da, db = da[differs], db[differs]
+            tie_b = np.abs(db) <= tol
+            swap = (da * db < 0) & ~tie_b
+            which = np.clip(np.searchsorted(np.asarray(edges[1:-1]), np.abs(da), side="right"), 0, nb - 1)
+            counts += np.bincount(which, minlength=nb)
+            bin_swaps += np.bincount(which[swap], minlength=nb)
+            bin_ties += np.bincount(which[tie_b], minlength=nb)
+        cells = draws * len(ia)
+        compared = int(counts.sum())
+        swaps, ties = int(bin_swaps.sum()), int(bin_ties.sum())
         bins = [
             {
                 "low": float(edges[b]),
                 "high": None if math.isinf(edges[b + 1]) else float(edges[b + 1]),
                 "count": int(counts[b]),
-                "rate": float(bin_swaps[b] / counts[b]) if counts[b] else None,
+                "rate": float((bin_swaps[b] + bin_ties[b] / 2) / counts[b]) if counts[b] else None,
             }
-            for b in range(len(counts))
+            for b in range(nb)
         ]
-        out.append(SwapPoint(int(n), int(draws), swaps / cells, bins))
+        rate = (swaps + ties / 2) / compared if compared else None
+        out.append(SwapPoint(int(n), int(draws), rate, bins, first_ties, int(cells), swaps, ties))
     return out
 
 
@@ -452,4 +551,34 @@ def sentence(result: AllPairs) -> str:
     return (
         f"with {result.n:,} queries this set separates {separated} of {len(result.pairs)} pairs at alpha "
         f"{result.alpha:g} ({test}); groups: {groups}"
+    )
+
+
+def swap_sentence(result: AllPairs) -> str:
+    """What the swap rate says about the set size, and which differences it holds for: ``n_for_5pct``
+    (the size from which every larger size of the grid is under 5%) or that none is."""
+    if not result.swap:
+        return ""
+    tied = sum(s.first_ties for s in result.swap) / max(1, sum(s.cells for s in result.swap))
+    which = (
+        "for pairs whose means differ on the first set (a tie on the second counts half a swap; "
+        f"{tied:.0%} of draws x pairs tie on the first set and are left out)"
+    )
+    n5 = result.n_for_5pct
+    if n5 is not None:
+        return f"swap rate under 5% from n = {n5} on, at every larger n of the grid, {which}"
+    return (
+        f"swap rate not under 5% at n = {result.swap[-1].n}, the largest n of the grid, {which}: the set is too "
+        "small to order these retrievers reliably"
+    )
+
+
+def legend(result: AllPairs) -> str:
+    """What the columns of ``harness power --all-pairs`` mean: the group letters and ``q``."""
+    test = "randomized Tukey HSD" if result.groups_from == "randomized" else "Tukey HSD"
+    return (
+        f"group: retrievers that share a letter are not separated at alpha {result.alpha:g} by the {test}; "
+        "no shared letter: separated (a is the group of the best mean). q: the studentized range "
+        "|Δ| / sqrt(mse / n), what the Tukey HSD refers to its distribution for k means; p rand.: "
+        "(draws reaching |Δ| + 1) / (draws + 1)."
     )

@@ -218,7 +218,37 @@ def systems(synthetic: Any, human: Any, metrics: Sequence[str] | None = None, se
             delta = synthetic.summary[r][m] - human.summary[r][m]
             out["gap"][r][m] = {"delta": float(delta), "low": float(lo), "high": float(hi)}
     out["picked"] = {m: [_best(out["systems"], m, 0), _best(out["systems"], m, 1)] for m in common}
+    out["verdict"] = {m: verdict(synthetic, human, names, m, out["picked"][m]) for m in common}
     return out
+
+
+def _top_separated(results: Any, names: list[str], metric: str, best: list[str]) -> bool:
+    """Whether one retriever has the best mean and the all-pairs test of that folder (the letters
+    of its table: randomized Tukey HSD at its alpha) separates it from every other retriever."""
+    from harness.results import groups
+
+    figures = groups.separation(results, names, metric, groups.alpha_of(results))
+    if figures is None or len(best) != 1:
+        return False
+    return all(figures.separates(p) for p in figures.pairs if best[0] in (p.a, p.b))
+
+
+def verdict(synthetic: Any, human: Any, names: list[str], metric: str, picked: list[list[str]]) -> dict[str, Any]:
+    """ "Would this set have picked the same retriever?": ``yes`` / ``no`` only where each set's best
+    retriever is separated from all the others by the separation the harness computes for the table's
+    letters; otherwise it does not say (``same`` None), whatever the means' order: a 0.0002 lead that no
+    test separates picks nothing."""
+    sep = [_top_separated(res, names, metric, best) for res, best in zip((synthetic, human), picked)]
+    if all(sep):
+        same = picked[0] == picked[1]
+        text = "yes" if same else "no"
+    else:
+        same = None
+        text = (
+            "neither set separates the top retrievers" if not any(sep)
+            else f"the {'synthetic' if not sep[0] else 'human'} set does not separate the top retrievers"
+        )  # fmt: skip
+    return {"same": same, "text": text, "separated": {"synthetic": sep[0], "human": sep[1]}}
 
 
 def _best(systems: Mapping[str, Any], metric: str, side: int) -> list[str]:

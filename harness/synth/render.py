@@ -87,7 +87,7 @@ def render(report: Mapping[str, Any]) -> str:
             lines.append(f"{name:<24}{cells}")
         for m in metrics:
             best_s, best_h = report["picked"][m]
-            same = "yes" if best_s == best_h else "no"
+            same = report["verdict"][m]["text"] if "verdict" in report else ("yes" if best_s == best_h else "no")
             lines.append(
                 f"would this set have picked the same retriever on {m}? {same} (synthetic: {' = '.join(best_s)}, "
                 f"human: {' = '.join(best_h)}); tau {_f(report['tau'][m])}, tau_AP {_f(report['tau_ap'][m])}"

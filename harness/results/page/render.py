@@ -156,7 +156,8 @@ def _swap_section(results: Results, table: ComparisonTable) -> str:
     if metric is None:
         return ""
     names = [r.name for r in table.ok_rows]
-    return summary.swap_chart(metric, groups.swap_curve(results, names, metric), groups.SWAP_DRAWS)
+    points = groups.swap_curve(results, names, metric)
+    return summary.swap_chart(metric, points, points[0].draws if points else groups.SWAP_DRAWS)
 
 
 def write_page(

@@ -28,6 +28,7 @@ from harness.results.table import (
     lead_cells,
     lead_header,
 )
+from harness.stats.allpairs import n_for_target
 
 if TYPE_CHECKING:
     from harness.results import Results
@@ -197,12 +198,15 @@ SWAP_M = (52, 12, 12, 36)
 def swap_chart(metric: str, points: Sequence[Any], draws: int) -> str:
     """The swap rate against the set size as an inline SVG (no script, no style attribute: the page's
     policy allows neither), with the 5% line; empty without points. Each point's ``<title>`` is its
-    figure; a table under it carries the same numbers for a reader without the chart."""
+    figure; a table under it carries the same numbers for a reader without the chart. A size whose
+    rate is undefined (every draw tied on the first set) has no point; the caption says from which
+    size the rate stays under 5% (``n_for_5pct`` of ``harness power --all-pairs``)."""
     if not points:
         return ""
     left, right, top, bottom = SWAP_M
     n_max = max(p.n for p in points)
-    y_max = max(0.1, math.ceil(max(p.rate for p in points) * 10) / 10)
+    drawn = [p for p in points if p.rate is not None]
+    y_max = max(0.1, math.ceil(max((p.rate for p in drawn), default=0.0) * 10) / 10)
     w, h = SWAP_W - left - right, SWAP_H - top - bottom
 
     def xy(n: float, rate: float) -> tuple[float, float]:
@@ -218,31 +222,44 @@ def swap_chart(metric: str, points: Sequence[Any], draws: int) -> str:
         f'<line class="target" x1="{left}" x2="{left + w}" y1="{y5:.1f}" y2="{y5:.1f}" stroke="#cf222e" '
         'stroke-dasharray="4 3"/>'
     )
-    coords = [xy(p.n, p.rate) for p in points]
+    coords = [xy(p.n, p.rate) for p in drawn]
     out.append(
         '<polyline fill="none" stroke="#0969da" stroke-width="2" points="'
         + " ".join(f"{x:.1f},{y:.1f}" for x, y in coords)
         + '"/>'
     )
-    for p, (x, y) in zip(points, coords):
+    for p, (x, y) in zip(drawn, coords):
         out.append(
             f'<circle class="pt" data-n="{p.n}" data-rate="{p.rate:.4f}" cx="{x:.1f}" cy="{y:.1f}" r="3.5" '
             f'fill="#0969da"><title>n = {p.n}: swap rate {p.rate:.3f}</title></circle>'
         )
+    for p in points:
+        x, _ = xy(p.n, 0)
         out.append(f'<text x="{x:.1f}" y="{top + h + 16}" text-anchor="middle">{p.n}</text>')
     out.append(f'<text x="{left + w / 2:.1f}" y="{SWAP_H - 4}" text-anchor="middle">queries per set (n)</text>')
     mid = top + h / 2
     out.append(f'<text x="12" y="{mid:.1f}" text-anchor="middle" transform="rotate(-90 12 {mid:.1f})">swap rate</text>')
     out.append("</svg>")
-    rows = "".join(f"<tr><th scope=row>{p.n}</th><td>{p.rate:.3f}</td></tr>" for p in points)
+    rows = "".join(
+        f"<tr><th scope=row>{p.n}</th><td>{'—' if p.rate is None else f'{p.rate:.3f}'}</td>"
+        f"<td>{p.first_tie_share:.3f}</td></tr>"
+        for p in points
+    )
+    n5 = n_for_target(points)
+    under = (
+        f"Under 5% from n = {n5} on, at every larger n. " if n5 is not None
+        else f"Not under 5% at n = {points[-1].n}, the largest n: too few queries to order these retrievers reliably. "
+    )  # fmt: skip
     caption = (
         f"Swap rate on {metric}: the share of retriever pairs that two disjoint sets of n queries order oppositely "
-        f"({draws:,} draws per n; Voorhees and Buckley, SIGIR 2002). Dashed: 5%. "
-        "harness power DIR --all-pairs gives it per bin of the difference, with more draws."
+        f"({draws:,} draws per n; Voorhees and Buckley, SIGIR 2002), over the pairs whose means differ on the first "
+        f"set (a tie on the second counts half a swap). Dashed: 5%. {under}"
+        "harness power DIR --all-pairs gives it per bin of the difference."
     )
     return (
         f'<section id="swap"><h3>Would another set order them the same way?</h3><figure>{"".join(out)}'
         f"<figcaption>{text(caption)}</figcaption></figure>"
         '<details><summary>The numbers</summary><table class="num"><thead><tr><th scope=col>n</th>'
-        f"<th scope=col>swap rate</th></tr></thead><tbody>{rows}</tbody></table></details></section>"
+        "<th scope=col>swap rate</th><th scope=col>tied on the first set</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></details></section>"
     )
