@@ -112,9 +112,11 @@ def draw(
     *,
     groups: Iterable[Sequence[int]] = (),
     exclude: Iterable[int] = (),
+    without_words: Iterable[int] = (),
     strata: int = STRATA,
 ) -> Draw:
-    """Draw ``n`` positions of a corpus of ``len(lengths)`` documents (see the module docstring).
+    """Draw ``n`` positions of a corpus of ``len(lengths)`` documents (see the module docstring);
+    ``without_words``: positions of documents with no word (never candidates, counted apart).
     :class:`~harness.errors.InputError` when fewer than ``n`` can be drawn."""
     size = len(lengths)
     if size == 0:
@@ -128,7 +130,10 @@ def draw(
     ex = list(exclude)
     if ex:
         excluded[np.asarray(ex, dtype=np.int64)] = True
-    wordless = np.asarray(lengths) <= 0
+    wordless = np.zeros(size, dtype=bool)
+    empty = list(without_words)
+    if empty:
+        wordless[np.asarray(empty, dtype=np.int64)] = True
     eligible = np.flatnonzero(~excluded & ~wordless)
     # one candidate per unit: its eligible members in position order, one picked by a uniform draw
     members: dict[int, list[int]] = {}

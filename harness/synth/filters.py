@@ -2,7 +2,7 @@
 
 Before them, the generator counts what never became a question: ``failed`` (documents whose reply
 held no usable question after the retries) and ``missing`` (questions asked for with ``--per-doc``
-but not in a reply that held fewer).
+but not in a reply that held fewer; ``synth.json`` lists it after the filters).
 
 0. ``invalid``: not valid Unicode text (a lone surrogate, which a JSON reply may escape): no
    command could read the set back;
@@ -32,7 +32,7 @@ from harness.synth.words import count as word_count
 #: a question of fewer words is dropped
 MIN_WORDS = 3
 #: every filter's name, in the order applied (``synth.json``'s ``filtered`` keys)
-NAMES = ("failed", "missing", "invalid", "short", "leaked", "overlap", "duplicate", "near_duplicate")
+NAMES = ("failed", "invalid", "short", "leaked", "overlap", "duplicate", "near_duplicate")
 
 
 @dataclass

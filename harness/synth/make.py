@@ -137,7 +137,8 @@ def generate(
     with progress_mod.session(stream, enabled=show_progress) as bar:
         groups = duplicate_groups(corpus, bar)
         lengths = D.word_counts(corpus.contents())
-        drawn = D.draw(lengths, s.queries, s.seed, groups=groups, exclude=exclude, strata=s.strata)
+        empty = [int(i) for i in (lengths == 0).nonzero()[0]]  # nothing to ask about: never a source
+        drawn = D.draw(lengths, s.queries, s.seed, groups=groups, exclude=exclude, without_words=empty, strata=s.strata)
         styles = styles_for(s.style, len(drawn.positions))
         jobs = [
             G.Job(p, str(corpus.ids[p]), str(corpus.titles[p]), str(corpus.texts[p]), st)
