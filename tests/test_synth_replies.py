@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -41,24 +42,30 @@ def corpus(root: Path, n: int, extra: list[dict] | None = None, marks: dict[int,
     return root
 
 
+class _Chat(BaseHTTPRequestHandler):
+    """Chat completions answered by ``reply(prompt, passage)`` with ``usage`` (set per server)."""
+
+    protocol_version = "HTTP/1.1"
+    usage: ClassVar[dict] = {"prompt_tokens": 50, "completion_tokens": 9}
+
+    def reply(self, prompt: str, passage: str) -> str:
+        raise NotImplementedError
+
+    def log_message(self, *a) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        size = int(self.headers["Content-Length"])
+        prompt = json.loads(self.rfile.read(size))["messages"][0]["content"]
+        content = self.reply(prompt, _PASSAGE.search(prompt).group(1))
+        choice = {"message": {"role": "assistant", "content": content}}
+        send_json(self, json.dumps({"choices": [choice], "usage": self.usage}).encode())
+
+
 def serve(reply: Callable[[str, str], str], usage: dict | None = None) -> tuple[LocalServer, str]:
-    """A chat-completions server whose reply is ``reply(prompt, passage)``."""
-
-    class H(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a):
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            prompt = body["messages"][0]["content"]
-            content = reply(prompt, _PASSAGE.search(prompt).group(1))
-            out = {"choices": [{"message": {"role": "assistant", "content": content}}],
-                   "usage": usage or {"prompt_tokens": 50, "completion_tokens": 9}}  # fmt: skip
-            send_json(self, json.dumps(out).encode())
-
-    srv = LocalServer(H)
+    """A chat-completions server on 127.0.0.1 whose reply is ``reply(prompt, passage)``."""
+    handler = type("Handler", (_Chat,), {"reply": staticmethod(reply), "usage": usage or _Chat.usage})
+    srv = LocalServer(handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, f"http://127.0.0.1:{srv.server_address[1]}/v1"
 
