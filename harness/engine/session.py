@@ -37,7 +37,6 @@ from harness.outcome import Outcome
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, SpecBase
 from harness.results import Results
-from harness.results.page.synthetic import read_bias
 from harness.results.store import RunStore
 from harness.validate import check_corpus_needed, check_dataset_usable
 
@@ -103,6 +102,8 @@ class Session:
         if retrievers:
             graph = graph.select(retrievers)
         check_corpus_needed(ds, {n: graph[n].spec.get("type") for n in graph.order})  # 0 documents: exit 2 now
+        from harness.results.page.synthetic import read_bias  # the page's package: not resident otherwise
+
         read_bias(ds.source)  # a synthetic set's hand-edited bias.json: one line now, not a page lost at the end
         rows = [f"{n}[{c}]" for c in config.chunking for n in graph.order] if config.chunking else graph.order
         baseline = config.baseline if config.baseline in rows else None
