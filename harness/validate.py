@@ -123,13 +123,33 @@ def _check_score(qid: str, pos: int, doc: Any, score: Any) -> None:
 # ---------------------------------------------------------------------------- the dataset's text
 def check_dataset_usable(dataset: GoldenDataset) -> None:
     """Refuse, before any retriever runs, a dataset nothing can be measured on: no judged query
-    (every row would score nothing, hours later). An empty corpus is allowed: a run file scored
-    against judgments needs none, and a retriever that does fails its own row (exit 1)."""
+    (every row would score nothing, hours later). An empty corpus is allowed here: a run file scored
+    against judgments needs none (:func:`check_corpus_needed` refuses it for every other retriever)."""
     where = dataset.source
     if not dataset.queries or not dataset.qrels:
         raise InputError("no judged query: nothing to score", path=where, field="qrels")
     check_corpus_encodable(dataset)
     check_filters(dataset)  # a filter on a field no document has would silently find nothing
+
+
+def check_corpus_needed(dataset: GoldenDataset, types: Mapping[str, str | None]) -> None:
+    """A corpus of 0 documents, refused before any work when a retriever other than a run file
+    (``types``: each retriever's type) would search it: bm25 has no vocabulary to build, a dense
+    index nothing to encode, and a table of zeros would be printed as if measured."""
+    if len(dataset.corpus) > 0:
+        return
+    reads = [name for name, kind in types.items() if kind != "run_file"]
+    if not reads:
+        return
+    where = (
+        Path(dataset.source) / "corpus.jsonl" if dataset.source and Path(dataset.source).is_dir() else dataset.source
+    )
+    raise InputError(
+        f"the corpus has no documents: retriever {reads[0]!r} has nothing to search (only run_file "
+        "retrievers are scored without a corpus)",
+        path=where,
+        field="corpus",
+    )
 
 
 def check_corpus_encodable(dataset: GoldenDataset) -> None:

@@ -193,7 +193,7 @@ def test_questions_are_the_servers_and_a_second_run_sends_nothing(env, capsys):
         assert len(policy.requests) == before  # a second run sends no request: the reply cache
         assert _written(out2) == written
         again = json.loads((out2 / "synth.json").read_text())
-        assert again["requests"] == {"sent": 0, "from_cache": 30, "tokens_in": 0, "tokens_out": 0}
+        assert again["requests"] == {"sent": 0, "from_cache": 30, "tokens_in": 0, "tokens_out": 0, "usage_refused": 0}
         captured2 = capsys.readouterr()
     finally:
         srv.shutdown()

@@ -59,6 +59,8 @@ def check_args(args: argparse.Namespace) -> None:
         raise InputError(f"must be at least 1 draw, got {args.draws}", field="--draws")
     if args.swap_draws is not None and args.swap_draws < 0:
         raise InputError(f"must be >= 0 draws, got {args.swap_draws}", field="--swap-draws")
+    if args.seed is not None and args.seed < 0:
+        raise InputError(f"must be an integer >= 0, got {args.seed}", field="--seed")
     if args.sizes is not None:
         parse_sizes(args.sizes)
 

@@ -132,11 +132,9 @@ def bias(args: argparse.Namespace) -> int:
     dataset = load_dataset(args.folder)
     human = load_dataset(args.human) if args.human else None
     if results is not None:
-        from harness.synth.bias import check_ran_over
+        from harness.synth.bias import check_results
 
-        check_ran_over(results[0], dataset, "--results")
-        if human is not None:
-            check_ran_over(results[1], human, "--human-results")
+        check_results(results, dataset, human)  # each folder against the set it claims, --human or not
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     out = report(dataset, synth, human=human, results=results, metrics=metrics)
     from pathlib import Path

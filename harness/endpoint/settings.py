@@ -6,9 +6,22 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from harness.endpoint.client import ChatClient, check_timeout
 from harness.errors import InputError
+
+
+def check_port(url: str) -> None:
+    """The URL's port, when it has one, is a number 1..65535 (urllib raises on it later, and a
+    message naming the URL would read the same bad port again); the URL itself is not printed (it
+    may carry credentials)."""
+    try:
+        port = urlsplit(url).port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise InputError("the port of the URL is not a number in 1..65535", field="--url")
 
 
 @dataclass(frozen=True)
@@ -30,6 +43,7 @@ class EndpointSettings:
         asked for an endpoint (``--judge http``)."""
         if not self.url:
             raise InputError(f"{flag} needs --url (the OpenAI-compatible endpoint)", field="--url")
+        check_port(self.url)
         if not 1 <= self.concurrency <= 256:
             raise InputError("must be 1..256", field="--concurrency")
         check_timeout(self.timeout)  # nan, inf, 0, absurd: one line naming --timeout

@@ -38,7 +38,7 @@ from harness.paths import cache_dir_of
 from harness.registry import BuildContext, SpecBase
 from harness.results import Manifest, Results
 from harness.results.store import RunStore
-from harness.validate import check_dataset_usable
+from harness.validate import check_corpus_needed, check_dataset_usable
 
 log = logging.getLogger("harness")
 
@@ -101,6 +101,10 @@ class Session:
         graph = Graph(objects[n] if n in objects else built[n] for n in config.retrievers)
         if retrievers:
             graph = graph.select(retrievers)
+        check_corpus_needed(ds, {n: graph[n].spec.get("type") for n in graph.order})  # 0 documents: exit 2 now
+        from harness.results.page.synthetic import read_bias  # the page's package: not resident otherwise
+
+        read_bias(ds.source)  # a synthetic set's hand-edited bias.json: one line now, not a page lost at the end
         rows = [f"{n}[{c}]" for c in config.chunking for n in graph.order] if config.chunking else graph.order
         baseline = config.baseline if config.baseline in rows else None
         if config.baseline and baseline is None:

@@ -240,6 +240,12 @@ def print_results(results: Results | ComparisonTable, console: Console | None = 
     """The table (means, markers, CIs), failures, the tests behind the markers (``detail``), and the
     legend, laid out for ``console.width`` (see module doc)."""
     console = console or make_console()
+    if not isinstance(results, ComparisonTable):  # a synthetic set says so above its numbers
+        from harness.results.page.synthetic import line
+
+        bias = line(results)
+        if bias is not None:
+            console.print(Text(bias))
     table = results if isinstance(results, ComparisonTable) else build_table(results)
     width = console.width
     tables, with_ci = main_tables(table, width)

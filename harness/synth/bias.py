@@ -12,7 +12,8 @@ from; a human question: its judged relevant documents, grade >= 1):
   breaks them, a source beyond the depth is rank 0); ``at1 = mean(rank == 1)``, ``at10 =
   mean(1 <= rank <= 10)``, ``mrr = mean(1 / rank)`` (0 for rank 0): "BM25-solvable", the headline;
 - ``leaked``: questions whose normalised text stands verbatim in a source's normalised content;
-- ``length``: words per question (whitespace-separated): mean, p50, p90, and with a human set the
+- ``length``: words per question (:func:`harness.synth.words.count`: each CJK character, each Thai
+  grapheme cluster a word): mean, p50, p90, and with a human set the
   two-sample Kolmogorov-Smirnov statistic ``sup |F_synth - F_human|`` (``scipy.stats.ks_2samp``);
 - with two results folders of the same retrievers (one over each set): each retriever's mean per
   metric on both, Kendall's tau and tau_AP between the two rankings of the retrievers (the code of
@@ -34,6 +35,7 @@ from harness.model import GoldenDataset
 from harness.results import Manifest
 from harness.synth.filters import analyser as default_analyser
 from harness.synth.filters import overlap as overlap_of
+from harness.synth.words import count as word_count
 
 log = logging.getLogger("harness")
 
@@ -120,7 +122,7 @@ def leaked(dataset: GoldenDataset, sources: Mapping[str, Sequence[str]]) -> list
 
 def lengths(dataset: GoldenDataset, qids: Sequence[str]) -> np.ndarray:
     text = {q.id: q.text for q in dataset.queries}
-    return np.asarray([len(text[q].split()) for q in qids], dtype=np.float64)
+    return np.asarray([word_count(text[q]) for q in qids], dtype=np.float64)
 
 
 def set_figures(dataset: GoldenDataset, analyser: Any = None) -> tuple[dict[str, Any], np.ndarray]:
@@ -167,6 +169,39 @@ def check_ran_over(results: Any, dataset: GoldenDataset, flag: str) -> None:
             path=results.folder,
             field=flag,
         )
+
+
+def check_results(results: tuple[Any, Any], synthetic: GoldenDataset, human: GoldenDataset | None) -> None:
+    """Both results folders checked against the set each claims, whatever else is given: the
+    synthetic one ran over ``synthetic``; the human one over ``human`` (``--human``) or, without it,
+    over the dataset its manifest names, which must not be the synthetic set and must judge documents
+    of the synthetic set's corpus (results of another corpus compare nothing)."""
+    check_ran_over(results[0], synthetic, "--results")
+    if human is not None:
+        check_ran_over(results[1], human, "--human-results")
+        return
+    from harness.results.texts import manifest_dataset
+
+    claimed, note = manifest_dataset(results[1])
+    if claimed is None:
+        raise InputError(
+            f"the dataset it was run over cannot be read here ({note}): give it with --human D",
+            path=results[1].folder,
+            field="--human-results",
+        )
+    check_ran_over(results[1], claimed, "--human-results")  # the claimed set changed since: refused
+    if claimed.fingerprint == synthetic.fingerprint:
+        raise InputError(
+            "was run over the synthetic set itself, not a human set: give the results of the same retrievers "
+            "over the human set",
+            path=results[1].folder,
+            field="--human-results",
+        )
+    try:
+        check_same_corpus(claimed, synthetic)
+    except InputError as e:
+        raise InputError(f"was run over {claimed.source or claimed.name}: {e.message}", path=results[1].folder,
+                         field="--human-results") from None  # fmt: skip
 
 
 def coverage(synth: Mapping[str, Any], corpus_size: int, kept_sources: Sequence[str]) -> dict[str, Any]:
@@ -271,6 +306,9 @@ def report(
     analyser = default_analyser()
     figures, lens = set_figures(synthetic, analyser)
     out: dict[str, Any] = {"n_queries": figures["n_queries"], "filtered": dict(synth.get("filtered") or {})}
+    # how the set was made: the headline's advice depends on it (no "use paraphrase" to whoever did)
+    out["generator"] = synth.get("generator")
+    out["style"] = (synth.get("settings") or {}).get("style")
     out |= {k: figures[k] for k in ("overlap", "leaked", "source_rank", "length")}
     out["length"] = {**out["length"], "ks": None}
     src = sources_of(synthetic)

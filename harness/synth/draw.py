@@ -8,7 +8,8 @@ article) and whatever length dominates it. So:
 2. exact-duplicate groups (:func:`harness.inspect.duplicates.duplicate_documents`) and near-duplicate
    groups (:func:`harness.inspect.near.near_duplicate_documents`, MinHash verified exactly) are
    merged into *units*; each unit with an eligible member offers one candidate, chosen at random;
-   excluded documents (already judged in a human set) are never candidates;
+   excluded documents (already judged in a human set) and documents without a word (empty,
+   whitespace only: nothing to ask about) are never candidates;
 3. ``n`` is shared out over the strata by their share of the candidates (largest remainders, so
    each stratum's count is within one of ``n`` times its share), and each stratum draws its count
    from its candidates without replacement.
@@ -44,6 +45,7 @@ class Draw:
     quota: list[int]
     excluded: int = 0
     grouped_away: int = 0  # documents not candidates because a twin of theirs stands for the group
+    wordless: int = 0  # documents without a word (never candidates)
     boundaries: list[int] = field(default_factory=list)  # largest word count per stratum
 
 
@@ -54,8 +56,10 @@ def rng(seed: int, purpose: int, *more: int) -> np.random.Generator:
 
 
 def word_counts(texts: Iterable[str]) -> np.ndarray:
-    """Whitespace-separated words per text."""
-    return np.fromiter((len(t.split()) for t in texts), dtype=np.int64)
+    """Words per text (:func:`harness.synth.words.count`: scripts without spaces counted too)."""
+    from harness.synth.words import count
+
+    return np.fromiter((count(t) for t in texts), dtype=np.int64)
 
 
 def length_strata(lengths: np.ndarray, strata: int = STRATA) -> np.ndarray:
@@ -108,9 +112,11 @@ def draw(
     *,
     groups: Iterable[Sequence[int]] = (),
     exclude: Iterable[int] = (),
+    without_words: Iterable[int] = (),
     strata: int = STRATA,
 ) -> Draw:
-    """Draw ``n`` positions of a corpus of ``len(lengths)`` documents (see the module docstring).
+    """Draw ``n`` positions of a corpus of ``len(lengths)`` documents (see the module docstring);
+    ``without_words``: positions of documents with no word (never candidates, counted apart).
     :class:`~harness.errors.InputError` when fewer than ``n`` can be drawn."""
     size = len(lengths)
     if size == 0:
@@ -124,7 +130,11 @@ def draw(
     ex = list(exclude)
     if ex:
         excluded[np.asarray(ex, dtype=np.int64)] = True
-    eligible = np.flatnonzero(~excluded)
+    wordless = np.zeros(size, dtype=bool)
+    empty = list(without_words)
+    if empty:
+        wordless[np.asarray(empty, dtype=np.int64)] = True
+    eligible = np.flatnonzero(~excluded & ~wordless)
     # one candidate per unit: its eligible members in position order, one picked by a uniform draw
     members: dict[int, list[int]] = {}
     for i in eligible.tolist():
@@ -136,6 +146,8 @@ def draw(
         why = []
         if ex:
             why.append(f"{int(excluded.sum())} excluded")
+        if wordless.any():
+            why.append(f"{int(wordless.sum())} without a word")
         if len(eligible) > len(cand):
             why.append(f"{len(eligible) - len(cand)} twins of another candidate in a duplicate group")
         extra = f" ({', '.join(why)})" if why else ""
@@ -161,5 +173,6 @@ def draw(
         quota=quota,
         excluded=int(excluded.sum()),
         grouped_away=len(eligible) - len(cand),
+        wordless=int(wordless.sum()),
         boundaries=bounds,
     )

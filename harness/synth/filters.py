@@ -1,8 +1,13 @@
 """The filters a generated question passes, each applied in this order and counted, never silent.
 
+Before them, the generator counts what never became a question: ``failed`` (documents whose reply
+held no usable question after the retries) and ``missing`` (questions asked for with ``--per-doc``
+but not in a reply that held fewer; ``synth.json`` lists it after the filters).
+
 0. ``invalid``: not valid Unicode text (a lone surrogate, which a JSON reply may escape): no
    command could read the set back;
-1. ``short``: fewer than :data:`MIN_WORDS` whitespace-separated words;
+1. ``short``: fewer than :data:`MIN_WORDS` words (:func:`harness.synth.words.count`: whitespace-separated
+   words, each CJK character and each Thai, Lao, Khmer or Myanmar grapheme cluster a word);
 2. ``leaked`` (``--drop-leaked``): its normalised text (:func:`harness.inspect.text.normalize`)
    stands verbatim in its source's normalised content;
 3. ``overlap`` (``--max-overlap F``): the share of its distinct analysed tokens (the default BM25
@@ -22,6 +27,7 @@ from harness.inspect.duplicates import exact_groups
 from harness.inspect.near import near_duplicate_documents
 from harness.inspect.text import normalize
 from harness.model import Corpus
+from harness.synth.words import count as word_count
 
 #: a question of fewer words is dropped
 MIN_WORDS = 3
@@ -85,7 +91,7 @@ def apply(
     for c in candidates:
         if not _valid(c.text):
             drop(c, "invalid")
-        elif len(c.text.split()) < MIN_WORDS:
+        elif word_count(c.text) < MIN_WORDS:
             drop(c, "short")
         elif drop_leaked and c.leaked:
             drop(c, "leaked")

@@ -129,7 +129,50 @@ def read_synth(folder: str | os.PathLike[str]) -> dict[str, Any]:
         raise InputError(f"not valid JSON ({e})", path=p) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise InputError(f"not a {FORMAT} file (format: {FORMAT!r} expected)", path=p, field="format")
+    check_synth(data, p)
     return data
+
+
+def _int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def check_synth(data: dict[str, Any], path: Path) -> None:
+    """The parts of ``synth.json`` the commands read have the shape ``synth generate`` writes: a
+    hand-edited file is one located line (the field named), never a crash halfway through."""
+
+    def bad(field: str, what: str) -> InputError:
+        return InputError(f"must be {what} (as `harness synth generate` writes it)", path=path, field=field)
+
+    draw = data.get("draw")
+    if not isinstance(draw, dict):
+        raise bad("draw", "an object")
+    strata = draw.get("strata")
+    if not _int(strata) or strata < 1:
+        raise bad("draw.strata", "a whole number >= 1")
+    filtered = data.get("filtered", {})
+    if not isinstance(filtered, dict):
+        raise bad("filtered", "an object of counts")
+    for k, v in filtered.items():
+        if not _int(v) or v < 0:
+            raise bad(f"filtered.{k}", "a count (a whole number >= 0)")
+    for k in ("settings", "requests"):
+        if not isinstance(data.get(k, {}), dict):
+            raise bad(k, "an object")
+    if not isinstance(data.get("generator"), (str, type(None))):
+        raise bad("generator", "a string")
+    queries = data.get("queries")
+    if not isinstance(queries, list):
+        raise bad("queries", "a list of the questions")
+    for i, q in enumerate(queries):
+        if not isinstance(q, dict):
+            raise bad(f"queries[{i}]", "an object")
+        if not isinstance(q.get("kept"), bool):
+            raise bad(f"queries[{i}].kept", "true or false")
+        if q["kept"] and not isinstance(q.get("id"), str):
+            raise bad(f"queries[{i}].id", "a string (a kept question's id)")
+        if "stratum" in q and (not _int(q["stratum"]) or not 0 <= q["stratum"] < strata):
+            raise bad(f"queries[{i}].stratum", f"a stratum 0..{strata - 1} (draw.strata is {strata})")
 
 
 def corpus_path(dataset: str) -> Path:

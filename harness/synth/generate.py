@@ -90,9 +90,10 @@ def extract(job: Job, k: int, seed: int) -> Reply:
 
 def tally_line(tally: Tally) -> str:
     """The summary line of the questions asked for."""
+    refused = f" ({tally.usage_refused} replies' usage refused, not counted)" if tally.usage_refused else ""
     return (
         f"{tally.answered} of {tally.items} documents answered ({tally.from_cache} from the reply cache), "
-        f"{tally.unparsable} replies with no ##query: line, {tally.failed} failed; {tally.spent()}"
+        f"{tally.unparsable} replies with no ##query: line, {tally.failed} failed; {tally.spent()}{refused}"
     )
 
 
@@ -118,7 +119,11 @@ def job_key(cache: ReplyCache, job: Job, k: int) -> str:
 
 def ask_one(client: Any, job: Job, k: int, stop: threading.Event) -> Outcome:
     """One document's questions through ``client``: ``Outcome.value`` is (questions, the reply's hash)."""
-    out, text = client.ask(P.prompt(job.title, job.text, job.style, k), lambda r: P.parse(r, k), stop)
+    asked = P.prompt(job.title, job.text, job.style, k)
+    read = P.Reader(asked, k)  # only what the model added: an echo of the prompt is a failed reply
+    out, text = client.ask(asked, read, stop)
+    if out.failure == "unparsable" and read.echoed:
+        out.failure = P.Reader.FAILURE
     if out.value is not None:
         out.value = (out.value, P.reply_hash(text or ""))
     return out

@@ -52,8 +52,17 @@ def check(s: Settings) -> None:
         raise InputError("must be at least 1", field="--queries")
     if not 1 <= s.per_doc <= 20:
         raise InputError("must be 1..20", field="--per-doc")
+    if s.seed < 0:
+        raise InputError(f"must be an integer >= 0, got {s.seed}", field="--seed")
     if s.style not in (*P.STYLES, "mixed"):
         raise InputError(f"must be one of {', '.join(P.STYLES)}, mixed", field="--style")
+    if s.generator == "extract" and s.style != "question":
+        # extract copies a sentence whatever the style: a "paraphrase" set would be the most copied one
+        raise InputError(
+            f"--generator extract copies a sentence of the document and asks no model: --style {s.style} "
+            "needs --generator http",
+            field="--style",
+        )
     if not 1 <= s.strata <= 100:
         raise InputError("must be 1..100", field="--strata")
     if s.max_overlap is not None and not 0.0 <= s.max_overlap <= 1.0:
@@ -128,7 +137,8 @@ def generate(
     with progress_mod.session(stream, enabled=show_progress) as bar:
         groups = duplicate_groups(corpus, bar)
         lengths = D.word_counts(corpus.contents())
-        drawn = D.draw(lengths, s.queries, s.seed, groups=groups, exclude=exclude, strata=s.strata)
+        empty = [int(i) for i in (lengths == 0).nonzero()[0]]  # nothing to ask about: never a source
+        drawn = D.draw(lengths, s.queries, s.seed, groups=groups, exclude=exclude, without_words=empty, strata=s.strata)
         styles = styles_for(s.style, len(drawn.positions))
         jobs = [
             G.Job(p, str(corpus.ids[p]), str(corpus.titles[p]), str(corpus.texts[p]), st)
@@ -148,6 +158,8 @@ def generate(
     _measure(candidates, corpus)
     counts = F.apply(candidates, drop_leaked=s.drop_leaked, max_overlap=s.max_overlap)
     counts["failed"] = failed
+    # questions asked for (--per-doc) that an answered reply did not hold
+    counts["missing"] = sum(s.per_doc - len(r.queries) for r in replies if r.queries)
     kept = [c for c in candidates if c.dropped is None]
     if not kept:
         raise InputError(f"every question was filtered out ({_counts(counts)}): nothing to write", field="--out")
@@ -177,6 +189,8 @@ def _check_failed(jobs: Sequence[G.Job], replies: Sequence[G.Reply], tally: G.Ta
         return
     where = f" from {client.public}" if client is not None else ""
     what = "no ##query: line" if any(r.failure == "unparsable" for r in replies) else "no usable reply"
+    if all(r.failure == P.Reader.FAILURE for r in replies if not r.queries):
+        what = "only an echo of the prompt (its example or a line of the passage) as a reply"
     share = len(bad) / len(jobs)
     msg = f"{len(bad)} of {len(jobs)} documents got {what}{where} after the retries (first: document {bad[0].doc_id!r})"
     if len(bad) == len(jobs) or share > s.max_failed:
@@ -249,6 +263,7 @@ def _provenance(
             "words_up_to": drawn.boundaries,
             "excluded": drawn.excluded,
             "duplicates_not_drawn": drawn.grouped_away,
+            "without_words": drawn.wordless,
             "documents": [str(ids[p]) for p in drawn.positions],
         },
         "requests": {
@@ -256,6 +271,7 @@ def _provenance(
             "from_cache": tally.from_cache,
             "tokens_in": tally.tokens_in,
             "tokens_out": tally.tokens_out,
+            "usage_refused": tally.usage_refused,
         },
         "filtered": counts,
         "queries": queries,

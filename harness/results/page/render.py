@@ -206,6 +206,7 @@ def write_report_page(
     from harness.results.page.diffplot import write_diff_plots
 
     folder = Path(folder)
+    synthetic.bias_of(results)  # a synthetic set's hand-edited bias.json: one line before any file is written
     diffs = write_diff_plots(results, folder) if diff_plots else []
     captions = dict(CAPTIONS)
     if diffs and results.metrics:
