@@ -81,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     config, config_dir = resolve_config(args)
     if args.executor:
         config = config.model_copy(update={"executor": {"type": args.executor}})
-    config.require_extras(args.config)  # every missing extra at once, before a folder is made (harness.extras)
     metrics = [m.name for m in parse_metrics(args.metrics)] if args.metrics else None
+    # every missing extra at once, before a folder is made (harness.extras); --metrics checked too
+    config.require_extras(args.config, metrics=metrics)
     if config.datasets is not None or args.datasets is not None:  # a suite: docs/suites.md
         from harness.cli.suite import run_suite_cli
 
