@@ -287,7 +287,13 @@ class RunConfig(BaseModel):
             if first.where == (METRICS_FLAG,):  # a flag, not a line of the config
                 raise InputError(extras.message(missing), field=METRICS_FLAG)
             raise _located(extras.message(missing), first.where, source, yaml_text)
-        raise InputError(extras.message(missing, source))
+
+        def locate(need: extras.Need) -> str:  # each extra's line keeps its file, line and key
+            if need.where == (METRICS_FLAG,):
+                return f"{METRICS_FLAG}: "
+            return str(_located("", need.where, source, yaml_text))
+
+        raise InputError(extras.message(missing, source, locate))
 
     def specs(
         self,

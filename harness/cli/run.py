@@ -13,7 +13,7 @@ from harness.cli import notices
 from harness.cli.command import add_command
 from harness.config import DatasetConfig, RunConfig, load_config
 from harness.errors import InputError
-from harness.presets import default_config
+from harness.presets import core_install_note, default_config
 from harness.results import Results
 
 log = logging.getLogger("harness")
@@ -123,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         print_by_tag(results, make_console())
     log.info("results written to %s", results.folder or out)
     warned.summary()
+    if not args.config and (note := core_install_note()):  # bare `harness run` on the core: the next step, last
+        log.info(note)
     if results.failures:
         for name, error in results.failures.items():
             print(f"error: retriever {name!r} failed: {error}", file=sys.stderr)

@@ -165,9 +165,7 @@ class Results(BaseModel):
     def costs(self) -> dict[str, Cost]:
         return self._costs
 
-    def attach(
-        self, runs: Mapping[str, Run], qrels: Qrels | None, costs: Mapping[str, Cost] | None = None
-    ) -> Results:
+    def attach(self, runs: Mapping[str, Run], qrels: Qrels | None, costs: Mapping[str, Cost] | None = None) -> Results:
         self._runs, self._qrels = dict(runs), qrels
         if costs is not None:
             self._costs = dict(costs)
@@ -198,7 +196,8 @@ class Results(BaseModel):
             best = f", best {m}: {name} {value:.4f}"
         failed = f", {len(self.failures)} failed" if self.failures else ""
         return (
-            f"<Results: {len(self.summary)} retrievers x {len(self.metrics)} metrics over "
+            f"<Results: {len(self.summary)} retriever{'s' if len(self.summary) != 1 else ''} x "
+            f"{len(self.metrics)} metrics over "
             f"{len(self.query_ids)} queries{best}{failed}{state}>"
         )
 

@@ -188,7 +188,7 @@ def legend(report: SliceReport) -> list[str]:
         "resamples). A query with several tags is in several slices.",
         f"`{OVERALL}` is every query: the numbers of the unsliced table.",
     ]
-    if report.baseline is not None:
+    if report.baseline is not None and any(r != report.baseline for r in report.retrievers):  # else nothing to mark
         alpha = report.stats.get("alpha", defaults.ALPHA)
         lines.append(
             f"{BETTER} / {WORSE}: significantly better / worse than {report.baseline!r} within the slice (paired "
