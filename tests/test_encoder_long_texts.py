@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from retrievers.encode_pipeline import CHARS_PER_TOKEN, Featurizer, cut_text
 from retrievers.encoder import Encoder
 
 pytestmark = pytest.mark.slow
@@ -46,6 +45,8 @@ def test_embeddings_equal_the_library_for_ordinary_and_long_texts(minilm):
 
 
 def test_the_tokens_of_a_cut_text_are_the_whole_texts(minilm):
+    from retrievers.encode_pipeline import Featurizer
+
     model = minilm.model
     model.max_seq_length = minilm.max_length
     f = Featurizer(model, minilm.max_length)
@@ -57,8 +58,9 @@ def test_the_tokens_of_a_cut_text_are_the_whole_texts(minilm):
 
 
 def test_a_multi_megabyte_document_reaches_the_tokenizer_cut(minilm):
-    """The tokenizer is the real one; what it is handed is recorded: no text past the bound (the
-    whitespace-run text apart, whose cut holds no token and is cut again further on)."""
+    """The tokenizer is the real one; what it is handed is recorded: no text past the bound."""
+    from retrievers.encode_pipeline import CHARS_PER_TOKEN, Featurizer
+
     model = minilm.model
     model.max_seq_length = minilm.max_length
     f = Featurizer(model, minilm.max_length)
@@ -86,6 +88,8 @@ def test_a_multi_megabyte_document_reaches_the_tokenizer_cut(minilm):
 
 
 def test_cut_text_cuts_at_a_space_and_never_inside_the_bound():
+    from retrievers.encode_pipeline import cut_text
+
     assert cut_text("short", 4) == "short"
     text = "ab " * 100
     cut = cut_text(text, 4, chars_per_token=4)

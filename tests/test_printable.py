@@ -10,7 +10,6 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.printable import printable
 from tests.conftest import run_harness
 
 HOSTILE_DOC = "doc \x1b]0;TITLE-SET-BY-DATA\x1b\\ \x1b[2J\x1b[31mred\x1b[0m \x00 \u202eevil coffee"
@@ -62,6 +61,8 @@ def test_an_error_quoting_data_shows_its_escapes_escaped(tmp_path):
 
 @given(st.text())
 def test_printable_leaves_no_control_character_and_changes_nothing_else(text):
+    from harness.printable import printable
+
     shown = printable(text)
     assert _raw_controls(shown) == [] and "\n" not in shown
     if (

@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.run import Run
-from retrievers.ties import cut_by_rule
 from tests.conftest import run_harness
 
 #: the rule's top 10 of s0..s299 all tied: doc ids compare as strings, descending
@@ -78,6 +77,8 @@ def test_every_builtin_retriever_cuts_300_tied_copies_by_the_rule(tmp_path, cach
     st.randoms(use_true_random=False),
 )
 def test_cut_by_rule_equals_the_rule_over_every_document(n_rows, n_docs, k, levels, rnd):
+    from retrievers.ties import cut_by_rule
+
     # few distinct scores: ties everywhere, the library breaks them in an arbitrary order of its own
     scores = np.array([[rnd.randrange(levels) for _ in range(n_docs)] for _ in range(n_rows)], dtype=np.float64)
     doc_ids = np.array([f"d{rnd.randrange(10**6)}-{i}" for i in range(n_docs)], dtype=object)
@@ -102,6 +103,8 @@ def test_cut_by_rule_equals_the_rule_over_every_document(n_rows, n_docs, k, leve
 
 
 def test_cut_by_rule_asks_one_more_only_where_nothing_ties_past_the_cut():
+    from retrievers.ties import cut_by_rule
+
     scores = np.arange(100, 0, -1, dtype=np.float64)[None, :]
     asked = []
 
