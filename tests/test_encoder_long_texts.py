@@ -59,7 +59,7 @@ def test_the_tokens_of_a_cut_text_are_the_whole_texts(minilm):
 
 def test_a_multi_megabyte_document_reaches_the_tokenizer_cut(minilm):
     """The tokenizer is the real one; what it is handed is recorded: no text past the bound."""
-    from retrievers.encode_pipeline import CHARS_PER_TOKEN, Featurizer
+    from retrievers.encode_pipeline import Featurizer
 
     model = minilm.model
     model.max_seq_length = minilm.max_length
@@ -78,8 +78,8 @@ def test_a_multi_megabyte_document_reaches_the_tokenizer_cut(minilm):
     f.tok = Recording()
     big = " ".join(f"word{i % 997}" for i in range(1_500_000))  # 12 MB
     rows = f.tokenize(["a short one", big])
-    bound = minilm.max_length * CHARS_PER_TOKEN
-    assert len(big) > 1000 * bound and max(seen) <= bound
+    # what the model keeps (256 tokens) is a few thousand characters: 64 characters a token is far past it
+    assert max(seen) <= 64 * minilm.max_length < len(big) / 500
     assert len(rows["input_ids"][1]) == minilm.max_length
     assert (
         rows["input_ids"][1]
