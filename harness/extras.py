@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 #: The distribution name in every install hint.
@@ -135,15 +135,18 @@ def lines(missing: Mapping[str, list[Need]]) -> list[str]:
     return [line((n.subject for n in needs), extra) for extra, needs in missing.items()]
 
 
-def message(missing: Mapping[str, list[Need]], source: str | None = None) -> str:
+def message(
+    missing: Mapping[str, list[Need]], source: str | None = None, locate: Callable[[Need], str] | None = None
+) -> str:
     """The error for everything missing: the one line when one extra is missing; otherwise a line
-    with the command that installs them all, then one line per extra."""
+    with the command that installs them all, then one line per extra, each led by ``locate`` of the
+    first need of its extra (``FILE:LINE: key: ``, as the one line is), else by ``source``."""
     found = lines(missing)
     if len(found) == 1:
         return found[0]
-    where = f"{source}: " if source else ""
+    where = [locate(needs[0]) if locate else (f"{source}: " if source else "") for needs in missing.values()]
     head = f"{len(found)} extras needed here are not installed (all at once: {install_command(*missing)}):"
-    return "\n".join([head, *(f"  {where}{text}" for text in found)])
+    return "\n".join([head, *(f"  {w}{text}" for w, text in zip(where, found))])
 
 
 def type_extra(type_name: str) -> str | None:

@@ -25,6 +25,7 @@ from harness.filters import MaskCache, group_by_filter, has_filters
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
+from retrievers.ties import cut_by_rule
 
 
 class BM25Spec(SpecBase):
@@ -134,7 +135,7 @@ class BM25:
         kk = min(k, n_docs)
         tokens = self._tokenize([q.text for q in queries])
         if self._masks is None or not has_filters(queries):
-            idx, scores = self._retrieve(tokens, kk, None)
+            scores, idx = self._top(tokens, kk, None)
         else:
             # a query's filter zeroes the documents it excludes before the top k is taken: exact
             # filtered search (a zero score is never returned)
@@ -142,9 +143,19 @@ class BM25:
             scores = np.zeros((len(queries), kk))
             for flt, rows in group_by_filter(queries):
                 mask = None if flt is None else self._masks(flt)
-                idx[rows], scores[rows] = self._retrieve([tokens[i] for i in rows], kk, mask)
+                scores[rows], idx[rows] = self._top([tokens[i] for i in rows], kk, mask)
         idx = np.where(scores > 0, idx, -1)
         return Run([q.id for q in queries], self._doc_ids, idx, scores, name=self.name)
+
+    def _top(self, tokens: list[list[str]], kk: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Scores and positions of each query's top ``kk``, cut by the ranking rule past a tie at the
+        ``kk``-th score (:mod:`retrievers.ties`); a zero score is never returned, so never fetched past."""
+
+        def fetch(rows: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            idx, scores = self._retrieve([tokens[r] for r in rows], depth, mask)
+            return scores, idx
+
+        return cut_by_rule(fetch, len(tokens), kk, self._doc_ids, floor=0.0)
 
     def _retrieve(self, tokens: list[list[str]], kk: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         """Top ``kk`` positions and scores per tokenized query; ``mask`` (documents allowed) or None."""

@@ -36,6 +36,7 @@ from harness.run import Run
 from retrievers.compressed_index import CompressedIndex, Precision
 from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
+from retrievers.ties import cut_by_rule
 
 
 class DenseSpec(EncoderOptions):
@@ -249,7 +250,13 @@ class Dense:
                 np.zeros((len(queries), 0)),
                 name=self.name,
             )
-        scores, idx = self._search(q, queries, kk)
+        # past a tie at the kk-th score, the ranking rule picks the documents, not FAISS (retrievers.ties)
+        scores, idx = cut_by_rule(
+            lambda rows, depth: self._search(q[rows], [queries[r] for r in rows], depth),
+            len(queries),
+            kk,
+            self._doc_ids,
+        )
         if len(queries) > 1:
             self._last_queries, self._last_query_objs = q, list(queries)
         return Run(

@@ -56,6 +56,22 @@ _POLL_S = 0.5
 AUTO_BATCH_MIN, AUTO_BATCH_MAX = 16, 1024
 #: CPU batch size where the user set none (the harness's default before the choice existed)
 CPU_BATCH_SIZE = 64
+#: characters kept per token of ``max_length`` before tokenizing (docs/encoding.md, "Long texts"):
+#: English runs at 4-5 characters a token in WordPiece, so 16 is far past what ``max_length`` keeps
+CHARS_PER_TOKEN = 16
+
+
+def cut_text(text: str, max_length: int, chars_per_token: int = CHARS_PER_TOKEN) -> str:
+    """``text`` cut before tokenizing, so a multi-megabyte document costs what its first tokens cost:
+    the fast tokenizer tokenizes a whole text before truncating it (a 12 MB document took 1.3 GB).
+    The cut falls at the last whitespace before ``max_length * chars_per_token`` characters (a whole
+    word is never split, so the tokens before it are the ones the whole text gives), or at that
+    bound where the last quarter before it has no whitespace; a text within the bound is untouched."""
+    bound = int(max_length) * chars_per_token
+    if bound <= 0 or len(text) <= bound:  # a model without a maximum length: nothing to cut at
+        return text
+    space = max(text.rfind(" ", 0, bound + 1), text.rfind("\n", 0, bound + 1), text.rfind("\t", 0, bound + 1))
+    return text[:space] if space > bound * 3 // 4 else text[:bound]
 
 
 @dataclass
@@ -112,7 +128,27 @@ class Featurizer:
         return all(bool((ref[k].cpu() == mine[k]).all()) and ref[k].shape == mine[k].shape for k in tensors)
 
     def tokenize(self, texts: list[str]) -> dict[str, list[list[int]]]:
-        """Unpadded ``input_ids`` (and ``token_type_ids`` where the model takes them)."""
+        """Unpadded ``input_ids`` (and ``token_type_ids`` where the model takes them) of the texts cut
+        by :func:`cut_text`. A cut text that still fills ``max_length`` tokens gives exactly the whole
+        text's tokens; one that does not (long runs of whitespace, words longer than a token) is cut
+        again at four times the bound, until it fills them or is whole."""
+        factor = CHARS_PER_TOKEN
+        rows = self._tokens([cut_text(t, self.max_length, factor) for t in texts])
+
+        def still_short(i: int, ids: list[int]) -> bool:  # fewer tokens than kept, and more text left
+            return len(ids) < self.max_length and len(texts[i]) > self.max_length * factor
+
+        short = [i for i, ids in enumerate(rows["input_ids"]) if still_short(i, ids)]
+        while short:
+            factor *= 4
+            redo = self._tokens([cut_text(texts[i], self.max_length, factor) for i in short])
+            for key, values in rows.items():
+                for j, i in enumerate(short):
+                    values[i] = redo[key][j]
+            short = [i for i, ids in zip(short, redo["input_ids"]) if still_short(i, ids)]
+        return rows
+
+    def _tokens(self, texts: list[str]) -> dict[str, list[list[int]]]:
         enc = self.tok(
             texts,
             padding=False,
@@ -120,7 +156,7 @@ class Featurizer:
             max_length=self.max_length,
             return_attention_mask=False,
         )
-        return {k: v for k, v in enc.items() if k in ("input_ids", "token_type_ids")}
+        return {k: list(v) for k, v in enc.items() if k in ("input_ids", "token_type_ids")}
 
     def pad(self, rows: dict[str, list[list[int]]]) -> dict[str, Any]:
         """Right-padded int64 tensors with an attention mask, as the tokenizer's ``padding=True``."""
@@ -147,7 +183,7 @@ class Featurizer:
         """``(positions within texts, features)`` per batch, sorted by token count within ``texts``."""
         if not self.fast:
             for b in range(0, len(texts), batch_size):
-                part = texts[b : b + batch_size]
+                part = [cut_text(t, self.max_length) for t in texts[b : b + batch_size]]
                 yield (
                     np.arange(b, b + len(part)),
                     self._located(lambda t: self.model.preprocess(t), part, describe, where, b),

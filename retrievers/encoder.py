@@ -38,6 +38,7 @@ from retrievers.encode_pipeline import (
     Featurizer,
     PipelineStats,
     auto_batch_size,
+    cut_text,
     describe_text,
     encode_all,
     encode_stream,
@@ -361,7 +362,8 @@ class Encoder:
         if self._runtime is None:
             path = exported_model(base, self._cache_dir, self._weights_sha256, self.quantize)
             self._runtime = RuntimeEncoder(base, path, self.backend, dtype=self.dtype, threads=self.threads)
-        return self._runtime.encode(texts, batch_size=self._batch_size(), normalize=self.normalize)
+        cut = [cut_text(t, self.max_length) for t in texts]  # tokenized whole otherwise (encode_pipeline.cut_text)
+        return self._runtime.encode(cut, batch_size=self._batch_size(), normalize=self.normalize)
 
     def _stream(
         self, texts: Sequence[str], todo: list[int], describe: Callable[[int], str], progress: bool
@@ -422,7 +424,7 @@ class Encoder:
         if ex is not None:  # the config's executor (Ray): the same model on its workers
             t0 = time.perf_counter()
             settings = EncoderSettings(self.location, self.max_length, self.normalize, self.device, dtype=self.dtype)
-            emb = ex.encode(list(texts), settings, self._batch_size())
+            emb = ex.encode([cut_text(t, self.max_length) for t in texts], settings, self._batch_size())
             self.encode_seconds += time.perf_counter() - t0
             self.encoded += len(texts)
             return np.asarray(emb, dtype=np.float32).reshape(len(texts), -1)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from harness import __version__, cleanup
 from harness.errors import HarnessError, ScrubFilter
+from harness.printable import printable
 from harness.progress import quiet_third_party
 
 #: Subcommand modules under ``harness.cli``; each defines ``register(subparsers)``.
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
 class _OneLine(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
-        return f"harness: {level}{record.getMessage()}"
+        return f"harness: {level}{printable(record.getMessage(), lines=True)}"
 
 
 def _setup_logging(debug: bool) -> None:
@@ -95,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as e:
         if debug:
             raise
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {printable(str(e), lines=True)}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:
         return _interrupted(e)
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         from harness.cli.failure import describe
 
-        print(f"error: {describe(e)}", file=sys.stderr)
+        print(f"error: {printable(describe(e), lines=True)}", file=sys.stderr)
         return 2
 
 

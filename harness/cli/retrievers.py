@@ -92,8 +92,16 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     table = Table("type", "class", "from", "extra", "description", title="retriever types")
+    missing: dict[str, None] = {}
     for i in infos:
-        extra = f"[yellow]{escape(i.extra)}[/yellow]" if "missing" in i.extra else i.extra  # [dense] is not markup
+        need = extras.type_extra(i.name) if i.source == "built-in" else None
+        if need is not None and not extras.installed(need):
+            missing[need] = None
+            extra = f"[yellow]{need} (missing)[/yellow]"  # the whole command under the table: a cell would cut it
+        else:
+            extra = escape(i.extra)  # [dense] is not markup
         table.add_row(i.name, i.target, i.source, extra, i.description if i.ok else f"[yellow]{i.description}[/yellow]")
     Console(width=max(100, Console().width)).print(table)
+    for need in missing:
+        print(f"{need} (missing): {extras.install_command(need)}")
     return 0

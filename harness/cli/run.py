@@ -13,7 +13,7 @@ from harness.cli import notices
 from harness.cli.command import add_command
 from harness.config import DatasetConfig, RunConfig, load_config
 from harness.errors import InputError
-from harness.presets import default_config
+from harness.presets import core_install_note, default_config
 from harness.results import Results
 
 log = logging.getLogger("harness")
@@ -81,8 +81,9 @@ def run(args: argparse.Namespace) -> int:
     config, config_dir = resolve_config(args)
     if args.executor:
         config = config.model_copy(update={"executor": {"type": args.executor}})
-    config.require_extras(args.config)  # every missing extra at once, before a folder is made (harness.extras)
     metrics = [m.name for m in parse_metrics(args.metrics)] if args.metrics else None
+    # every missing extra at once, before a folder is made (harness.extras); --metrics checked too
+    config.require_extras(args.config, metrics=metrics)
     if config.datasets is not None or args.datasets is not None:  # a suite: docs/suites.md
         from harness.cli.suite import run_suite_cli
 
@@ -122,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         print_by_tag(results, make_console())
     log.info("results written to %s", results.folder or out)
     warned.summary()
+    if not args.config and (note := core_install_note()):  # bare `harness run` on the core: the next step, last
+        log.info(note)
     if results.failures:
         for name, error in results.failures.items():
             print(f"error: retriever {name!r} failed: {error}", file=sys.stderr)

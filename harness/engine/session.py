@@ -84,7 +84,7 @@ class Session:
         as Python objects (their config entries are placeholders); ``retrievers`` runs a subset (with
         what they build on), ``metrics`` scores a subset. ``wiring``: ``embedder``."""
         objects = dict(objects or {})
-        config.require_extras(objects=objects)  # a missing extra: exit 2 before the dataset is even read
+        config.require_extras(objects=objects, metrics=metrics)  # a missing extra: exit 2 before the dataset is read
         base = Path(config_dir) if config_dir is not None else Path.cwd()
         if dataset is not None:
             ds = load_dataset(dataset, split or config.dataset.split, name=config.dataset.name)

@@ -196,7 +196,8 @@ class Results(BaseModel):
             best = f", best {m}: {name} {value:.4f}"
         failed = f", {len(self.failures)} failed" if self.failures else ""
         return (
-            f"<Results: {len(self.summary)} retrievers x {len(self.metrics)} metrics over "
+            f"<Results: {len(self.summary)} retriever{'s' if len(self.summary) != 1 else ''} x "
+            f"{len(self.metrics)} metrics over "
             f"{len(self.query_ids)} queries{best}{failed}{state}>"
         )
 

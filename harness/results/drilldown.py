@@ -22,6 +22,7 @@ from rich.text import Text
 from harness.errors import InputError
 from harness.io.trec import read_qrels
 from harness.model import Qrels
+from harness.printable import printable
 from harness.results.terminal import Column, render_tables, table_width
 from harness.results.texts import SNIPPET, manifest_dataset, snippet
 from harness.run import Run
@@ -234,7 +235,7 @@ def _fits(fixed: list[Column], width: int) -> bool:
 
 def _table(title: str, fixed: list[Column], text: Column | None) -> Table:
     """``fixed`` columns never cut (no wrap, at their full width), then ``text`` taking the rest."""
-    t = Table(title=title, title_style="bold", title_justify="left")
+    t = Table(title=Text(printable(title)), title_style="bold", title_justify="left")
     for col in fixed:
         t.add_column(col.header, justify=col.justify, no_wrap=True, min_width=col.width)
     if text is not None:
@@ -325,7 +326,7 @@ def print_drilldown(
     for name, losses in found.items():
         if not losses:
             what = f"{name} vs {baseline}" if baseline and name != baseline else f"{name} (lowest scores)"
-            console.print(Text(f"{what}: no query where {name} loses on {metric}", style="bold"))
+            console.print(Text(printable(f"{what}: no query where {name} loses on {metric}"), style="bold"))
             continue
         for t in _loss_tables(name, baseline, metric, losses, width):
             console.print(t)
@@ -342,4 +343,4 @@ def print_drilldown(
             )
         )
     for note in notes:
-        console.print(Text(f"note: {note}", style="yellow"))
+        console.print(Text(printable(f"note: {note}"), style="yellow"))

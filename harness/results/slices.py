@@ -29,6 +29,7 @@ from harness import defaults
 from harness.errors import InputError
 from harness.io.tags import parse_tags
 from harness.metrics.evaluate import mean
+from harness.printable import printable
 from harness.stats import compare
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ def legend(report: SliceReport) -> list[str]:
         "resamples). A query with several tags is in several slices.",
         f"`{OVERALL}` is every query: the numbers of the unsliced table.",
     ]
-    if report.baseline is not None:
+    if report.baseline is not None and any(r != report.baseline for r in report.retrievers):  # else nothing to mark
         alpha = report.stats.get("alpha", defaults.ALPHA)
         lines.append(
             f"{BETTER} / {WORSE}: significantly better / worse than {report.baseline!r} within the slice (paired "
@@ -250,14 +251,14 @@ def print_slices(report: SliceReport, console: Console) -> None:
     name_w = max(len(s.name) for s in report.slices) + 3
     with_ci = name_w + 6 + 17 * len(report.retrievers) <= console.width
     for m in report.metrics:
-        t = Table(title=f"{m} by tag", title_style="bold", title_justify="left")
+        t = Table(title=Text(printable(f"{m} by tag")), title_style="bold", title_justify="left")
         t.add_column("slice")
         t.add_column("n", justify="right")
         for r in report.retrievers:
             label = f"{r} (baseline)" if r == report.baseline else r
-            t.add_column(label, justify="right", no_wrap=False)
+            t.add_column(printable(label), justify="right", no_wrap=False)
         for i, s in enumerate(report.slices):
-            cells: list[Any] = [Text(s.name, style="bold" if i == 0 else ""), str(s.n)]
+            cells: list[Any] = [Text(printable(s.name), style="bold" if i == 0 else ""), str(s.n)]
             for r in report.retrievers:
                 text = Text(_f(s.means[r][m]))
                 mark = s.marker(r, m)

@@ -165,7 +165,8 @@ class ComparisonTable:
         if "latency_ms_p50" in self.efficiency and "qps" in self.efficiency:
             lines.append(
                 "p50/p95 ms: one query per call (median and tail of single calls); qps: the best of up to 5 batched "
-                "calls of every query. Both time search alone (query encoding is done before, shown as q-enc ms; "
+                "calls of every query. Both time search alone (query encoding is done before"
+                f"{', shown as q-enc ms' if 'query_encode_ms' in self.efficiency else ''}; "
                 "harness load times requests end to end), so qps and 1000 / p50 differ only by batching: a batch "
                 "saves per-call overhead, and takes a different, not always faster, path through FAISS and BLAS."
             )

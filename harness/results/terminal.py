@@ -28,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from harness.printable import printable
 from harness.results.table import (
     DETAIL_HEADER,
     EFFICIENCY_COLUMNS,
@@ -71,11 +72,23 @@ class Column:
     justify: str = "right"
     style: str = ""
 
+    def __post_init__(self) -> None:
+        # data reaches cells (ids, texts, names): its control characters are shown, never sent
+        self.header = printable(self.header)
+        self.cells = [printable_cell(c) for c in self.cells]
+
     @property
     def width(self) -> int:
         """Cells needed so that neither the header nor any line of any cell is cut."""
         lines = [self.header, *(line for c in self.cells for line in c.plain.split("\n"))]
         return max(cell_len(x) for x in lines)
+
+
+def printable_cell(cell: Text) -> Text:
+    """``cell`` as a terminal shows it: control characters from data escaped (:mod:`harness.printable`;
+    a newline stays a line break); a cell without one keeps its styles."""
+    shown = printable(cell.plain, lines=True)
+    return cell if shown == cell.plain else Text(shown, style=cell.style)
 
 
 def table_width(columns: list[Column]) -> int:
@@ -134,7 +147,7 @@ def render_tables(title: str, keys: list[Column], groups: list[list[Column]], wi
     for i, part in enumerate(parts, start=1):
         # a Text, not a str: rich would read "[none]" in "baseline (bm25[none])" as markup and drop it
         text = title if len(parts) == 1 else f"{title} ({i}/{len(parts)})"
-        t = Table(title=Text(text), title_style="bold")
+        t = Table(title=Text(printable(text)), title_style="bold")
         for col in [*keys, *part]:
             # min_width and no_wrap: rich may not shrink a column (it would cut names and means)
             t.add_column(col.header, justify=col.justify, no_wrap=True, min_width=col.width, style=col.style)
@@ -230,7 +243,7 @@ def detail_tables(table: ComparisonTable, width: int) -> list[Table]:
 def failure_lines(table: ComparisonTable) -> list[Text]:
     """``FAILED name: error`` for each failed retriever (the table shows only the marker)."""
     return [
-        Text.assemble(("FAILED ", "bold red"), (f"{row.name}: ", "red"), row.error or "")
+        Text.assemble(("FAILED ", "bold red"), (f"{printable(row.name)}: ", "red"), printable(row.error or ""))
         for row in table.rows
         if row.error is not None
     ]

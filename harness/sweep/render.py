@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness import defaults
 from harness.io import png
+from harness.printable import printable
 from harness.sweep.core import Section, SweepResult
 from harness.sweep.spec import point_label
 
@@ -207,7 +208,7 @@ def print_sweep(result: SweepResult, console: Console) -> None:
         for i, h in enumerate(head):
             t.add_column(h, justify="left" if i == 0 else "right", no_wrap=i > 0)
         for r in rows:
-            t.add_row(*r)
+            t.add_row(*map(printable, r))
         console.print(t)
         console.print(chosen_words(s), highlight=False)
     console.print("Chosen vs default on the test queries", style="bold", highlight=False)
@@ -215,7 +216,7 @@ def print_sweep(result: SweepResult, console: Console) -> None:
     for i, h in enumerate(TEST_HEADER):
         t.add_column(h, justify="left" if i < 2 else "right", no_wrap=i > 1)
     for r in test_rows(result):
-        t.add_row(*r)
+        t.add_row(*map(printable, r))
     console.print(t)
     for line in test_legend(result):
         console.print(line, highlight=False)

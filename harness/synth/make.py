@@ -150,7 +150,7 @@ def generate(
             tally.failed = tally.items - tally.answered
         else:
             replies, tally = G.ask_all(jobs, s.per_doc, client, cache, concurrency=s.concurrency, progress=bar)
-    log.info("%s", G.tally_line(tally))
+    log.info("%s", G.tally_line(tally).split(";")[0] if s.generator == "extract" else G.tally_line(tally))  # no HTTP
     for reason, count in sorted(tally.failures.items()):
         log.info("  %d failed: %s", count, reason)
     _check_failed(jobs, replies, tally, s, client)

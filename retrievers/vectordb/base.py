@@ -40,6 +40,7 @@ from harness.run import Run
 from retrievers.dense import ann_recall
 from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
+from retrievers.ties import cut_by_rule
 from retrievers.vectordb.store_copy import copy_store, folder_bytes
 from retrievers.vectordb.store_scan import BATCH, Audit, audit_store, exact_from_store
 
@@ -293,11 +294,20 @@ class VectorDB:
         idx = np.full((len(queries), max(kk, 0)), -1, dtype=np.int64)
         scores = np.zeros((len(queries), max(kk, 0)))
         if kk > 0:
-            for i, query in enumerate(queries):
-                idx[i], scores[i] = self._one(q[i], kk, query_filter(query))
+            # past a tie at the kk-th score, the ranking rule picks the documents, not the store (retrievers.ties)
+            scores, idx = cut_by_rule(
+                lambda rows, depth: self._rows_of(q, queries, rows, depth), len(queries), kk, self._doc_ids
+            )
         if len(queries) > 1:
             self._last = (q, list(queries), idx)  # the engine's answers, for ann_recall: not asked twice
         return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
+
+    def _rows_of(
+        self, q: np.ndarray, queries: Sequence[Query], rows: np.ndarray, depth: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The store's top ``depth`` for the query rows ``rows``: ``(scores, positions)``."""
+        found = [self._one(q[r], depth, query_filter(queries[r])) for r in rows]
+        return np.stack([sc for _, sc in found]), np.stack([pos for pos, _ in found])
 
     def _one(self, qv: np.ndarray, k: int, flt: Filter | None) -> tuple[np.ndarray, np.ndarray]:
         surplus = self._audit.surplus if self._audit is not None else 0

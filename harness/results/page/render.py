@@ -84,7 +84,8 @@ def render(
     title = data.head["title"]
     created = results.manifest.get("created") or clock.stamp()
     base = table.baseline
-    sub = [f"{len(results.query_ids):,} queries", f"{len(results.summary)} retrievers"]
+    n = len(results.summary)
+    sub = [f"{len(results.query_ids):,} queries", f"{n} retriever{'s' if n != 1 else ''}"]
     sub.append(f"baseline {base}" if base else "no baseline")
     sub.append(f"written {created}")
     body = [

@@ -1,0 +1,117 @@
+"""Tests for retrievers.ties: the cut at depth k follows the ranking rule (score descending, ties by doc
+id descending) in every built-in retriever, not the library's own top-k, so which copy of a duplicated
+document is retrieved, and every metric, is the same whatever the engine."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.run import Run
+from tests.conftest import run_harness
+
+#: the rule's top 10 of s0..s299 all tied: doc ids compare as strings, descending
+RULE_TOP10 = [f"s{i}" for i in range(99, 89, -1)]
+
+
+def _identical_corpus(root: Path, n: int = 300) -> Path:
+    ds = root / "same"
+    (ds / "qrels").mkdir(parents=True)
+    doc = "the very same document text repeated"
+    # and unrelated ones, so the query's words are in fewer than half the documents (rank_bm25's Okapi idf > 0)
+    filler = "".join(
+        json.dumps({"_id": f"o{i}", "title": "", "text": f"other words number {i}"}) + "\n" for i in range(400)
+    )
+    (ds / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": f"s{i}", "title": "", "text": doc}) + "\n" for i in range(n)) + filler
+    )
+    (ds / "queries.jsonl").write_text(json.dumps({"_id": "q01", "text": "the same document text"}) + "\n")
+    (ds / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq01\ts95\t1\n")
+    return ds
+
+
+@pytest.mark.slow
+def test_every_builtin_retriever_cuts_300_tied_copies_by_the_rule(tmp_path, cache_dir):
+    ds = _identical_corpus(tmp_path)
+    retrievers = {
+        "bm25": "{type: bm25}",
+        "bm25_rank": "{type: bm25, backend: rank_bm25}",
+        "dense": "{type: dense}",
+        "dense_hnsw": "{type: dense, index: hnsw}",
+        "dense_ivf": "{type: dense, index: ivf, nlist: 4}",
+        "hybrid": "{type: hybrid, of: [bm25, dense]}",
+        "dense_mmr": "{type: mmr, of: dense}",
+        "lancedb": "{type: lancedb}",
+        "qdrant": "{type: qdrant}",
+    }
+    body = "".join(f"  {name}: {spec}\n" for name, spec in retrievers.items())
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"metrics: [ndcg@10]\ndepth: 10\nlatency_queries: 1\nwarmup_queries: 0\nretrievers:\n{body}")
+    res = run_harness("run", "--config", cfg, "--dataset", ds, "--out", tmp_path / "res", "--no-progress")
+    assert res.returncode == 0, res.stderr[-3000:]
+    got = {}
+    for f in (tmp_path / "res" / "runs").glob("*.trec"):
+        got[f.name.rsplit("-", 1)[0]] = [
+            line.split()[2] for line in f.read_text().splitlines() if line.startswith("q01 ")
+        ]
+    assert set(got) == set(retrievers)
+    assert {name: ids for name, ids in got.items() if ids != RULE_TOP10} == {}
+    summary = json.loads((tmp_path / "res" / "results.json").read_text())["summary"]
+    # s95 is relevant and the rule keeps it at rank 5: every retriever scores the same
+    assert {name: round(m["ndcg@10"], 6) for name, m in summary.items()} == dict.fromkeys(
+        retrievers, round(1 / np.log2(6), 6)
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 6),
+    st.integers(1, 40),
+    st.integers(1, 45),
+    st.integers(1, 4),
+    st.randoms(use_true_random=False),
+)
+def test_cut_by_rule_equals_the_rule_over_every_document(n_rows, n_docs, k, levels, rnd):
+    from retrievers.ties import cut_by_rule
+
+    # few distinct scores: ties everywhere, the library breaks them in an arbitrary order of its own
+    scores = np.array([[rnd.randrange(levels) for _ in range(n_docs)] for _ in range(n_rows)], dtype=np.float64)
+    doc_ids = np.array([f"d{rnd.randrange(10**6)}-{i}" for i in range(n_docs)], dtype=object)
+
+    def library(rows: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        out = []
+        for r in rows:
+            perm = np.array(rnd.sample(range(n_docs), n_docs))
+            order = perm[np.argsort(-scores[r, perm], kind="stable")][:depth]
+            out.append(order)
+        idx = np.array(out, dtype=np.int64)
+        return np.take_along_axis(scores[rows], idx, axis=1), idx
+
+    s, i = cut_by_rule(library, n_rows, k, doc_ids)
+    full = Run([str(r) for r in range(n_rows)], doc_ids, np.tile(np.arange(n_docs), (n_rows, 1)), scores)
+    kk = min(k, n_docs)
+    assert i.shape == (n_rows, kk)
+    # the same documents as the rule's top k (their order is the Run's job, as for any retriever)
+    got = Run([str(r) for r in range(n_rows)], doc_ids, i, s)
+    assert np.array_equal(got.indices, full.indices[:, :kk])
+    assert np.array_equal(got.scores, full.scores[:, :kk])
+
+
+def test_cut_by_rule_asks_one_more_only_where_nothing_ties_past_the_cut():
+    from retrievers.ties import cut_by_rule
+
+    scores = np.arange(100, 0, -1, dtype=np.float64)[None, :]
+    asked = []
+
+    def library(rows: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        asked.append(depth)
+        return scores[rows, :depth], np.tile(np.arange(depth), (len(rows), 1))
+
+    _, idx = cut_by_rule(library, 1, 10, np.array([f"d{i}" for i in range(100)], dtype=object))
+    assert asked == [11]
+    assert idx.tolist() == [list(range(10))]
