@@ -37,6 +37,7 @@ COMMANDS = [
     "load",
     "inspect",
     "synth",
+    "traces",
 ]
 
 
