@@ -97,7 +97,7 @@ class Aggregate:
             rec.first_ns = t
         ranking = []
         for d in span.documents:
-            doc_id = r.text(d.id).replace(" ", "_")  # a control character in an id became a space
+            doc_id = r.text(d.id) if r.patterns else d.id  # ids hold no control characters (conventions)
             ranking.append((doc_id, d.score))
             if d.content is None:
                 self.without_content += 1

@@ -22,7 +22,7 @@ _MAX_NESTING = 32
 
 def any_value(v: Any, depth: int = 0) -> Any:
     """The Python value of one OTLP ``AnyValue`` object, :data:`BAD` if malformed, None if empty."""
-    if not isinstance(v, Mapping) or depth > _MAX_NESTING:
+    if not isinstance(v, dict) or depth > _MAX_NESTING:
         return BAD
     if not v:
         return None
@@ -38,13 +38,13 @@ def any_value(v: Any, depth: int = 0) -> Any:
         return b if isinstance(b, bool) else BAD
     if "arrayValue" in v:
         arr = v["arrayValue"]
-        values = arr.get("values", []) if isinstance(arr, Mapping) else BAD
+        values = arr.get("values", []) if isinstance(arr, dict) else BAD
         if not isinstance(values, list):
             return BAD
         return [any_value(x, depth + 1) for x in values]
     if "kvlistValue" in v:
         kv = v["kvlistValue"]
-        values = kv.get("values", []) if isinstance(kv, Mapping) else BAD
+        values = kv.get("values", []) if isinstance(kv, dict) else BAD
         return key_values(values, depth + 1) if isinstance(values, list) else BAD
     if "bytesValue" in v:
         b = v["bytesValue"]
@@ -58,7 +58,7 @@ def key_values(items: Any, depth: int = 0) -> dict[str, Any]:
     if not isinstance(items, list):
         return out
     for item in items:
-        if isinstance(item, Mapping) and isinstance(item.get("key"), str):
+        if isinstance(item, dict) and isinstance(item.get("key"), str):
             out[item["key"]] = any_value(item.get("value", {}), depth)
     return out
 
@@ -95,7 +95,7 @@ def flatten(attrs: Mapping[str, Any], prefix: str = "", out: dict[str, Any] | No
         pre, m, depth = stack.pop()
         for k, v in m.items():
             key = f"{pre}{k}"
-            if isinstance(v, Mapping) and depth < _MAX_NESTING:
+            if isinstance(v, dict) and depth < _MAX_NESTING:
                 stack.append((key + ".", v, depth + 1))
             else:
                 out[key] = v

@@ -12,8 +12,8 @@
 Every other span is skipped as ``not_retrieval``. A retrieval span with no usable query text is
 skipped (``no_query``), with a documents value that cannot be read (``bad_documents``) or longer
 than :data:`MAX_DOCUMENTS_CHARS` (``documents_too_large``) too. A document without a usable id (a
-list, a bool, a float that is not whole, an id with whitespace a TREC file cannot hold) is dropped
-from its ranking and counted; a NaN, infinite or non-numeric score counts as missing. Ids that are
+list, a bool, a float that is not whole, an id with whitespace a TREC file cannot hold or a control
+character) is dropped from its ranking and counted; a NaN, infinite or non-numeric score counts as missing. Ids that are
 numbers become their decimal text. Nothing of a span's text is evaluated: JSON strings are parsed
 with :func:`json.loads` and nothing else.
 """
@@ -130,7 +130,7 @@ def _document(d: Any) -> Document | str:
             d = json.loads(d)
         except (ValueError, RecursionError):
             return "document_not_json"
-    if not isinstance(d, Mapping):
+    if not isinstance(d, dict):
         return "document_not_a_map"
     raw_id = d.get("id", d.get("document.id", d.get("doc_id")))
     doc_id = _doc_id(raw_id)
@@ -154,7 +154,7 @@ def _doc_id(raw: Any) -> str | None:
         text = raw
     else:
         return None
-    if not text or len(text) > 512 or _SPACE.search(text):
+    if not text or len(text) > 512 or not text.isprintable() or _SPACE.search(text):
         return None
     return text
 

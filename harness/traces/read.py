@@ -126,21 +126,21 @@ def _otlp_request(obj: Mapping[str, Any], path: str, line: int) -> Iterator[RawS
         yield Problem(path, line, "bad_structure")
         return
     for rs in resource_spans:
-        if not isinstance(rs, Mapping):
+        if not isinstance(rs, dict):
             yield Problem(path, line, "bad_structure")
             continue
         resource = rs.get("resource")
-        rattrs = key_values(resource.get("attributes")) if isinstance(resource, Mapping) else {}
+        rattrs = key_values(resource.get("attributes")) if isinstance(resource, dict) else {}
         service = rattrs.get("service.name")
         service = service if isinstance(service, str) else "unknown"
         scopes = rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", []))
         for ss in scopes if isinstance(scopes, list) else [None]:
-            spans = ss.get("spans") if isinstance(ss, Mapping) else None
+            spans = ss.get("spans") if isinstance(ss, dict) else None
             if not isinstance(spans, list):
                 yield Problem(path, line, "bad_structure")
                 continue
             for s in spans:
-                if not isinstance(s, Mapping):
+                if not isinstance(s, dict):
                     yield Problem(path, line, "bad_structure")
                     continue
                 attrs = flatten(key_values(s.get("attributes")))

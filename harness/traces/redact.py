@@ -48,7 +48,8 @@ class Redactor:
 
     def text(self, s: str) -> str:
         """``s`` with control characters made spaces and every chosen pattern replaced (to a fixpoint)."""
-        s = _CONTROL.sub(" ", s)
+        if not s.isprintable():  # the common case skips the regex (C speed)
+            s = _CONTROL.sub(" ", s)
         if not self.patterns:
             return s
         for _ in range(_MAX_PASSES):
