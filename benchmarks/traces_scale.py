@@ -80,9 +80,9 @@ def generate(path: Path, spans: int, queries: int, seed: int = 0) -> int:
                                             "startTimeUnixNano": str(t), "attributes": attrs})  # fmt: skip
                 written += 1
                 if i % 10 == 0:
+                    chat = [_attr("gen_ai.operation.name", _s("chat"))]
                     by_service[service].append({"traceId": f"{i:032x}", "spanId": f"{2 * i + 2:016x}", "name": "chat",
-                                                "startTimeUnixNano": str(t - 1000),
-                                                "attributes": [_attr("gen_ai.operation.name", _s("chat"))]})  # fmt: skip
+                                                "startTimeUnixNano": str(t - 1000), "attributes": chat})  # fmt: skip
                     written += 1
             request = {"resourceSpans": [
                 {"resource": {"attributes": [_attr("service.name", _s(s))]},
@@ -126,7 +126,7 @@ def main() -> None:
         rows.append((name, run_child(cmd)))
     raw, imp = rows[0][1], rows[1][1]
     traces = json.loads((out / "traces.json").read_text())
-    print(f"| step | wall s | CPU s | peak RSS MiB |\n| --- | ---: | ---: | ---: |")
+    print("| step | wall s | CPU s | peak RSS MiB |\n| --- | ---: | ---: | ---: |")
     for name, r in rows:
         print(f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['rss_mib']:,.0f} |")
     print(f"import / raw CPU time: {imp['cpu'] / raw['cpu']:.2f}; spans read {traces['spans']['read']:,}, "

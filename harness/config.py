@@ -88,6 +88,9 @@ class DatasetConfig(BaseModel):
     judge_by: Literal["auto", "ids", "answers"] = "auto"
     corpus_format: Literal["jsonl", "csv", "tsv", "parquet", "hf", "text"] | None = None
     golden_format: Literal["jsonl", "csv", "tsv", "parquet", "hf"] | None = None
+    #: a numeric field of queries.jsonl (``count`` from ``harness traces import``): every figure is
+    #: weighted by it (docs/traces.md); unweighted when unset
+    weights: str | None = None
 
 
 class StatsConfig(BaseModel):
