@@ -39,7 +39,7 @@ import numpy as np
 
 from harness import defaults
 from harness.stats import power as P
-from harness.stats.tests import bootstrap_cis, randomization_tests, t_lower_bound, t_test
+from harness.stats.tests import bootstrap_cis, bootstrap_means, randomization_tests, t_lower_bound, t_test
 
 
 def as_weights(weights: Sequence[float] | np.ndarray | None, size: int) -> np.ndarray | None:
@@ -99,26 +99,12 @@ def randomization_tests_w(
     diffs: np.ndarray, w: np.ndarray | None, *, n: int = defaults.PERMUTATIONS, seed: int = 0
 ) -> np.ndarray:
     """:func:`~harness.stats.tests.randomization_tests` of ``|sum(w s d)| / W``: each query's
-    difference keeps its weight when its sign flips (the sign matrix is drawn the same way)."""
+    difference keeps its weight when its sign flips. It is the unweighted test of ``d * w * q / W``
+    (whose mean is ``sum(w d) / W``), so the sign vectors are the ones the unweighted test draws."""
     if is_uniform(w):
         return randomization_tests(diffs, n=n, seed=seed)
     d = np.asarray(diffs, dtype=np.float64)
-    q, m = d.shape
-    wd = d * w[:, None]
-    total = float(w.sum())
-    observed = np.abs(wd.sum(axis=0)) / total
-    rng = np.random.default_rng(seed)
-    hits = np.zeros(m, dtype=np.int64)
-    block = max(1, min(n, 2**23 // max(q, 1)))
-    done = 0
-    while done < n:
-        k = min(block, n - done)
-        signs = (rng.integers(0, 2, size=(k, q), dtype=np.int8) * 2 - 1).astype(np.float64)
-        hits += np.count_nonzero(np.abs(signs @ wd) / total >= observed - 1e-12, axis=0)
-        done += k
-    p = (hits + 1) / (n + 1)
-    p[~np.any(wd, axis=0)] = 1.0
-    return p
+    return randomization_tests(d * (w * (d.shape[0] / float(w.sum())))[:, None], n=n, seed=seed)
 
 
 def t_test_w(a: np.ndarray, b: np.ndarray, w: np.ndarray | None) -> float:
@@ -165,19 +151,11 @@ def bootstrap_cis_w(
         return []
     if n == 0 or size == 1:
         return [(m, m) for m in (float(np.average(x[:, j], weights=w)) for j in range(cols))]
-    rng = np.random.default_rng(seed)
-    means = np.empty((n, cols))
-    block = max(1, 2**22 // size)  # the draw of bootstrap_means: same generator calls, same blocks
-    wx = x * w[:, None]
-    for start in range(0, n, block):
-        stop = min(n, start + block)
-        k = stop - start
-        idx = rng.integers(0, size, size=(k, size))
-        idx += np.arange(k, dtype=idx.dtype)[:, None] * size
-        counts = np.bincount(idx.ravel(), minlength=k * size).reshape(k, size).astype(np.float64)
-        total = counts @ w
-        total[total == 0] = np.nan  # a resample of only zero-weight queries has no mean
-        means[start:stop] = (counts @ wx) / total[:, None]
+    # the means of w*x and of w over the same resamples (bootstrap_means' draw): their ratio is the
+    # weighted mean of each resample, sum(c w x) / sum(c w)
+    both = bootstrap_means(np.column_stack([x * w[:, None], w]), n=n, seed=seed)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a resample of zero-weight queries only: NaN, left out
+        means = both[:, :cols] / both[:, cols:]
     alpha = (1 - confidence) / 2
     lo, hi = np.nanquantile(means, [alpha, 1 - alpha], axis=0)
     return [(float(a), float(b)) for a, b in zip(lo, hi)]

@@ -1,8 +1,8 @@
-"""The folder ``harness traces import`` writes, whole or not at all.
+"""What ``harness traces import`` writes into its folder.
 
-Files go into a hidden sibling of ``OUT`` (``.OUT.traces-PID``) while the spans stream, and the
-sibling is renamed to ``OUT`` only when everything is written, so an error or Ctrl-C leaves no half
-folder. ``OUT`` must not exist: nothing a user wrote is overwritten.
+The folder is written whole or not at all, as ``harness synth``'s is (:func:`harness.synth.folder.
+staging`: a hidden sibling of ``OUT`` renamed into place at the end; ``OUT`` must not exist, so
+nothing a user wrote is overwritten).
 
 ``runs/production.trec``: each query's latest ranking in the order production returned it (the
 order its span listed the documents in, which is what the user was shown). The score column keeps
@@ -14,47 +14,17 @@ reads back exactly the returned order. A document listed twice keeps its first p
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import os
-import shutil
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import IO, Any
 
-from harness.errors import InputError
 from harness.traces.aggregate import QueryRecord
 
 TRACES_FILE = "traces.json"
 RUN_NAME = "production"
 FORMAT, VERSION = "harness-traces", 1
-
-
-def check_out(out: str | os.PathLike[str]) -> Path:
-    """``OUT`` is new and its parent exists (checked before any span is read)."""
-    p = Path(out).expanduser()
-    if p.exists() or p.is_symlink():
-        raise InputError("already exists; choose a new folder (nothing is overwritten)", path=p, field="--out")
-    if not p.parent.is_dir():
-        raise InputError("the folder it goes in does not exist", path=p.parent, field="--out")
-    return p
-
-
-@contextlib.contextmanager
-def written_whole(out: Path) -> Iterator[Path]:
-    """A hidden folder to write into, renamed to ``out`` if the block finishes, removed if not."""
-    tmp = out.parent / f".{out.name}.traces-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "runs").mkdir(parents=True)
-    try:
-        yield tmp
-        if out.exists():
-            raise InputError("appeared while the spans were read; nothing was overwritten", path=out)
-        os.rename(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def iso(ns: int) -> str | None:
@@ -115,11 +85,3 @@ def write_run(fh: IO[str], records: list[QueryRecord]) -> dict[str, int]:
 
 def corpus_line(doc_id: str, content: str) -> str:
     return json.dumps({"_id": doc_id, "title": "", "text": content}, ensure_ascii=False) + "\n"
-
-
-def link_or_copy(src: Path, dst: Path) -> None:
-    """The team's corpus into the folder: a hard link where the filesystem allows, else a copy."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copyfile(src, dst)

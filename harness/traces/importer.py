@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from harness import progress
 from harness.errors import InputError
 from harness.io.lines import iter_lines
+from harness.synth.folder import check_out, link_or_copy, staging
 from harness.traces import folder as F
 from harness.traces.aggregate import Aggregate, QueryRecord
 from harness.traces.conventions import RetrievalSpan, read_retrieval
@@ -124,14 +125,15 @@ def import_traces(
     """Read ``options.spans``, write the folder ``options.out``; returns what ``traces.json`` says."""
     o = options
     check_paths(o.spans)
-    out = F.check_out(o.out)
+    out = check_out(o.out)
     since, until = _time_bound(o.since, "--since"), _time_bound(o.until, "--until")
     if since is not None and until is not None and since > until:
         raise InputError("--since is after --until", field="--since")
     corpus = _corpus_file(o.corpus) if o.corpus else None
     known = _corpus_ids(corpus) if corpus else None
     redactor = Redactor(o.redact)
-    with F.written_whole(out) as tmp, progress.session(stream, enabled=show_progress) as bar:
+    with staging(out) as tmp, progress.session(stream, enabled=show_progress) as bar:
+        (tmp / "runs").mkdir()
         with (tmp / "corpus.jsonl").open("w", encoding="utf-8") as corpus_fh:
             on_content = None if corpus else (lambda i, c: corpus_fh.write(F.corpus_line(i, c)))
             agg = Aggregate(redactor, on_content)
@@ -140,7 +142,7 @@ def import_traces(
         if corpus is not None:
             os.unlink(tmp / "corpus.jsonl")
             _check_known(chosen, known or set(), corpus)
-            F.link_or_copy(corpus, tmp / "corpus.jsonl")
+            link_or_copy(corpus, tmp / "corpus.jsonl")
         with (tmp / "queries.jsonl").open("w", encoding="utf-8") as fh:
             F.write_queries(fh, chosen)
         with (tmp / "runs" / f"{F.RUN_NAME}.trec").open("w", encoding="utf-8") as fh:

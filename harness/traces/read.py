@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.io.lines import bounded_lines
 from harness.traces.attributes import flatten, key_values
 
 #: longest line read as a record (a 50 MB documents string fits; a runaway file does not fill memory)
@@ -92,15 +93,8 @@ def check_paths(paths: list[str]) -> None:
 def _json_file(path: Path) -> Iterator[RawSpan | Problem]:
     name = str(path)
     with path.open("rb") as fh:
-        lineno = 0
-        while True:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                return
-            lineno += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):  # skip the rest of the line, a chunk at a time
-                    raw = fh.readline(MAX_LINE_BYTES)
+        for lineno, raw in enumerate(bounded_lines(fh, path, limit=MAX_LINE_BYTES, skip_long=True), start=1):
+            if raw is None:
                 yield Problem(name, lineno, "line_too_long")
                 continue
             if not raw.strip():
