@@ -8,7 +8,7 @@ import sys
 
 from harness.cli.command import add_command
 
-ABOUT = """production retrieval spans as a golden set (import)
+ABOUT = """production retrieval spans as a golden set (import), and what to grade of it (pool)
 
 `import` reads OpenTelemetry spans (OTLP JSON lines as the Collector's file exporter writes them,
 OTLP protobuf, Phoenix/OpenInference JSONL) in the GenAI or OpenInference conventions, and writes
@@ -40,7 +40,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--max-spans", type=int, metavar="N", help="read at most N spans")
     i.add_argument("--no-progress", action="store_true", help="no progress display")
     i.set_defaults(func=import_)
+    p2 = tsub.add_parser("pool", help="production's and candidates' top k of every query, to grade (a pool file)")
+    p2.add_argument("folder", metavar="DIR", help="a folder `harness traces import` wrote")
+    p2.add_argument(
+        "--run", action="append", default=[], metavar="NAME=FILE", help="a candidate's TREC run (repeatable)"
+    )
+    p2.add_argument("--depth", type=int, default=10, help="pool each run's top k (default 10)")
+    p2.add_argument("--max-per-query", type=int, metavar="N", help="at most N documents per query (best ranked first)")
+    p2.add_argument("--qrels", metavar="FILE", help="judgments already made: their pairs are not pooled again")
+    p2.add_argument("--out", required=True, metavar="FILE", help="pool file to write: .csv or .jsonl (must be new)")
+    p2.set_defaults(func=pool)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def pool(args: argparse.Namespace) -> int:
+    from harness.errors import InputError
+    from harness.traces.pool import pool_traces
+
+    runs = {}
+    for item in args.run:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise InputError(f"{item!r}: give NAME=FILE", field="--run")
+        runs[name] = path
+    rows = pool_traces(args.folder, runs, args.out, depth=args.depth, max_per_query=args.max_per_query,
+                       qrels=args.qrels)  # fmt: skip
+    print(f"{args.out}: {len(rows)} documents to grade over {len({r.query_id for r in rows})} queries")
+    return 0
 
 
 def import_(args: argparse.Namespace) -> int:
