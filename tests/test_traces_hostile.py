@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.traces import ImportOptions, import_traces
 from harness.traces.redact import PATTERNS, Redactor
-from tests.conftest import REPO
+from tests.conftest import REPO, one_line_error, run_harness
 
 pytestmark = pytest.mark.core
 
@@ -192,3 +192,19 @@ def test_redactor_counts_and_placeholders():
     assert out == "mail [EMAIL] or call [PHONE], card [CARD], key [KEY]"
     assert dict(r.counts) == {"email": 1, "card": 1, "phone": 1, "key": 1}
     assert re.search(r"\d{3}", Redactor([]).text("555-123-4567"))  # nothing chosen, nothing replaced
+
+
+def test_bad_options_are_one_line_before_anything_is_written(tmp_path):
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps(request([span("00000000000000aa", genai(s("q"), s("[]")))])) + "\n")
+    out = tmp_path / "o"
+    for args, needle in (
+        (["--redact", "email,ssn"], "unknown redaction 'ssn'"),
+        (["--sample", "0"], "--sample"),
+        (["--since", "yesterday"], "--since"),
+        (["--corpus", str(tmp_path / "nope")], "--corpus"),
+    ):
+        one_line_error(run_harness("traces", "import", str(f), "--out", str(out), *args), needle)
+        assert not out.exists()
+    one_line_error(run_harness("traces", "import", str(tmp_path / "missing.jsonl"), "--out", str(out)), "no such file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]

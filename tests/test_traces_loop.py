@@ -20,6 +20,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import run_harness, start_judge_serve
+
+pytest.importorskip("opentelemetry.sdk")  # the dev extra: spans exported by the real SDK
+
 from tests.otel_export import Retrieval, emit
 
 pytestmark = pytest.mark.slow
