@@ -3,6 +3,7 @@ to a :class:`GoldenDataset`."""
 
 from __future__ import annotations
 
+import math
 import os
 from importlib import resources
 from pathlib import Path
@@ -54,8 +55,6 @@ def query_weights(dataset: GoldenDataset, field: str) -> dict[str, float]:
     """``dataset: {weights: FIELD}``: each query's weight, the numeric ``FIELD`` of its queries.jsonl
     record (kept in the query's metadata by the BEIR reader). A query without it, or with a value
     that is not a finite number >= 0, is an error naming the query."""
-    import math
-
     out: dict[str, float] = {}
     for q in dataset.queries:
         v = q.metadata.get(field)

@@ -208,3 +208,16 @@ def test_bad_options_are_one_line_before_anything_is_written(tmp_path):
         assert not out.exists()
     one_line_error(run_harness("traces", "import", str(tmp_path / "missing.jsonl"), "--out", str(out)), "no such file")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.jsonl"]
+
+
+def test_protobuf_input_without_its_extra_names_the_extra(tmp_path):
+    f = tmp_path / "spans.pb"
+    f.write_bytes(b"\x00\x00\x00\x00")
+    code = (
+        "import sys; sys.modules['opentelemetry.proto.collector.trace.v1.trace_service_pb2'] = None\n"
+        "from harness.cli import main\n"
+        f"sys.exit(main(['traces', 'import', {str(f)!r}, '--out', {str(tmp_path / 'o')!r}]))"
+    )
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert p.returncode == 2 and "traces-proto" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "o").exists()
