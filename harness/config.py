@@ -178,6 +178,8 @@ class RunConfig(BaseModel):
     def _one_dataset_key(self) -> RunConfig:
         if self.datasets is not None and "dataset" in self.model_fields_set:
             raise ValueError("give either dataset: (one dataset) or datasets: (a suite), not both")
+        if self.datasets is not None and any(d.weights for d in self.datasets.values()):
+            raise ValueError("weights: weighs one dataset (dataset: {path, weights}); a suite's datasets take none yet")
         return self
 
     @field_validator("metrics", mode="before")
