@@ -36,6 +36,8 @@ log = logging.getLogger("harness")
 
 #: problems listed one by one in traces.json (all are counted)
 MAX_PROBLEMS_LISTED = 100
+#: problems also logged as warnings, one line each
+MAX_PROBLEMS_WARNED = 10
 #: spans between two progress updates
 PROGRESS_EVERY = 10_000
 #: unknown document ids named one by one in the error (all are counted)
@@ -165,6 +167,8 @@ def _stream(o: ImportOptions, agg: Aggregate, redactor: Redactor, since, until, 
 
     def problem(item: RawSpan | Problem, reason: str) -> None:
         skipped[reason] += 1
+        if len(problems) < MAX_PROBLEMS_WARNED:  # span ids from the file are shown as repr: no terminal escapes
+            log.warning("%s:%d: span %r skipped: %s", item.path, item.line, redactor.text(item.span_id), reason)
         if len(problems) < MAX_PROBLEMS_LISTED:
             problems.append({"file": redactor.text(item.path), "line": item.line,
                              "span_id": redactor.text(item.span_id), "reason": reason})  # fmt: skip
