@@ -141,6 +141,10 @@ def test_filters_min_count_and_sample(exported, tmp_path):
     import_traces(ImportOptions(spans=src, out=str(tmp_path / "c"), since=since))
     _, _, _, t = _read_folder(tmp_path / "c")
     assert t["spans"]["imported"] == len(events) - 5 and t["skipped"]["before_since"] == 5
+    import_traces(ImportOptions(spans=src, out=str(tmp_path / "e"), data_sources=["kb-chat-bot"], max_spans=8))
+    _, _, _, t = _read_folder(tmp_path / "e")
+    assert t["spans"] == {"read": 8, "imported": 2, "truncated_at_max_spans": True}
+    assert t["skipped"] == {"not_retrieval": 4, "other_data_source": 2}
     import_traces(ImportOptions(spans=src, out=str(tmp_path / "d"), sample=2, seed=3))
     q, _, _, t = _read_folder(tmp_path / "d")
     assert len(q) == 2 and t["queries"]["sampled_out"] == 2
