@@ -11,15 +11,14 @@ import http.client
 import json
 import re
 import signal
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tests.conftest import run_harness, start_judge_serve
+from tests.core_workflow import _grader
 
 pytest.importorskip("opentelemetry.sdk")  # the dev extra: spans exported by the real SDK
 
@@ -63,33 +62,15 @@ def _spans(tmp: Path) -> tuple[Path, np.ndarray]:
     return tmp / "spans.jsonl", np.bincount(asked, minlength=QUERIES)
 
 
-def _grader() -> ThreadingHTTPServer:
-    """An OpenAI-compatible endpoint: grade 2 when the passage is about the query's topic (its
-    ``topicN`` word appears twice in the prompt), else 0, wrong on one prompt in ten."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            text = " ".join(m["content"] for m in body["messages"])
-            topics = re.findall(r"topic\d+\b", text)
-            right = len(topics) != len(set(topics))
-            if zlib.crc32(text.encode()) % 10 == 0:
-                right = not right
-            reply = {"role": "assistant", "content": f"##final score: {2 if right else 0}"}
-            data = json.dumps({"choices": [{"message": reply}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
+def _topic_grade(body: dict) -> int:
+    """The judge: 2 when the passage is about the query's topic (its ``topicN`` word appears twice
+    in the prompt), else 0, wrong on one prompt in ten."""
+    text = " ".join(m["content"] for m in body["messages"])
+    topics = re.findall(r"topic\d+\b", text)
+    right = len(topics) != len(set(topics))
+    if zlib.crc32(text.encode()) % 10 == 0:
+        right = not right
+    return 2 if right else 0
 
 
 def _person_grades(sample: Path) -> int:
@@ -149,7 +130,7 @@ def test_the_documented_loop_on_5000_sdk_spans(tmp_path):
     sample = tmp_path / "sample.csv"
     _ok(run_harness("judge", "sample", str(pool), "--queries", "40", "--seed", "1", "--out", str(sample)))
     assert _person_grades(sample) > 0
-    srv = _grader()
+    srv = _grader(_topic_grade)
     try:
         url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
         _ok(run_harness("judge", "auto", str(pool), "--judge", "http", "--url", url, "--model", "m",
