@@ -90,6 +90,9 @@ class DatasetConfig(BaseModel):
     judge_by: Literal["auto", "ids", "answers"] = "auto"
     corpus_format: Literal["jsonl", "csv", "tsv", "parquet", "hf", "text"] | None = None
     golden_format: Literal["jsonl", "csv", "tsv", "parquet", "hf"] | None = None
+    #: a numeric field of queries.jsonl (``count`` from ``harness traces import``): every figure is
+    #: weighted by it (docs/traces.md); unweighted when unset
+    weights: str | None = None
 
 
 class StatsConfig(BaseModel):
@@ -177,6 +180,8 @@ class RunConfig(BaseModel):
     def _one_dataset_key(self) -> RunConfig:
         if self.datasets is not None and "dataset" in self.model_fields_set:
             raise ValueError("give either dataset: (one dataset) or datasets: (a suite), not both")
+        if self.datasets is not None and any(d.weights for d in self.datasets.values()):
+            raise ValueError("weights: weighs one dataset (dataset: {path, weights}); a suite's datasets take none yet")
         return self
 
     @field_validator("metrics", mode="before")

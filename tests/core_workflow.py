@@ -16,6 +16,7 @@ import json
 import re
 import sys
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -44,9 +45,14 @@ HEAVY = (
 )
 
 
-def _grader() -> ThreadingHTTPServer:
+def _odd_digit_rule(body: dict) -> int:
+    return 0 if re.search(r"[13579]\b", body["messages"][0]["content"][-400:]) else 2
+
+
+def _grader(grade: Callable[[dict], int] = _odd_digit_rule) -> ThreadingHTTPServer:
     """An OpenAI-compatible endpoint on 127.0.0.1 that grades every pair 2, or 0 when the passage
-    id ends in an odd digit (so the automatic grades are not constant)."""
+    id ends in an odd digit (so the automatic grades are not constant); ``grade(request body)``
+    replaces the rule (tests/test_traces_loop.py grades by topic)."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
@@ -54,9 +60,7 @@ def _grader() -> ThreadingHTTPServer:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            text = body["messages"][0]["content"]
-            grade = 0 if re.search(r"[13579]\b", text[-400:]) else 2
-            reply = {"choices": [{"message": {"role": "assistant", "content": f"##final score: {grade}"}}]}
+            reply = {"choices": [{"message": {"role": "assistant", "content": f"##final score: {grade(body)}"}}]}
             data = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

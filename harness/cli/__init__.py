@@ -38,6 +38,7 @@ COMMANDS = [
     "load",
     "inspect",
     "synth",
+    "traces",
 ]
 
 

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=serve)
     m = jsub.add_parser("merge", help="the old judgments plus the pool's grades, written to a new file")
     m.add_argument("pool", metavar="POOL", help="graded pool file")
-    m.add_argument("--qrels", required=True, help="the judgments the pool was made against (never modified)")
+    m.add_argument("--qrels", help="the judgments the pool was made against (never modified; none: a first round)")
     m.add_argument("--out", required=True, help="new qrels file to write (TREC format), plus OUT.provenance.json")
     m.set_defaults(func=merge)
     from harness.cli.judge_tools import register_tools

@@ -79,6 +79,7 @@ def rescore(
         manifest=manifest.data,
         query_tags=results.query_tags,
         judged_only=judged_only,
+        **_weights_of(results),
     )
     # the header counts the queries scored now: new judgments may judge fewer (or more) queries
     # than the dataset the folder was run on
@@ -86,3 +87,10 @@ def rescore(
         queries=len(rescored.query_ids), judgments=sum(len(j) for j in judgments.values())
     )
     return rescored
+
+
+def _weights_of(results: Results) -> dict:
+    """A weighted folder is re-scored weighted (``score``'s ``weights`` arguments), else nothing."""
+    if results.weights is None:
+        return {}
+    return {"weights": results.weights.by_query(results.query_ids), "weights_field": results.weights.field}

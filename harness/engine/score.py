@@ -19,8 +19,10 @@ from harness.metrics.diversity import embedding_metrics
 from harness.metrics.evaluate import CompiledQrels, evaluate_run, judged_at_10, mean
 from harness.metrics.names import Metric, parse_metrics
 from harness.results import Comparison, Manifest, Results
+from harness.results.data import Weights
 from harness.run import Run
 from harness.stats import compare
+from harness.stats.weighted import as_weights, effective_n, weighted_mean
 
 #: ``embed(doc_ids) -> (len(doc_ids), dim) array``: document vectors for embedding metrics (ild@k)
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -46,6 +48,8 @@ def score(
     query_tags: Mapping[str, Sequence[str]] | None = None,
     complete: bool = True,
     judged_only: bool = False,
+    weights: Mapping[str, float] | None = None,
+    weights_field: str = "weight",
 ) -> Results:
     """Per-query scores of every metric for every run, their means, and (with ``statistics``)
     bootstrap intervals and paired tests against ``baseline`` (Holm over the whole table).
@@ -54,6 +58,8 @@ def score(
     ``query_tags`` are carried into the results as they are. ``judged_only``:
     trec_eval ``-J`` (:mod:`harness.metrics.judged_only`); each run's ``judged@10`` is recorded
     either way (``Results.judged_at_10``), so a table can show how far its judgments reach.
+    ``weights`` (query id -> weight, from the dataset's ``weights_field``): every mean, interval and
+    test is traffic-weighted (:mod:`harness.stats.weighted`) and the results record the weights.
     """
     metrics = parse_metrics(metrics)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
@@ -78,7 +84,9 @@ def score(
     # the judgments came in (a dataset's order, or a qrels.tsv's)
     order = np.argsort(np.asarray(cq.query_ids, dtype=object), kind="stable")
     query_ids = [cq.query_ids[i] for i in order]
+    w = _weights(weights, query_ids, weights_field)
     res = Results(
+        weights=None if w is None else Weights(field=weights_field, values=w.tolist(), effective_n=effective_n(w)),
         complete=complete,
         manifest=dict(manifest or {}),
         query_ids=query_ids,
@@ -97,7 +105,7 @@ def score(
             vals.update({m.name: m.spec.compute(ctx, m.k) for m in contextual})
         vals = {m.name: np.asarray(vals[m.name], dtype=np.float64)[order] for m in metrics}
         values[name] = vals
-        res.summary[name] = {m: mean(v) for m, v in vals.items()}
+        res.summary[name] = {m: mean(v) if w is None else weighted_mean(v, w) for m, v in vals.items()}
         res.per_query[name] = {m: v.tolist() for m, v in vals.items()}
         res.counts[name] = dict(ev.counts) if ev else {"queries": len(cq.query_ids)}
         res.judged_at_10[name] = judged_at_10(cq, run, res.summary[name])
@@ -105,9 +113,24 @@ def score(
         Manifest.of(res).update_config(judged_only=True)
     if statistics and values:
         base = baseline if baseline in values else None  # a failed baseline: intervals only
-        significance, res.intervals = compare(values, base, seed=seed, query_ids=query_ids, **dict(stats or {}))
+        significance, res.intervals = compare(
+            values, base, seed=seed, query_ids=query_ids, weights=w, **dict(stats or {})
+        )
         res.significance = {r: {m: Comparison(**c) for m, c in ms.items()} for r, ms in significance.items()}
     return res.attach(runs, _plain_qrels(qrels))
+
+
+def _weights(weights: Mapping[str, float] | None, query_ids: list[str], field: str):
+    """The weights of the scored queries in their order; every scored query needs one."""
+    if weights is None:
+        return None
+    missing = [q for q in query_ids if q not in weights]
+    if missing:
+        raise InputError(f"query {missing[0]!r} has no weight ({len(missing)} queries lack one)", field=field)
+    try:
+        return as_weights([weights[q] for q in query_ids], len(query_ids))
+    except ValueError as e:
+        raise InputError(str(e), field=field) from None
 
 
 def _plain_qrels(qrels: Mapping[str, Mapping[str, int]] | CompiledQrels) -> Mapping[str, Mapping[str, int]]:

@@ -22,7 +22,7 @@ from typing import Any
 
 from harness import __version__, defaults, progress
 from harness.config import RunConfig
-from harness.datasets import load_dataset, load_from_config
+from harness.datasets import load_dataset, load_from_config, query_weights
 from harness.efficiency import Cost
 from harness.engine.fingerprint import content_fingerprint
 from harness.engine.graph import Graph, Node
@@ -65,6 +65,8 @@ class Session:
     chunking: dict[str, dict[str, Any]] | None = None
     executor: dict[str, Any] | str | None = None
     embedder: Embedder | None = None
+    #: ``dataset: {weights: FIELD}``: (field, query id -> weight); every figure is traffic-weighted
+    weights: tuple[str, dict[str, float]] | None = None
 
     @classmethod
     def from_config(
@@ -90,9 +92,12 @@ class Session:
             ds = load_dataset(dataset, split or config.dataset.split, name=config.dataset.name)
         else:
             section = config.dataset.model_dump()
+            section.pop("weights", None)  # read from the loaded queries below
             if split:
                 section["split"] = split
             ds = load_from_config(section, base)
+        field = config.dataset.weights
+        weights = (field, query_weights(ds, field)) if field else None
         check_dataset_usable(ds)  # an empty corpus or a lone surrogate fails here, not after hours of work
         cache = cache_dir_of(config.cache_dir)
         ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
@@ -111,6 +116,8 @@ class Session:
             log.info("baseline %r is not among the retrievers run: no significance tests", config.baseline)
         resolved = config.model_dump(mode="json")
         resolved["dataset"] = {"path": str(ds.source) if ds.source else ds.name, "split": ds.split, "name": ds.name}
+        if field:
+            resolved["dataset"]["weights"] = field
         resolved["cache_dir"] = str(cache)
         resolved["retrievers"] = {n: graph[n].spec for n in graph.order}
         return cls(
@@ -130,6 +137,7 @@ class Session:
             cache_dir=cache,
             chunking=config.chunking,
             executor=config.executor,
+            weights=weights,
             **wiring,
         )
 
@@ -389,6 +397,7 @@ def _summarise(run: _Run, *, complete: bool) -> Results:
         query_tags=run.tags,
         complete=complete,
         judged_only=run.judged_only,
+        **({"weights": s.weights[1], "weights_field": s.weights[0]} if s.weights else {}),
     )
     # what .save() stores with each run
     res.attach(res.runs, res.qrels, {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None})

@@ -43,6 +43,8 @@ class Scores:
     per_query: dict[str, dict[str, dict[str, float]]]
     failures: dict[str, str]
     manifest: dict[str, Any] = field(default_factory=dict)
+    #: query id -> traffic weight (weighted results: harness.stats.weighted); None: unweighted
+    weights: dict[str, float] | None = None
 
     @classmethod
     def of(cls, results: Results, side: str, label: str | None = None) -> Scores:
@@ -65,6 +67,7 @@ class Scores:
             per_query=per_query,
             failures={str(k): str(v) for k, v in (results.failures or {}).items()},
             manifest=dict(results.manifest or {}),
+            weights=results.weights.by_query(results.query_ids) if results.weights is not None else None,
         )
 
     # ------------------------------------------------------------------ reads
@@ -97,6 +100,16 @@ class Scores:
                     )
                 out[i, j] = row[m]
         return out
+
+    def weights_of(self, qids: list[str], other: Scores | None = None) -> np.ndarray | None:
+        """The weights of ``qids`` (this side's, else ``other``'s), or None when neither is weighted."""
+        for side in (self, other):
+            if side is not None and side.weights is not None:
+                missing = [q for q in qids if q not in side.weights]
+                if missing:
+                    raise InputError(f"query {missing[0]!r} has no weight", path=side.where, field="weights")
+                return np.array([side.weights[q] for q in qids], dtype=np.float64)
+        return None
 
     def dataset(self) -> dict[str, Any]:
         return dict(Manifest(self.manifest).dataset.data)

@@ -30,7 +30,7 @@ from harness.gate.tolerances import metric_key
 from harness.results import Manifest
 from harness.stats.power import mde as min_effect
 from harness.stats.power import queries_needed
-from harness.stats.tests import t_lower_bound
+from harness.stats.weighted import effective_n, is_uniform, t_lower_bound_w, weighted_sd
 
 #: verdicts with no comparison behind them: nothing to say about power
 _UNCOMPARED = frozenset({"failed", "missing", "new"})
@@ -110,8 +110,8 @@ def add_power(
                     f"{'y' if row.queries == 1 else 'ies'} the paired test detects no drop at all (it needs at least 2)"
                 )
             continue
-        diffs = _diffs(row, baseline, current)
-        observed = float(np.std(diffs, ddof=1))
+        diffs, w = _diffs(row, baseline, current)
+        observed = float(np.std(diffs, ddof=1)) if is_uniform(w) else weighted_sd(diffs, w)
         if row.metric not in estimates:
             estimates[row.metric] = reference_sd(baseline, row.metric)
         estimate, _ = estimates[row.metric]
@@ -121,7 +121,7 @@ def add_power(
         else:
             row.sd_used, row.sd_source = observed, "observed"
         if margin is not None:
-            row.bound = t_lower_bound(diffs, ni_alpha)
+            row.bound = t_lower_bound_w(diffs, w, ni_alpha)
             if row.bound is not None and row.bound > -margin:
                 row.verdict = "improved" if row.verdict == "improved" else "ok"
             else:
@@ -136,7 +136,8 @@ def add_power(
         if not target > report.alpha:  # --alpha 0.9: no power above it to size with (said once, below)
             continue
         used[row.sd_source] += 1
-        row.mde = min_effect(row.sd_used, row.queries, report.alpha, target)
+        n = row.queries if is_uniform(w) else effective_n(w)  # weighted: Kish's effective queries
+        row.mde = min_effect(row.sd_used, n, report.alpha, target)
         if margin is None and row.mde > row.tolerance:
             row.blind = True
             report.blind.append(blind_line(row, report.alpha, target))
@@ -183,9 +184,10 @@ def _inferior(row: Any, note: str) -> None:
         row.note = note
 
 
-def _diffs(row: Any, baseline: Scores, current: Scores) -> np.ndarray:
+def _diffs(row: Any, baseline: Scores, current: Scores) -> tuple[np.ndarray, np.ndarray | None]:
+    """The per-query differences over the common queries, and their weights (None: unweighted)."""
     cq = set(current.query_order(row.retriever))
     common = [q for q in baseline.query_order(row.retriever) if q in cq]
     b = baseline.matrix(row.retriever, common, [row.metric])[:, 0]
     c = current.matrix(row.retriever, common, [row.metric])[:, 0]
-    return c - b
+    return c - b, current.weights_of(common, baseline)

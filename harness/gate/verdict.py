@@ -25,7 +25,7 @@ from harness.gate import power as power_gate
 from harness.gate._scores import Scores
 from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, check_tolerance, metric_key
 from harness.results import Results
-from harness.stats.tests import randomization_tests, t_test
+from harness.stats.weighted import paired_mean, randomization_tests_w, t_test_w
 
 Verdict = Literal["regression", "inferior", "failed", "missing", "not_significant", "improved", "new", "ok"]
 #: verdicts that fail the check (``inferior``: non-inferiority not shown, :mod:`harness.gate.power`)
@@ -308,6 +308,12 @@ def check(
         if name not in base.summary and (retrievers is None or name in names):
             report.notes.append(f"{name} had failed in the baseline too; it is not checked")
 
+    weighted = cur.weights is not None or base.weights is not None
+    if weighted:
+        report.notes.append(
+            "traffic-weighted: means and tests weigh each query by the dataset's weights (harness.stats.weighted; "
+            "Kish's effective number of queries for power)"
+        )
     common_any = 0
     for name in names:
         mets = [m for m in wanted if m in base.summary[name]]
@@ -434,12 +440,13 @@ def _check_retriever(
         n_common = len(common)
         b = baseline.matrix(name, common, present)
         c = current.matrix(name, common, present)
+        w = current.weights_of(common, baseline)  # traffic-weighted: means and tests (harness.stats.weighted)
         if test == "randomization":
-            pvals = randomization_tests(c - b, n=permutations, seed=seed)
+            pvals = randomization_tests_w(c - b, w, n=permutations, seed=seed)
         else:
-            pvals = np.array([t_test(c[:, j], b[:, j]) for j in range(len(present))])
+            pvals = np.array([t_test_w(c[:, j], b[:, j], w) for j in range(len(present))])
         for j, m in enumerate(present):
-            bm, cm = float(b[:, j].mean()), float(c[:, j].mean())
+            bm, cm = paired_mean(b[:, j], w), paired_mean(c[:, j], w)
             rows[m] = _verdict(name, m, bm, cm, float(pvals[j]), tol.get(name, m), alpha, n_common)
     elif present:  # results without per-query scores: Pyserini-style, tolerance only
         lacking = [s for s, x in (("baseline", baseline), ("current", current)) if not x.has_per_query(name)]

@@ -376,7 +376,8 @@ def _plain(value: Any) -> Any:
 
 
 #: Keys of a ``dataset:`` mapping in a config (see :func:`resolve_dataset_section`).
-SECTION_KEYS = ("path", "corpus", "golden", "split", "name", "judge_by", "corpus_format", "golden_format")
+#: ``weights`` is read by the session from the loaded queries (``harness.datasets.query_weights``), not here
+SECTION_KEYS = ("path", "corpus", "golden", "split", "name", "judge_by", "corpus_format", "golden_format", "weights")
 
 
 def assemble_golden(

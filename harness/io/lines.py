@@ -91,15 +91,27 @@ def iter_lines(
 
 
 def _bounded_lines(fh, path: Path) -> Iterator[bytes]:
+    yield from bounded_lines(fh, path)  # type: ignore[misc]
+
+
+def bounded_lines(fh, path: Path, *, limit: int = MAX_LINE_BYTES, skip_long: bool = False) -> Iterator[bytes | None]:
+    """Each line of binary ``fh``, never more than ``limit`` bytes read into memory for one: a longer
+    line is an error, or with ``skip_long`` read past in chunks and yielded as None (so a stream of
+    records can count it and go on; line numbers stay right)."""
     lineno = 0
     while True:
-        raw = fh.readline(MAX_LINE_BYTES + 1)
+        raw = fh.readline(limit + 1)
         if not raw:
             return
         lineno += 1
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            if skip_long:
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(limit)
+                yield None
+                continue
             raise InputError(
-                f"line longer than {MAX_LINE_BYTES // (1024 * 1024)} MiB; is this the right file?",
+                f"line longer than {limit // (1024 * 1024)} MiB; is this the right file?",
                 path=path,
                 line=lineno,
             )

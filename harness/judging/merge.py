@@ -31,10 +31,11 @@ class Merged:
     provenance: dict
 
 
-def merge(pool: str | os.PathLike[str], qrels: str | os.PathLike[str]) -> Merged:
-    """The merged judgments (nothing written); :class:`InputError` on the first conflict."""
-    pool_p, qrels_p = Path(pool), Path(qrels)
-    old = read_qrels(qrels_p)
+def merge(pool: str | os.PathLike[str], qrels: str | os.PathLike[str] | None) -> Merged:
+    """The merged judgments (nothing written); :class:`InputError` on the first conflict. ``qrels``
+    None: no judgments yet (the first round of a new set, such as ``harness traces import``'s)."""
+    pool_p, qrels_p = Path(pool), Path(qrels) if qrels is not None else None
+    old = read_qrels(qrels_p) if qrels_p is not None else {}
     rows = read_pool(pool_p)
     merged: Qrels = {q: dict(j) for q, j in old.items()}
     added = already = ungraded = 0
@@ -58,7 +59,9 @@ def merge(pool: str | os.PathLike[str], qrels: str | os.PathLike[str]) -> Merged
         added += 1
     provenance = {
         "created": clock.stamp(),
-        "qrels": {"path": str(qrels_p.resolve()), "sha256": _sha256(qrels_p), "judgments": _count(old)},
+        "qrels": {"path": str(qrels_p.resolve()), "sha256": _sha256(qrels_p), "judgments": _count(old)}
+        if qrels_p is not None
+        else {"path": None, "judgments": 0},
         "pool": {"path": str(pool_p.resolve()), "sha256": _sha256(pool_p), "rows": len(rows)},
         "added": added,
         "added_by_grade": dict(sorted(by_grade.items())),
@@ -69,7 +72,7 @@ def merge(pool: str | os.PathLike[str], qrels: str | os.PathLike[str]) -> Merged
     return Merged(merged, added, already, ungraded, provenance)
 
 
-def write_merged(merged: Merged, qrels: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
+def write_merged(merged: Merged, qrels: str | os.PathLike[str] | None, out: str | os.PathLike[str]) -> Path:
     """Write ``out`` (TREC qrels) and its provenance sidecar; ``out`` must be a new file."""
     out_p = check_out(qrels, out)
     merged.provenance["out"] = str(out_p.resolve())
@@ -78,23 +81,24 @@ def write_merged(merged: Merged, qrels: str | os.PathLike[str], out: str | os.Pa
     return out_p
 
 
-def merge_line(pool: str | os.PathLike[str], qrels: str | os.PathLike[str], out: str | os.PathLike[str]) -> str:
+def merge_line(pool: str | os.PathLike[str], qrels: str | os.PathLike[str] | None, out: str | os.PathLike[str]) -> str:
     """``harness judge merge``: ``out`` checked, the merge written, and the line saying what it holds."""
     check_out(qrels, out)
     merged = merge(pool, qrels)
     path = write_merged(merged, qrels, out)
     return (
-        f"{path}: {merged.provenance['qrels']['judgments']} judgments from {qrels} plus {merged.added} new "
+        f"{path}: {merged.provenance['qrels']['judgments']} judgments from {qrels or 'no judgments'} "
+        f"plus {merged.added} new "
         f"({merged.already} already judged alike, {merged.ungraded} left ungraded); provenance in "
         f"{provenance_path(path).name}"
     )
 
 
-def check_out(qrels: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
+def check_out(qrels: str | os.PathLike[str] | None, out: str | os.PathLike[str]) -> Path:
     """Refuse, before any work, an ``out`` that exists (above all the judgments themselves)."""
     out_p = Path(out)
     if out_p.exists() or provenance_path(out_p).exists():
-        same = out_p.exists() and out_p.resolve() == Path(qrels).resolve()
+        same = qrels is not None and out_p.exists() and out_p.resolve() == Path(qrels).resolve()
         why = "it is the judgments being merged (they are never modified)" if same else "it exists"
         raise InputError(f"will not write here: {why}; choose a new file", path=out_p, field="--out")
     return out_p

@@ -37,6 +37,21 @@ SCHEMA = "retrieval-harness/results"
 SCHEMA_VERSION = 2
 
 
+class Weights(BaseModel):
+    """Per-query weights every figure of the results was computed with (``dataset: {weights: FIELD}``:
+    traffic counts from ``harness traces import``); absent from unweighted results."""
+
+    #: the queries.jsonl field the weights came from
+    field: str
+    #: one weight per query, aligned with ``Results.query_ids``
+    values: list[float]
+    #: Kish's effective number of queries, ``(sum w)^2 / sum w^2``
+    effective_n: float
+
+    def by_query(self, query_ids: list[str]) -> dict[str, float]:
+        return dict(zip(query_ids, self.values))
+
+
 class Comparison(BaseModel):
     """One retriever against the baseline on one metric (see :func:`harness.stats.compare`)."""
 
@@ -97,6 +112,8 @@ class Results(BaseModel):
     chunk_level: dict[str, dict[str, float]] = Field(default_factory=dict)
     #: per retriever, the share of its top 10 that carries a judgment (how far the qrels reach it)
     judged_at_10: dict[str, float] = Field(default_factory=dict)
+    #: traffic weights of the queries (weighted results only; see :class:`Weights`)
+    weights: Weights | None = None
 
     _runs: dict[str, Run] = PrivateAttr(default_factory=dict)
     _qrels: Qrels | None = PrivateAttr(default=None)
@@ -275,7 +292,7 @@ class Results(BaseModel):
     # ------------------------------------------------------------------ files
     def to_json(self) -> dict[str, Any]:
         """The results.json payload (NaN and infinities are refused by the writer: not JSON)."""
-        return self.model_dump(mode="json", by_alias=True)
+        return self.model_dump(mode="json", by_alias=True, exclude={"weights"} if self.weights is None else None)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, allow_incomplete: bool = False, what: str = "") -> Results:

@@ -125,6 +125,8 @@ class ComparisonTable:
         shows the best values in bold (not so in a plain-text log, where that line would lie)."""
         boot = self.stats.get("bootstrap", defaults.BOOTSTRAP)
         lines = [f"Mean over queries; [low, high]: 95% bootstrap CI of the mean ({boot:,} resamples of the queries)."]
+        if self.stats.get("weights"):
+            lines = [weighted_line(self.stats["weights"], boot)]
         if self.baseline is None:
             lines.append("No baseline: no significance tests (set `baseline:` in the config).")
         elif self.n_tests:
@@ -202,9 +204,23 @@ class ComparisonTable:
         return out
 
 
+def weighted_line(weights: dict[str, Any], boot: int) -> str:
+    """The legend's first line for traffic-weighted results (harness.stats.weighted)."""
+    return (
+        f"Traffic-weighted: every mean, CI, test and power figure weighs each query by its {weights['field']!r} "
+        f"(Kish effective n {weights['effective_n']:,.1f} of {weights['queries']:,} queries); [low, high]: 95% "
+        f"bootstrap CI of the weighted mean ({boot:,} resamples of the queries, each keeping its weight); "
+        "W/T/L count queries."
+    )
+
+
 def _stats_config(results: Results) -> dict[str, Any]:
     """The statistics settings the results were computed with (``alpha`` for the legend)."""
-    return Manifest.of(results).stats_settings()
+    stats = Manifest.of(results).stats_settings()
+    if results.weights is not None:  # traffic-weighted figures: the legend says by what
+        w = results.weights
+        stats["weights"] = {"field": w.field, "effective_n": w.effective_n, "queries": len(w.values)}
+    return stats
 
 
 def cache_state(efficiency: dict[str, Any]) -> str | None:

@@ -20,8 +20,15 @@ from typing import Any
 import numpy as np
 
 from harness import defaults
-from harness.stats.power import figures as power_figures
-from harness.stats.tests import bootstrap_cis, holm, randomization_tests, t_test, win_tie_loss
+from harness.stats.tests import holm, win_tie_loss
+from harness.stats.weighted import (
+    as_weights,
+    bootstrap_cis_w,
+    paired_mean,
+    power_figures_w,
+    randomization_tests_w,
+    t_test_w,
+)
 
 #: significance[retriever][metric] keys, in the order tables print them.
 FIELDS = ("delta", "ci_low", "ci_high", "p_value", "p_t", "p_holm", "significant", "wins", "ties", "losses")
@@ -40,6 +47,7 @@ def compare(
     confidence: float = 0.95,
     correction: str = "all",
     query_ids: Sequence[str] | None = None,
+    weights: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[dict[str, dict[str, dict[str, Any]]], dict[str, dict[str, list[float]]]]:
     """Confidence intervals for every mean, and paired tests of every retriever against ``baseline``.
 
@@ -64,6 +72,11 @@ def compare(
 
     A NaN score (a metric undefined for a query) leaves that query out of that retriever's numbers
     for that metric only.
+
+    ``weights`` (one per query, aligned like the values; traffic counts): every interval, delta,
+    test and power figure is weighted (:mod:`harness.stats.weighted`: the formulas, Kish's
+    effective sample size); equal weights give the unweighted figures bit for bit. ``wins``,
+    ``ties`` and ``losses`` stay counts of queries.
     """
     arrays = {r: {m: np.asarray(v, dtype=np.float64) for m, v in ms.items()} for r, ms in values.items()}
     sizes = {v.shape for ms in arrays.values() for v in ms.values()}
@@ -74,10 +87,14 @@ def compare(
             raise ValueError(f"{len(query_ids)} query ids for {next(iter(sizes))[0]} per-query values")
         order = np.argsort(np.asarray(list(query_ids), dtype=object), kind="stable")
         arrays = {r: {m: v[order] for m, v in ms.items()} for r, ms in arrays.items()}
+    w = as_weights(weights, next(iter(sizes))[0] if sizes else 0)
+    if w is not None and query_ids is not None:
+        w = w[order]
     boot = _Bootstrap(n=bootstrap, confidence=confidence, seed=seed)
     keys = [(r, m) for r, ms in arrays.items() for m in ms]
     for r, m in keys:
-        boot.add(("interval", r, m), _finite(arrays[r][m]))
+        v = arrays[r][m]
+        boot.add(("interval", r, m), _finite(v), None if w is None else w[~np.isnan(v)])
     if baseline is None:
         cis = boot.run()
         return {}, _intervals(keys, cis)
@@ -90,29 +107,31 @@ def compare(
     diffs = np.column_stack([arrays[r][m] - base[m] for r, m in pairs])
     # a NaN pair contributes a zero difference: a sign flip of zero changes nothing, so this is the
     # randomization test over the remaining queries
-    p_rand = randomization_tests(np.nan_to_num(diffs, nan=0.0), n=permutations, seed=seed)
+    p_rand = randomization_tests_w(np.nan_to_num(diffs, nan=0.0), w, n=permutations, seed=seed)
     p_holm = holm_by_family(p_rand, [m for _, m in pairs], correction)
     for j, (r, m) in enumerate(pairs):
-        boot.add(("delta", r, m), diffs[~np.isnan(diffs[:, j]), j])
+        ok = ~np.isnan(diffs[:, j])
+        boot.add(("delta", r, m), diffs[ok, j], None if w is None else w[ok])
     cis = boot.run()
     significance: dict[str, dict[str, dict[str, Any]]] = {}
     for j, (r, m) in enumerate(pairs):
         ok = ~np.isnan(diffs[:, j])
         a, b, d = arrays[r][m][ok], base[m][ok], diffs[ok, j]
+        wj = None if w is None else w[ok]
         lo, hi = cis[("delta", r, m)]
         wins, ties, losses = win_tie_loss(a, b)
         significance.setdefault(r, {})[m] = {
-            "delta": float(d.mean()) if d.size else 0.0,
+            "delta": paired_mean(d, wj),
             "ci_low": lo,
             "ci_high": hi,
             "p_value": float(p_rand[j]),
-            "p_t": t_test(a, b),
+            "p_t": t_test_w(a, b, wj),
             "p_holm": float(p_holm[j]),
             "significant": bool(p_holm[j] < alpha),
             "wins": wins,
             "ties": ties,
             "losses": losses,
-            **power_figures(d, alpha),
+            **power_figures_w(d, wj, alpha),
         }
     return significance, _intervals(keys, cis)
 
@@ -162,18 +181,24 @@ class _Bootstrap:
     def __init__(self, *, n: int, confidence: float, seed: int) -> None:
         self.n, self.confidence, self.seed = n, confidence, seed
         self.columns: dict[tuple[str, str, str], np.ndarray] = {}
+        #: a column's query weights (weighted tables): columns share a resample when their weights match
+        self.weights: dict[tuple[str, str, str], np.ndarray] = {}
 
-    def add(self, key: tuple[str, str, str], values: np.ndarray) -> None:
+    def add(self, key: tuple[str, str, str], values: np.ndarray, weights: np.ndarray | None = None) -> None:
         self.columns[key] = values
+        if weights is not None:
+            self.weights[key] = weights
 
     def run(self) -> dict[tuple[str, str, str], tuple[float, float]]:
-        by_size: dict[int, list[tuple[str, str, str]]] = {}
+        by_size: dict[tuple[int, bytes], list[tuple[str, str, str]]] = {}
         for key, v in self.columns.items():
-            by_size.setdefault(v.size, []).append(key)
+            w = self.weights.get(key)
+            by_size.setdefault((v.size, b"" if w is None else w.tobytes()), []).append(key)
         out: dict[tuple[str, str, str], tuple[float, float]] = {}
-        for size, keys in by_size.items():
+        for (size, _), keys in by_size.items():
             stacked = np.column_stack([self.columns[k] for k in keys]) if size else np.empty((0, len(keys)))
-            cis = bootstrap_cis(stacked, n=self.n, confidence=self.confidence, seed=self.seed)
+            w = self.weights.get(keys[0])
+            cis = bootstrap_cis_w(stacked, w, n=self.n, confidence=self.confidence, seed=self.seed)
             out.update(zip(keys, cis))
         return out
 

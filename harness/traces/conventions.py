@@ -1,0 +1,167 @@
+"""A raw span's attributes, read by either retrieval convention, as one :class:`RetrievalSpan`.
+
+- **GenAI** (OpenTelemetry semantic conventions): ``gen_ai.operation.name`` = ``retrieval``; the
+  query in ``gen_ai.retrieval.query.text``; the ranking in ``gen_ai.retrieval.documents``, a list of
+  ``{"id", "score"}`` (``content`` or ``text`` where content capture is on), recorded either as an
+  array of maps or as one JSON string; ``gen_ai.retrieval.top_k``, ``gen_ai.data_source.id``,
+  ``gen_ai.conversation.id``.
+- **OpenInference** (Phoenix, Arize): ``openinference.span.kind`` = ``RETRIEVER``; the query in
+  ``input.value``; the ranking in ``retrieval.documents.{i}.document.id`` / ``.score`` /
+  ``.content`` (or a ``retrieval.documents`` list of such maps); ``session.id`` is the conversation.
+
+Every other span is skipped as ``not_retrieval``. A retrieval span with no usable query text is
+skipped (``no_query``), with a documents value that cannot be read (``bad_documents``) or longer
+than :data:`MAX_DOCUMENTS_CHARS` (``documents_too_large``) too. A document without a usable id (a
+list, a bool, a float that is not whole, an id with whitespace a TREC file cannot hold or a control
+character) is dropped from its ranking and counted; a NaN, infinite or non-numeric score counts as missing. Ids that are
+numbers become their decimal text. Nothing of a span's text is evaluated: JSON strings are parsed
+with :func:`json.loads` and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.traces.attributes import BAD, finite
+from harness.traces.read import RawSpan
+
+#: a documents JSON string longer than this is skipped unparsed (a runaway attribute, not a ranking)
+MAX_DOCUMENTS_CHARS = 8 * 1024 * 1024
+#: documents kept per ranking (a span listing more is cut, counted)
+MAX_DOCUMENTS = 10_000
+GENAI, OPENINFERENCE = "gen_ai", "openinference"
+
+_OI_DOC = re.compile(r"retrieval\.documents\.(\d{1,6})\.document\.(id|score|content)")
+_SPACE = re.compile(r"\s")
+
+
+@dataclass(slots=True)
+class Document:
+    id: str
+    score: float | None
+    content: str | None
+
+
+@dataclass(slots=True)
+class RetrievalSpan:
+    """One retrieval, whichever convention recorded it."""
+
+    raw: RawSpan
+    convention: str
+    query: str
+    documents: list[Document]
+    top_k: int | None
+    data_source: str | None
+    conversation: str | None
+
+
+def read_retrieval(span: RawSpan, dropped: Counter[str]) -> RetrievalSpan | str:
+    """The retrieval ``span`` records, or the reason it is skipped; dropped documents go in ``dropped``."""
+    a = span.attributes
+    if a.get("gen_ai.operation.name") == "retrieval":
+        convention = GENAI
+        query = a.get("gen_ai.retrieval.query.text")
+        docs: Any = a.get("gen_ai.retrieval.documents")
+        top_k = a.get("gen_ai.retrieval.top_k")
+        source, conversation = a.get("gen_ai.data_source.id"), a.get("gen_ai.conversation.id")
+    elif isinstance(kind := a.get("openinference.span.kind"), str) and kind.upper() == "RETRIEVER":
+        convention = OPENINFERENCE
+        query = a.get("input.value")
+        docs = a.get("retrieval.documents")
+        if docs is None:
+            docs = _indexed_documents(a)
+        top_k = a.get("retrieval.top_k")
+        source, conversation = a.get("metadata.data_source.id"), a.get("session.id")
+    else:
+        return "not_retrieval"
+    if not isinstance(query, str) or not query.strip():
+        return "no_query"
+    if isinstance(docs, str):
+        if len(docs) > MAX_DOCUMENTS_CHARS:
+            return "documents_too_large"
+        try:
+            docs = json.loads(docs)
+        except (ValueError, RecursionError):
+            return "bad_documents"
+    if docs is None:
+        docs = []
+    if not isinstance(docs, list):
+        return "bad_documents"
+    if len(docs) > MAX_DOCUMENTS:
+        dropped["over_max_documents"] += len(docs) - MAX_DOCUMENTS
+        docs = docs[:MAX_DOCUMENTS]
+    documents = []
+    for d in docs:
+        doc = _document(d)
+        if isinstance(doc, str):
+            dropped[doc] += 1
+        else:
+            documents.append(doc)
+    return RetrievalSpan(
+        raw=span,
+        convention=convention,
+        query=query,
+        documents=documents,
+        top_k=top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k >= 0 else None,
+        data_source=_label(source),
+        conversation=_label(conversation),
+    )
+
+
+def _indexed_documents(a: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``retrieval.documents.{i}.document.*`` keys as a list of maps, in the order of ``i``."""
+    by_index: dict[int, dict[str, Any]] = {}
+    for key, value in a.items():
+        if key.startswith("retrieval.documents.") and (m := _OI_DOC.fullmatch(key)):
+            by_index.setdefault(int(m.group(1)), {})[m.group(2)] = value
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def _document(d: Any) -> Document | str:
+    if isinstance(d, str):  # an array of JSON strings, one per document
+        if len(d) > MAX_DOCUMENTS_CHARS:
+            return "document_too_large"
+        try:
+            d = json.loads(d)
+        except (ValueError, RecursionError):
+            return "document_not_json"
+    if not isinstance(d, dict):
+        return "document_not_a_map"
+    raw_id = d.get("id", d.get("document.id", d.get("doc_id")))
+    doc_id = _doc_id(raw_id)
+    if doc_id is None:
+        return "document_bad_id"
+    score = finite(d.get("score", d.get("document.score")))
+    content = d.get("content", d.get("document.content", d.get("text")))
+    return Document(doc_id, score, content if isinstance(content, str) else None)
+
+
+def _doc_id(raw: Any) -> str | None:
+    if raw is BAD or isinstance(raw, bool) or raw is None:
+        return None
+    if isinstance(raw, int):
+        text = str(raw)
+    elif isinstance(raw, float):
+        if not raw.is_integer():
+            return None
+        text = str(int(raw))
+    elif isinstance(raw, str):
+        text = raw
+    else:
+        return None
+    if not text or len(text) > 512 or not text.isprintable() or _SPACE.search(text):
+        return None
+    return text
+
+
+def _label(raw: Any) -> str | None:
+    if isinstance(raw, bool) or raw is BAD:
+        return None
+    if isinstance(raw, int):
+        return str(raw)
+    return raw[:512] if isinstance(raw, str) and raw else None

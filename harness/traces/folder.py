@@ -1,0 +1,87 @@
+"""What ``harness traces import`` writes into its folder.
+
+The folder is written whole or not at all, as ``harness synth``'s is (:func:`harness.synth.folder.
+staging`: a hidden sibling of ``OUT`` renamed into place at the end; ``OUT`` must not exist, so
+nothing a user wrote is overwritten).
+
+``runs/production.trec``: each query's latest ranking in the order production returned it (the
+order its span listed the documents in, which is what the user was shown). The score column keeps
+the recorded scores when every one is present, finite and strictly decreasing down the list; any
+other ranking (a missing or NaN score, a tie, scores out of order) is written with scores
+``n, n-1, ..., 1`` instead, so every tool that sorts by score (trec_eval breaks ties by document id)
+reads back exactly the returned order. A document listed twice keeps its first place.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timezone
+from typing import IO, Any
+
+from harness.traces.aggregate import QueryRecord
+
+TRACES_FILE = "traces.json"
+RUN_NAME = "production"
+FORMAT, VERSION = "harness-traces", 1
+
+
+def iso(ns: int) -> str | None:
+    """Nanoseconds since the epoch as ISO 8601 UTC to the millisecond (None for 0: no time recorded)."""
+    if not ns:
+        return None
+    dt = datetime.fromtimestamp(ns // 10**6 / 1000, tz=timezone.utc)
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def ordered(records: Iterable[QueryRecord]) -> list[QueryRecord]:
+    """Most asked first, then by id: the order queries.jsonl and the run list them in."""
+    return sorted(records, key=lambda r: (-r.count, r.id))
+
+
+def write_queries(fh: IO[str], records: list[QueryRecord]) -> None:
+    for r in records:
+        rec: dict[str, Any] = {
+            "_id": r.id,
+            "text": r.text,
+            "count": r.count,
+            "first_seen": iso(r.first_ns),
+            "last_seen": iso(r.last_ns),
+            "services": sorted(r.services),
+            "data_sources": sorted(r.data_sources),
+            "conversations": sorted(r.conversations),
+        }
+        fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
+def trec_lines(r: QueryRecord, dup: dict[str, int]) -> Iterator[str]:
+    """The run lines of one query's ranking (see the module docstring for the score rule)."""
+    seen: set[str] = set()
+    ranking = []
+    for doc_id, score in r.ranking:
+        if doc_id in seen:
+            dup["duplicate_document"] = dup.get("duplicate_document", 0) + 1
+            continue
+        seen.add(doc_id)
+        ranking.append((doc_id, score))
+    scores = [s for _, s in ranking]
+    keep = all(s is not None for s in scores) and all(a > b for a, b in itertools.pairwise(scores))  # type: ignore[operator]
+    if not keep and ranking:
+        dup["ranked_by_position"] = dup.get("ranked_by_position", 0) + 1
+    n = len(ranking)
+    for i, (doc_id, score) in enumerate(ranking):
+        s = repr(float(score)) if keep else str(n - i)
+        yield f"{r.id} Q0 {doc_id} {i + 1} {s} {RUN_NAME}\n"
+
+
+def write_run(fh: IO[str], records: list[QueryRecord]) -> dict[str, int]:
+    """``runs/production.trec``; returns the counts of rankings fixed up (duplicates, by position)."""
+    counts: dict[str, int] = {}
+    for r in records:
+        fh.writelines(trec_lines(r, counts))
+    return counts
+
+
+def corpus_line(doc_id: str, content: str) -> str:
+    return json.dumps({"_id": doc_id, "title": "", "text": content}, ensure_ascii=False) + "\n"
