@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.results.manifest import Manifest
 from harness.stats import allpairs as ap
 
 if TYPE_CHECKING:
@@ -72,10 +73,7 @@ def draws_for(x: np.ndarray) -> int:
 
 def alpha_of(results: Results) -> float:
     """The alpha the results were computed with (the config's ``stats.alpha``), else the default."""
-    stats = (results.manifest.get("config") or {}).get("stats")
-    alpha = stats.get("alpha") if isinstance(stats, dict) else None
-    ok = isinstance(alpha, (int, float)) and not isinstance(alpha, bool) and 0 < alpha < 1
-    return float(alpha) if ok else defaults.ALPHA
+    return Manifest.of(results).alpha
 
 
 def separation(results: Results, names: list[str], metric: str, alpha: float) -> ap.AllPairs | None:
