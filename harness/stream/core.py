@@ -30,7 +30,7 @@ from harness.io.trec import format_run, read_run
 from harness.metrics.evaluate import evaluate_run
 from harness.model import Document, GoldenDataset, Qrels
 from harness.paths import cache_dir_of
-from harness.registry import BuildContext
+from harness.registry import BuildContext, strict_scalar_problem
 from harness.stream import probes
 from harness.stream.engines import Engine, build_engines, check_changeable, exact_reference
 from harness.stream.folder import RUNBOOK, SCHEMA, StreamFolder, check_out, run_name
@@ -57,8 +57,12 @@ def load_stream_config(path: str | os.PathLike[str]) -> tuple[RunConfig, StreamS
         raise InputError("a config must be a YAML mapping (key: value)", path=p, line=1)
     base = p.expanduser().resolve().parent
     config = parse_config(data, source=str(p), yaml_text=text, config_dir=base)
+    raw = data.get("stream") or {}
+    problem = strict_scalar_problem(StreamSpec, raw)  # `probes: true` is not 1, as in every config section
+    if problem is not None:
+        raise _located(problem[1], ("stream", *problem[0]), str(p), text)
     try:
-        spec = StreamSpec.model_validate(data.get("stream") or {})
+        spec = StreamSpec.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
         msg = err["msg"].removeprefix("Value error, ")
@@ -254,7 +258,13 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
     config, spec, base = load_stream_config(opts.config)
     ds = load_from_config(config.dataset.model_dump(), base)
     check_dataset_usable(ds)
-    ops = read_runbook(opts.runbook, ds.doc_ids) if opts.runbook else draw(ds, spec)
+    try:
+        ops = read_runbook(opts.runbook, ds.doc_ids) if opts.runbook else draw(ds, spec)
+    except InputError as e:
+        if e.path is not None or not (e.field or "").startswith("stream."):
+            raise
+        p, text, _ = read_config_file(opts.config)  # a share the corpus cannot take: located in the config
+        raise _located(e.message, tuple(e.field.split(".")), str(p), text) from None
     out = check_out(opts.out)
     specs = config.specs(config_dir=base)
     check_changeable(specs)
