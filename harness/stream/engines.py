@@ -98,6 +98,12 @@ def check_changeable(specs: Mapping[str, SpecBase]) -> None:
                 "need add(docs) and delete(ids)",
                 field=f"retrievers.{name}",
             )
+        if getattr(spec, "mode", "build") == "connect":
+            raise InputError(
+                f"retriever {name!r} ({spec.type}) connects to a team's store, which the harness only reads: "
+                "harness stream writes (mode: build)",
+                field=f"retrievers.{name}.mode",
+            )
         parts = spec.inputs()
         if parts:
             fixed = [p for p in parts if specs.get(p) is not None and specs[p].type in FIXED_TYPES]
