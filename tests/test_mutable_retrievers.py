@@ -75,6 +75,7 @@ SCRIPT = [("add", list(range(100, 140))), ("delete", [*range(0, 30, 3), 105, 110
           ("update", [*range(1, 40, 4), 120]), ("add", [0, 3]), ("delete", list(range(130, 140)))]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "spec",
     [
@@ -107,6 +108,7 @@ def test_exact_vector_engines_after_writes_equal_a_fresh_flat_index(tmp_path, sp
             close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", [{"type": "dense", "index": "hnsw"}, {"type": "chroma"}], ids=["dense-hnsw", "chroma"])
 def test_approximate_engines_never_return_a_deleted_document(tmp_path, spec: dict) -> None:
     held = {d.id: d for d in DOCS[:100]}

@@ -276,7 +276,7 @@ def test_ctrl_c_keeps_completed_checkpoints_and_marks_the_folder_incomplete(tmp_
     doc = json.loads((out / "stream.json").read_text())
     assert doc["complete"] is False
     assert [c["checkpoint"] for c in doc["retrievers"]["slow"]["checkpoints"]] == [0, 1]
-    assert sorted(doc["files"]) == ["runbook.jsonl", "runs/slow-cp0.trec", "runs/slow-cp1.trec"]
+    assert sorted(doc["files"]) == ["report.html", "runbook.jsonl", "runs/slow-cp0.trec", "runs/slow-cp1.trec"]
     assert not (tmp_path / ".out.harness-next").exists()
     assert main(["report", str(out)]) == 2
     assert main(["report", str(out), "--allow-incomplete"]) == 0

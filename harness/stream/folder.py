@@ -1,7 +1,8 @@
 """The stream's results folder: written whole or marked incomplete, every file's sha256 recorded.
 
 Layout of ``DIR``: ``runbook.jsonl`` (the operations, always written), ``runs/<retriever>-cp<N>.trec``
-(every query's ranking at checkpoint N, so anyone can re-score it) and ``stream.json`` (the figures,
+(every query's ranking at checkpoint N, so anyone can re-score it), ``report.html`` (engine against
+exact over the checkpoints, time to retrievable) and ``stream.json`` (the figures,
 ``files``: each file's sha256, ``complete``). Everything is written into a staging folder beside
 ``DIR`` (``.DIR.harness-next``) and moved into place in one rename when the stream ends, finished or
 interrupted (then ``complete: false``): ``DIR`` is never half-written. ``DIR`` must be new or empty,
@@ -26,6 +27,7 @@ from harness.results.integrity import sha256_file
 STREAM = "stream.json"
 RUNBOOK = "runbook.jsonl"
 RUNS = "runs"
+PAGE = "report.html"
 SCHEMA = "retrieval-harness/stream/1"
 
 
@@ -64,6 +66,9 @@ class StreamFolder:
 
     def finish(self, doc: dict[str, Any], *, complete: bool) -> Path:
         """Write ``stream.json`` last, then move the folder into place."""
+        from harness.stream.page import to_html
+
+        self.write(PAGE, to_html({**doc, "complete": complete}).encode("utf-8"))
         doc = {**doc, "complete": complete, "files": dict(sorted(self.files.items()))}
         atomic.write_json(self.dir / STREAM, doc)
         if self.out.is_dir():
