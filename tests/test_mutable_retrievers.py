@@ -4,6 +4,8 @@ built fresh over the documents it holds; an approximate one never returns a dele
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +23,22 @@ QUERIES = DEMO.queries[:12]
 def _build(spec: dict, tmp_path) -> object:
     cls = spec_class(spec["type"])
     return cls.model_validate(spec).build(BuildContext(cache_dir=tmp_path, show_progress=False))
+
+
+@contextlib.contextmanager
+def _written(spec: dict, tmp_path):
+    """The retriever indexed over the first 100 demo documents, then written by SCRIPT, and what it
+    holds; closed after (a vector database's store deleted)."""
+    held = {d.id: d for d in DOCS[:100]}
+    obj = _build(spec, tmp_path)
+    try:
+        obj.index(list(held.values()))
+        _apply(obj, held, SCRIPT)
+        yield obj, held
+    finally:
+        close = getattr(obj, "close", None)
+        if close:
+            close()
 
 
 def _answers(obj, k: int = 10) -> dict[str, list[tuple[str, float]]]:
@@ -88,11 +106,7 @@ SCRIPT = [("add", list(range(100, 140))), ("delete", [*range(0, 30, 3), 105, 110
     ids=["dense-flat", "dense-ivf", "qdrant", "lancedb", "pgvector"],
 )
 def test_exact_vector_engines_after_writes_equal_a_fresh_flat_index(tmp_path, spec: dict) -> None:
-    held = {d.id: d for d in DOCS[:100]}
-    obj = _build(spec, tmp_path)
-    try:
-        obj.index(list(held.values()))
-        _apply(obj, held, SCRIPT)
+    with _written(spec, tmp_path) as (obj, held):
         fresh = _build({"type": "dense"}, tmp_path)
         fresh.index(list(held.values()))
         got, want = _answers(obj, 100), _answers(fresh, 100)
@@ -102,23 +116,11 @@ def test_exact_vector_engines_after_writes_equal_a_fresh_flat_index(tmp_path, sp
                 continue  # IVF: approximate, only what it holds is checked
             assert [d for d, _ in got[q.id]] == [d for d, _ in want[q.id]], q.id
             assert [s for _, s in got[q.id]] == pytest.approx([s for _, s in want[q.id]], abs=1e-5)
-    finally:
-        close = getattr(obj, "close", None)
-        if close:
-            close()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("spec", [{"type": "dense", "index": "hnsw"}, {"type": "chroma"}], ids=["dense-hnsw", "chroma"])
 def test_approximate_engines_never_return_a_deleted_document(tmp_path, spec: dict) -> None:
-    held = {d.id: d for d in DOCS[:100]}
-    obj = _build(spec, tmp_path)
-    try:
-        obj.index(list(held.values()))
-        _apply(obj, held, SCRIPT)
+    with _written(spec, tmp_path) as (obj, held):
         for ranking in _answers(obj, 50).values():
             assert {d for d, _ in ranking} <= set(held)
-    finally:
-        close = getattr(obj, "close", None)
-        if close:
-            close()
