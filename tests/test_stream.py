@@ -292,3 +292,12 @@ def test_scifact_checkpoints_recompute_with_pytrec_eval(tmp_path: Path) -> None:
     assert _recompute(out, ds, doc) == 4
     for c in doc["retrievers"]["bm25"]["checkpoints"]:
         assert c["metrics"] == pytest.approx(c["exact"], abs=1e-12)
+
+
+def test_the_shipped_stream_config_loads() -> None:
+    """configs/stream-demo.yaml (named in docs/streaming.md) validates, its stream section included."""
+    from harness.stream import load_stream_config
+
+    config, spec, _ = load_stream_config(REPO / "configs" / "stream-demo.yaml")
+    assert set(config.retrievers) == {"bm25", "dense", "dense_hnsw"} and spec.steps == 5 and spec.probes == 10
+    assert "configs/stream-demo.yaml" in (REPO / "docs" / "streaming.md").read_text()
