@@ -95,6 +95,7 @@ class _Segment:
     """The writes between two checkpoints, as one engine took them."""
 
     inserted: list[Document] = field(default_factory=list)
+    found: probes.Retrievable = field(default_factory=probes.Retrievable)
     deleted: list[Document] = field(default_factory=list)
     updated: list[Document] = field(default_factory=list)
     acked: dict[str, float] = field(default_factory=dict)
@@ -166,6 +167,12 @@ class Streamer:
                     docs = [version_of(corpus[index[i]], versions[i] + 1) for i in op.ids]
                 self._write(engine, op.op, docs, seg)
                 visible.apply(op)
+                if op.op == "insert":  # polled at once: the lag is the engine's, not the step's other writes
+                    s = self.spec
+                    found = probes.poll_inserts(engine, self._probed(docs, cp, 1), seg.acked, k=s.k, poll_s=s.poll_s,
+                                                deadline_s=s.probe_deadline_s, tag=f"cp{cp}")  # fmt: skip
+                    seg.found.seconds.update(found.seconds)
+                    seg.found.blinks += found.blinks
             elif op.op == "settle":
                 engine.settle()
             else:
@@ -204,9 +211,7 @@ class Streamer:
 
     def _checkpoint(self, engine: Engine, cp: int, visible: Visible, seg: _Segment) -> dict[str, Any]:
         s, tag = self.spec, f"cp{cp}"
-        inserted = self._probed(seg.inserted, cp, 1)
-        found = probes.poll_inserts(engine, inserted, seg.acked, k=s.k, poll_s=s.poll_s,
-                                    deadline_s=s.probe_deadline_s, tag=tag)  # fmt: skip
+        found = seg.found
         queries = self.ds.queries
         run, _ = engine.search(queries, self.depth)
         path = self.folder.write(run_name(engine.name, cp), format_run(run, tag=f"{engine.name}-{tag}").encode())
