@@ -404,7 +404,7 @@ class VectorDB:
     # table: what a search sees after it is the engine's behaviour, which the stream measures.
 
     def add(self, docs: Sequence[Document]) -> None:
-        ids, emb, meta = self._rows_of(docs)
+        ids, emb, meta = self._written_rows(docs)
         self.driver.insert(ids, emb, meta)
         self._rows = (self._rows or 0) + len(ids)
 
@@ -414,7 +414,7 @@ class VectorDB:
         self._rows = (self._rows or 0) - len(ids)
 
     def update(self, docs: Sequence[Document]) -> None:
-        ids, emb, meta = self._rows_of(docs)
+        ids, emb, meta = self._written_rows(docs)
         self.driver.upsert(ids, emb, meta)
 
     def settle(self) -> None:
@@ -425,7 +425,7 @@ class VectorDB:
         if self.spec.mode != "build":
             raise InputError(f"{self.spec.type} connect mode only reads the team's store: no writes", field="mode")
 
-    def _rows_of(self, docs: Sequence[Document]) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
+    def _written_rows(self, docs: Sequence[Document]) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
         """Ids, embeddings and metadata (the columns the store was built with) of ``docs``; new ids join
         the id -> position map, so the engine's answers keep mapping to documents."""
         self._writable()
