@@ -4,9 +4,7 @@ add/delete (no import from the harness), each misbehaving in one way a real inde
 from __future__ import annotations
 
 import math
-import os
 import re
-import signal
 import time
 
 
@@ -63,7 +61,3 @@ class SearchOnly:
 
     def search(self, queries, k):
         return {q.id: [(d, 1.0) for d in self.ids[:k]] for q in queries}
-
-
-def interrupt_self() -> None:  # pragma: no cover - a helper for manual runs
-    os.kill(os.getpid(), signal.SIGINT)

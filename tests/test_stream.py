@@ -22,6 +22,7 @@ from harness.datasets import load_dataset
 from harness.io.trec import read_run
 from harness.model import GoldenDataset
 from harness.stream import (
+    Op,
     StreamOptions,
     StreamSpec,
     Visible,
@@ -49,12 +50,8 @@ def _config(tmp_path: Path, retrievers: str, stream: str, dataset: str = "demo")
 
 def _replay(folder: Path) -> list[Visible]:
     """The visible documents at each checkpoint, from the folder's runbook alone."""
-    ds_ids = None  # ids are checked by read_runbook against a corpus: the runbook's own ids suffice here
     lines = [json.loads(x) for x in (folder / "runbook.jsonl").read_text().splitlines()]
-    del ds_ids
     state, out = Visible(), []
-    from harness.stream.runbook import Op
-
     for row in lines:
         if row["op"] in ("insert", "delete", "update"):
             state.apply(Op(row["op"], tuple(row["ids"])))
