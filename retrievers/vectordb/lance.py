@@ -182,7 +182,9 @@ class LanceDriver(FolderDriver):
         )
         if flt is not None:
             qb = qb.where(where_clause(flt, self.column), prefilter=True)
-        sp = self._settings.get("search_params", {})
+        sp = dict(self._settings.get("search_params", {}))
+        if "ef" in sp:  # LanceDB refuses ef below k x refine_factor (a tie-aware fetch asks k past the depth)
+            sp["ef"] = max(int(sp["ef"]), k * int(sp.get("refine_factor") or 1))
         if s.index == "none":
             qb = qb.bypass_vector_index()
         else:
