@@ -150,6 +150,8 @@ class RunConfig(BaseModel):
     #: ``harness load``'s levels and ``cost:`` prices (docs/load.md); that command checks their keys
     load: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
+    #: ``harness stream``'s writes and probes (docs/streaming.md); that command checks its keys
+    stream: dict[str, Any] | None = None
 
     @field_validator("chunking")
     @classmethod

@@ -74,3 +74,24 @@ class Cancellable(Protocol):
     so nothing the component started keeps the process alive."""
 
     def cancel(self) -> None: ...
+
+
+@runtime_checkable
+class Mutable(Protocol):
+    """``add(docs)`` and ``delete(ids)``: a retriever whose index changes in place, so ``harness stream``
+    can score it while documents arrive and leave (docs/streaming.md). ``add`` of an id already held
+    is the caller's error (the stream never does it); ``delete`` of an id not held is one too. Both
+    return once the write is acknowledged: whether a search sees it yet is the engine's business,
+    and what the stream measures."""
+
+    def add(self, docs: Sequence[Document]) -> None: ...
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+
+@runtime_checkable
+class Updatable(Protocol):
+    """``update(docs)``: write a new version of documents already held (same ids). A mutable
+    retriever without it is updated by ``delete`` then ``add``."""
+
+    def update(self, docs: Sequence[Document]) -> None: ...

@@ -119,6 +119,7 @@ class Dense:
         self._encode_wait_share: float | None = None
         self._compressed: CompressedIndex | None = None
         self._memo = True
+        self._where: dict[str, int] | None = None  # doc id -> position, once the index changes
 
     def serving_mode(self, enabled: bool = True) -> None:
         """Serving (``harness load``): every request encodes its query, as a real one would; off,
@@ -333,6 +334,81 @@ class Dense:
         _, exact = exact_search(self._last_queries, self._emb, kk, queries=queries, masks=self._masks)
         out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
         return out
+
+    # -- the mutable protocol (harness.protocol.Mutable): ``harness stream`` ------------------------
+    # Positions are FAISS ids and never reused: an added document gets the next position, a deleted one
+    # leaves a hole, an update is a delete and an add. A flat index becomes an IndexIDMap2 over a flat
+    # index (remove_ids, still exact brute force); IVF takes ids and removes them itself; HNSW cannot
+    # remove a node, so deleted ids are excluded by an ID selector at search time (graph tombstones:
+    # the gap this leaves is what the stream's exact column shows).
+
+    def add(self, docs: Sequence[Document]) -> None:
+        if not docs:
+            return
+        index, where = self._changing()
+        cols = Corpus.of(docs)
+        emb = np.ascontiguousarray(self.encoder.encode_documents(cols, progress=False), dtype=np.float32)
+        start = len(self._doc_ids)
+        ids = np.arange(start, start + len(cols), dtype=np.int64)
+        if isinstance(index, _Tombstoned):
+            index.index.add(emb)  # HNSW numbers added vectors from ntotal: the same positions
+        else:
+            index.add_with_ids(emb, ids)
+        self._doc_ids = np.concatenate([self._doc_ids, cols.ids])
+        where.update(zip(cols.ids.tolist(), ids.tolist()))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        index, where = self._changing()
+        gone = np.array([where.pop(i) for i in ids if i in where], dtype=np.int64)
+        if not gone.size:
+            return
+        if isinstance(index, _Tombstoned):
+            index.dead.update(gone.tolist())
+        else:
+            index.remove_ids(gone)
+
+    def update(self, docs: Sequence[Document]) -> None:
+        self.delete([d.id for d in docs])
+        self.add(docs)
+
+    def _changing(self) -> tuple[Any, dict[str, int]]:
+        """The index in its changeable form (converted on the first write) and the id -> position map."""
+        if self._index is None:
+            raise RuntimeError("Dense.add/delete called before index()")
+        if self._compressed is not None:
+            raise ValueError(f"dense precision {self.spec.precision!r} cannot change in place; use precision: float32")
+        if self._where is None:
+            import faiss
+
+            index = self._index
+            if isinstance(index, faiss.IndexHNSW):
+                index = _Tombstoned(index)
+            elif not isinstance(index, faiss.IndexIVF):
+                vecs = index.reconstruct_n(0, index.ntotal) if index.ntotal else np.zeros((0, index.d), np.float32)
+                index = faiss.IndexIDMap2(faiss.IndexFlatIP(index.d))
+                index.add_with_ids(vecs, np.arange(len(vecs), dtype=np.int64))
+            self._index, self._emb = index, None  # ann_recall@k describes the index as built only
+            self._where = dict(zip(self._doc_ids.tolist(), range(len(self._doc_ids))))
+        return self._index, self._where
+
+
+class _Tombstoned:
+    """An HNSW index whose deleted ids are skipped by an ID selector inside the graph search."""
+
+    def __init__(self, index: Any) -> None:
+        self.index, self.dead = index, set[int]()
+
+    @property
+    def hnsw(self) -> Any:
+        return self.index.hnsw
+
+    def search(self, q: np.ndarray, k: int, params: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        if not self.dead or params is not None:
+            return self.index.search(q, k, params=params)
+        import faiss
+
+        sel = faiss.IDSelectorNot(faiss.IDSelectorBatch(np.fromiter(self.dead, dtype=np.int64)))
+        return self.index.search(q, k, params=faiss.SearchParametersHNSW(sel=sel, efSearch=self.index.hnsw.efSearch))
 
 
 def _flat_storage(index: Any, n: int, d: int) -> np.ndarray | None:

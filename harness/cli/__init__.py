@@ -39,6 +39,7 @@ COMMANDS = [
     "inspect",
     "synth",
     "traces",
+    "stream",
 ]
 
 

@@ -82,6 +82,13 @@ def run(args: argparse.Namespace) -> int:
         from harness.cli.suite import report_suite
 
         return report_suite(args)
+    from harness.stream import is_stream_folder
+
+    if is_stream_folder(args.folder):  # a stream folder: its table per retriever (docs/streaming.md)
+        from harness.stream import read_stream, to_text
+
+        print(to_text(read_stream(args.folder, allow_incomplete=args.allow_incomplete)), end="")
+        return 0
     if args.worst is not None and args.worst < 1:
         raise InputError("--worst needs a positive number of queries", field="--worst")
     if args.docs < 0:

@@ -115,6 +115,17 @@ class VectorDBSpec(EncoderOptions):
                     f"{self.type} connect: {store} is not a {self.type} store (no {self.store_marker})", field="path"
                 )
 
+    def exact_spec(self) -> Any:
+        """The exact search over the same embeddings (``harness stream``'s reference): ``dense`` with a
+        flat index, a brute-force inner product, which is the cosine of normalised vectors; None for
+        ``l2`` (the engine rebuilt over the same documents is the reference then)."""
+        from retrievers.dense import DenseSpec
+
+        if self.distance == "l2" or (self.distance == "cosine" and not self.normalize):
+            return None
+        shared = set(DenseSpec.model_fields) & set(type(self).model_fields) - {"type", "index", "threads"}
+        return DenseSpec(**{f: getattr(self, f) for f in shared if f in self.model_fields_set or f == "model"})
+
     def store_path(self, config_dir: Path) -> Path:
         """``path`` as a folder (relative: to the config's folder, like every path in a config)."""
         p = Path(self.path or "").expanduser()
@@ -172,6 +183,24 @@ class Driver:
         return {}
 
     def close(self) -> None:
+        return None
+
+    # writes (harness stream, build mode only) -------------------------------------------------
+    def insert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        """Add rows of new ids through the engine's own insert."""
+        raise NotImplementedError(f"{type(self).__name__} takes no writes")
+
+    def remove(self, ids: list[str]) -> None:
+        """Delete the rows of ``ids`` through the engine's own delete."""
+        raise NotImplementedError(f"{type(self).__name__} takes no writes")
+
+    def upsert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        """Write new versions of held ids through the engine's own upsert (else delete, then insert)."""
+        self.remove(ids)
+        self.insert(ids, emb, meta)
+
+    def settle(self) -> None:
+        """The engine's own maintenance after writes (compaction, VACUUM); nothing by default."""
         return None
 
     def column(self, field: str) -> tuple[str, str]:
@@ -369,6 +398,49 @@ class VectorDB:
             )
         out[f"ann_recall@{kk}"] = ann_recall(approx, exact)
         return out
+
+    # ------------------------------------------------------------------ writes (harness stream)
+    # Each write goes through the engine's own client (insert, delete, upsert), never a rebuild of the
+    # table: what a search sees after it is the engine's behaviour, which the stream measures.
+
+    def add(self, docs: Sequence[Document]) -> None:
+        ids, emb, meta = self._written_rows(docs)
+        self.driver.insert(ids, emb, meta)
+        self._rows = (self._rows or 0) + len(ids)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._writable()
+        self.driver.remove([str(i) for i in ids])
+        self._rows = (self._rows or 0) - len(ids)
+
+    def update(self, docs: Sequence[Document]) -> None:
+        ids, emb, meta = self._written_rows(docs)
+        self.driver.upsert(ids, emb, meta)
+
+    def settle(self) -> None:
+        """The engine's maintenance (LanceDB ``optimize``, pgvector ``VACUUM``...)."""
+        self.driver.settle()
+
+    def _writable(self) -> None:
+        if self.spec.mode != "build":
+            raise InputError(f"{self.spec.type} connect mode only reads the team's store: no writes", field="mode")
+
+    def _written_rows(self, docs: Sequence[Document]) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
+        """Ids, embeddings and metadata (the columns the store was built with) of ``docs``; new ids join
+        the id -> position map, so the engine's answers keep mapping to documents."""
+        self._writable()
+        cols = Corpus.of(docs)
+        emb = np.ascontiguousarray(self.encoder.encode_documents(cols, progress=False), dtype=np.float32)
+        ids = cols.ids.tolist()
+        fresh = [i for i in ids if i not in self._pos]
+        if fresh:
+            self._pos.update((d, len(self._doc_ids) + j) for j, d in enumerate(fresh))
+            self._doc_ids = np.concatenate([self._doc_ids, np.asarray(fresh, dtype=object)])
+        meta: list[dict[str, Any]] = [{} for _ in ids]
+        for i, m in cols.metadata_items():
+            meta[i] = {self.driver.columns[f][0]: v for f, v in m.items() if f in self.driver.columns}
+        self._emb = None  # ann_recall@k describes the store as built only
+        return ids, emb, meta
 
     def cancel(self) -> None:
         self._finalizer()

@@ -92,6 +92,17 @@ class ChromaDriver(FolderDriver):
             self.col.add(ids=ids[start:stop].tolist(), embeddings=emb[start:stop], metadatas=metas)
         self._settings = {"hnsw": hnsw}
 
+    # writes (harness stream): Chroma keeps new rows in a brute-force buffer until it flushes them to
+    # its HNSW graph; delete and upsert go through the same log
+    def insert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        self.col.add(ids=ids, embeddings=emb, metadatas=[{k: _num(v) for k, v in m.items()} or None for m in meta])
+
+    def remove(self, ids: list[str]) -> None:
+        self.col.delete(ids=ids)
+
+    def upsert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        self.col.upsert(ids=ids, embeddings=emb, metadatas=[{k: _num(v) for k, v in m.items()} or None for m in meta])
+
     def connect(self) -> int:
         s = self.spec
         if s.url:

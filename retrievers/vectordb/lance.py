@@ -67,22 +67,11 @@ class LanceDriver(FolderDriver):
 
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
         lancedb = require("lancedb", "lancedb")
-        pa = require("pyarrow", "lancedb")
         assert self.work_dir is not None
         self._store = self.work_dir / "lancedb"
         db = lancedb.connect(str(self._store))
-        n, d = emb.shape
-        arrays: dict[str, Any] = {
-            "id": pa.array(ids.tolist(), pa.string()),
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(emb.reshape(-1), pa.float32()), d),
-        }
-        types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
-        for name, kind in self.columns.values():
-            values = [m.get(name) for m in meta]
-            if kind == "float":
-                values = [None if v is None else float(v) for v in values]
-            arrays[name] = pa.array(values, types[kind])
-        self.table = db.create_table("docs", data=pa.table(arrays))
+        n = len(emb)
+        self.table = db.create_table("docs", data=self._arrow(ids.tolist(), emb, meta))
         s = self.spec
         p = dict(s.index_params)
         if s.index != "none" and n >= 2:
@@ -98,6 +87,36 @@ class LanceDriver(FolderDriver):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 self.table.create_index(metric=_METRIC[s.distance], vector_column_name="vector", **p)
         self._settings = {"index_params": p, "search_params": self._search_defaults(n, p)}
+
+    def _arrow(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> Any:
+        """The rows as the Arrow table LanceDB writes: id, vector, the metadata columns."""
+        pa = require("pyarrow", "lancedb")
+        arrays: dict[str, Any] = {
+            "id": pa.array(ids, pa.string()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(emb.reshape(-1), pa.float32()), emb.shape[1]),
+        }
+        types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+        for name, kind in self.columns.values():
+            values = [m.get(name) for m in meta]
+            if kind == "float":
+                values = [None if v is None else float(v) for v in values]
+            arrays[name] = pa.array(values, types[kind])
+        return pa.table(arrays)
+
+    # writes (harness stream): LanceDB appends new fragments, searched flat beside the index until
+    # optimize() folds them in; a delete marks rows in a deletion file
+    def insert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        self.table.add(self._arrow(ids, emb, meta))
+
+    def remove(self, ids: list[str]) -> None:
+        self.table.delete(f"id IN ({', '.join(sql_literal(i) for i in ids)})")
+
+    def upsert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        rows = self._arrow(ids, emb, meta)
+        self.table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(rows)
+
+    def settle(self) -> None:
+        self.table.optimize()
 
     def _search_defaults(self, n: int, p: dict[str, Any]) -> dict[str, Any]:
         s = self.spec
@@ -163,7 +182,9 @@ class LanceDriver(FolderDriver):
         )
         if flt is not None:
             qb = qb.where(where_clause(flt, self.column), prefilter=True)
-        sp = self._settings.get("search_params", {})
+        sp = dict(self._settings.get("search_params", {}))
+        if "ef" in sp:  # LanceDB refuses ef below k x refine_factor (a tie-aware fetch asks k past the depth)
+            sp["ef"] = max(int(sp["ef"]), k * int(sp.get("refine_factor") or 1))
         if s.index == "none":
             qb = qb.bypass_vector_index()
         else:

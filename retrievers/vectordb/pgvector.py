@@ -170,12 +170,7 @@ class PgvectorDriver(Driver):
         cols += [sql.SQL("{} " + _TYPES[kind]).format(sql.Identifier(name)) for name, kind in self.columns.values()]
         c.execute(sql.SQL("CREATE TABLE {} ({})").format(t, sql.SQL(", ").join(cols)))
         self._owned_table = True
-        names = ["id", "embedding", *(name for name, _ in self.columns.values())]
-        copy = sql.SQL("COPY {} ({}) FROM STDIN").format(t, sql.SQL(", ").join(map(sql.Identifier, names)))
-        with c.cursor() as cur, cur.copy(copy) as cp:
-            for i in range(n):
-                m = meta[i]
-                cp.write_row((ids[i], vector_literal(emb[i]), *(m.get(name) for name, _ in self.columns.values())))
+        self.insert(ids, emb, meta)
         p = dict(s.index_params)
         if s.index == "hnsw":
             p.setdefault("m", 16)
@@ -195,6 +190,36 @@ class PgvectorDriver(Driver):
         c.execute(sql.SQL("ANALYZE {}").format(t))
         self._settings = {"index_params": p}
         self._apply_search_settings(n, p)
+
+    # writes (harness stream): COPY for new rows, DELETE, UPDATE; a deleted row stays in the HNSW
+    # graph (taking search slots) until VACUUM, which settle() runs
+    def insert(self, ids: Any, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        sql = require("psycopg", "pgvector").sql
+        names = ["id", "embedding", *(name for name, _ in self.columns.values())]
+        t = sql.Identifier(self.table)
+        copy = sql.SQL("COPY {} ({}) FROM STDIN").format(t, sql.SQL(", ").join(map(sql.Identifier, names)))
+        with self.conn.cursor() as cur, cur.copy(copy) as cp:
+            for i in range(len(ids)):
+                m = meta[i]
+                cp.write_row((ids[i], vector_literal(emb[i]), *(m.get(name) for name, _ in self.columns.values())))
+
+    def remove(self, ids: list[str]) -> None:
+        sql = require("psycopg", "pgvector").sql
+        self.conn.execute(sql.SQL("DELETE FROM {} WHERE id = ANY(%s)").format(sql.Identifier(self.table)), [ids])
+
+    def upsert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        sql = require("psycopg", "pgvector").sql
+        names = ["embedding", *(name for name, _ in self.columns.values())]
+        sets = sql.SQL(", ").join(sql.SQL("{} = %s").format(sql.Identifier(x)) for x in names)
+        stmt = sql.SQL("UPDATE {} SET {} WHERE id = %s").format(sql.Identifier(self.table), sets)
+        cols = [x for x, _ in self.columns.values()]
+        rows = [(vector_literal(e), *(m.get(x) for x in cols), i) for i, e, m in zip(ids, emb, meta)]
+        with self.conn.cursor() as cur:
+            cur.executemany(stmt, rows)
+
+    def settle(self) -> None:
+        sql = require("psycopg", "pgvector").sql
+        self.conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(self.table)))
 
     def _apply_search_settings(self, n: int, p: dict[str, Any]) -> None:
         s = self.spec

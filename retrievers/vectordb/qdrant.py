@@ -112,6 +112,24 @@ class QdrantDriver(FolderDriver):
                 wait=True,
             )
         self._settings = {"index_params": dict(self.spec.index_params), "local_mode": True, "exact": True}
+        self._points = {str(d): i for i, d in enumerate(ids.tolist())}
+
+    # writes (harness stream): points are numbered as built (the document's position), new ones after
+    def insert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        start = max(self._points.values(), default=-1) + 1
+        self._points.update((d, start + j) for j, d in enumerate(ids))
+        self.upsert(ids, emb, meta)
+
+    def remove(self, ids: list[str]) -> None:
+        m = require("qdrant_client.models", "qdrant")
+        points = [self._points.pop(i) for i in ids if i in self._points]
+        self.client.delete(self.collection, points_selector=m.PointIdsList(points=points), wait=True)
+
+    def upsert(self, ids: list[str], emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
+        m = require("qdrant_client.models", "qdrant")
+        points = [self._points[i] for i in ids]
+        payloads = [{"id": i, **x} for i, x in zip(ids, meta)]
+        self.client.upsert(self.collection, m.Batch(ids=points, vectors=emb.tolist(), payloads=payloads), wait=True)
 
     def connect(self) -> int:
         qc = require("qdrant_client", "qdrant")

@@ -1,0 +1,63 @@
+"""Team retrievers for the tests of harness stream (tests/test_stream.py): plain Python classes with
+add/delete (no import from the harness), each misbehaving in one way a real index can."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"\w\w+", text.lower()))
+
+
+class Overlap:
+    """Ranks documents by the words they share with the query (ties: doc id)."""
+
+    def __init__(self, ignore_deletes: bool = False, delay_s: float = 0.0, stop_file: str | None = None) -> None:
+        self.ignore_deletes, self.delay_s, self.stop_file = ignore_deletes, delay_s, stop_file
+        self.docs: dict[str, set[str]] = {}
+        self.born: dict[str, float] = {}
+        self.writes = 0
+
+    def index(self, corpus) -> None:
+        for d in corpus:
+            self.docs[d.id], self.born[d.id] = _words(d.content), -math.inf
+
+    def add(self, docs) -> None:
+        self.writes += 1
+        if self.stop_file and self.writes == 2:  # mid-stream: say so, then wait for the Ctrl-C
+            open(self.stop_file, "w").close()
+            time.sleep(60)
+        now = time.monotonic()
+        for d in docs:
+            self.docs[d.id], self.born[d.id] = _words(d.content), now
+
+    def delete(self, ids) -> None:
+        if not self.ignore_deletes:
+            for i in ids:
+                self.docs.pop(i, None)
+
+    def search(self, queries, k):
+        now = time.monotonic()
+        out = {}
+        for q in queries:
+            words = _words(q.text)
+            scored = [
+                (d, float(len(words & w)))
+                for d, w in self.docs.items()
+                if now - self.born[d] >= self.delay_s and words & w
+            ]
+            out[q.id] = sorted(scored, key=lambda x: (-x[1], x[0]))[:k]
+        return out
+
+
+class SearchOnly:
+    """A retriever that cannot change: no add, no delete."""
+
+    def index(self, corpus) -> None:
+        self.ids = [d.id for d in corpus]
+
+    def search(self, queries, k):
+        return {q.id: [(d, 1.0) for d in self.ids[:k]] for q in queries}
