@@ -115,6 +115,8 @@ class Session:
         if config.baseline and baseline is None:
             log.info("baseline %r is not among the retrievers run: no significance tests", config.baseline)
         resolved = config.model_dump(mode="json")
+        if resolved.get("stream") is None:  # a run's results.json says nothing of a section it had none of
+            resolved.pop("stream", None)
         resolved["dataset"] = {"path": str(ds.source) if ds.source else ds.name, "split": ds.split, "name": ds.name}
         if field:
             resolved["dataset"]["weights"] = field
