@@ -219,6 +219,17 @@ def write_store(folder: Path, blocks: Any, precision: str, dim: int) -> TokenSto
     return TokenStore(folder)
 
 
+def corpus_digest(corpus: Corpus) -> str:
+    """sha256 of the corpus's ids and texts, and of its order (the store's rows follow it): a store
+    belongs to one corpus."""
+    import hashlib
+
+    h = hashlib.sha256("\x00".join(map(str, corpus.ids.tolist())).encode())
+    for line in corpus.fingerprint_lines():
+        h.update(line)
+    return h.hexdigest()
+
+
 def maxsim_all(q: np.ndarray, q_offsets: np.ndarray, store: TokenStore) -> np.ndarray:
     """``(queries, documents)`` float64 MaxSim of every query (its token rows
     ``q[q_offsets[i]:q_offsets[i + 1]]``) against every document of ``store``."""
@@ -328,7 +339,7 @@ class Colbert:
         self._doc_ids = cols.ids
         self._pos = {str(d): i for i, d in enumerate(cols.ids.tolist())}
         self._rank = doc_rank(cols.ids)
-        key = digest({**self.identity, "corpus": cols.fingerprint()})
+        key = digest({**self.identity, "corpus": corpus_digest(cols)})
         folder = (self._cache_dir / "colbert_store" / key) if self._cache_dir is not None else None
         store = TokenStore.open(folder) if folder is not None else None
         self._cache_hit = 1.0 if store is not None else 0.0

@@ -46,7 +46,7 @@ def build_tiny_splade(path: Path, *, seed: int = 0) -> Path:
     encoder = SparseEncoder(
         modules=[
             Transformer(str(mlm), transformer_task="fill-mask", max_seq_length=128),
-            SpladePooling("max", word_embedding_dimension=len(vocab)),
+            SpladePooling("max", embedding_dimension=len(vocab)),
         ],
         device="cpu",
     )
@@ -78,7 +78,7 @@ def scifact_subset(n_queries: int = 60, n_docs: int = 600):
     ds = load_dataset(str(shared("scifact")), "test")
     queries = ds.queries[:n_queries]
     judged = {d for q in queries for d in ds.qrels[q.id]}
-    index = ds.corpus.doc_index
+    index = ds.doc_index
     docs = [ds.corpus[index[d]] for d in sorted(judged) if d in index]
     for doc in ds.corpus:
         if len(docs) >= n_docs:

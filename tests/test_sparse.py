@@ -153,7 +153,8 @@ def test_a_folder_that_is_not_a_fill_mask_model_is_refused_naming_the_field(tmp_
 
     cfg = tmp_path / "c.yaml"
     cfg.write_text(
-        f"dataset: demo\nretrievers:\n  bm25: {{type: bm25}}\n  splade: {{type: splade, model: {packaged_model_path()}}}\n",
+        "dataset: demo\nretrievers:\n  bm25: {type: bm25}\n"
+        f"  splade: {{type: splade, model: {packaged_model_path()}}}\n",
         encoding="utf-8",
     )
     before = sorted(tmp_path.rglob("*"))
