@@ -48,6 +48,7 @@ from harness.registry import BuildContext, SpecBase
 from harness.run import PAD, Run
 from retrievers.learned import (
     doc_rank,
+    model_location,
     prompt_of,
     require_sentence_transformers,
     rerank_tail,
@@ -291,11 +292,7 @@ class Colbert:
         self.spec = spec
         self.name = "colbert"
         self.show_progress = show_progress
-        if spec.threads:
-            from retrievers.encoder import set_threads
-
-            set_threads(spec.threads)
-        self.location = resolve_location(spec.model, config_dir)
+        self.location = model_location(spec, config_dir)
         self.model = load_multivector(self.location, spec.device)
         self.dim = int(self.model.get_embedding_dimension() or 0)
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None

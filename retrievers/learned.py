@@ -55,6 +55,16 @@ def resolve_location(model: str, config_dir: Path | None = None) -> str:
     return model
 
 
+def model_location(spec: Any, config_dir: Path | None) -> str:
+    """Where ``spec.model`` is (:func:`resolve_location`), with torch's threads set to
+    ``spec.threads`` first (the model runs in this process)."""
+    if spec.threads:
+        from retrievers.encoder import set_threads
+
+        set_threads(spec.threads)
+    return resolve_location(spec.model, config_dir)
+
+
 def architectures(folder: str | os.PathLike[str]) -> list[str]:
     """``architectures`` of a model folder's ``config.json`` (empty when it has none)."""
     import json

@@ -53,6 +53,7 @@ from retrievers.encoder import _featurizer
 from retrievers.learned import (
     architectures,
     doc_rank,
+    model_location,
     prompt_of,
     require_sentence_transformers,
     resolve_location,
@@ -210,11 +211,7 @@ class Splade:
         self.spec = spec
         self.name = "splade"
         self.show_progress = show_progress
-        if spec.threads:
-            from retrievers.encoder import set_threads
-
-            set_threads(spec.threads)
-        self.location = resolve_location(spec.model, config_dir)
+        self.location = model_location(spec, config_dir)
         check_fill_mask(self.location)
         self.model = load_sparse_encoder(self.location, spec.device)
         self.width = output_width(self.model)

@@ -11,9 +11,22 @@ conftest's tiny BERT with the library's fresh 128-wide projection and normalisat
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 WORDS = 2000
+REPO = Path(__file__).resolve().parent.parent
+
+
+def harness_cli(*args: str, cwd: Path, block: bool = False) -> subprocess.CompletedProcess[str]:
+    """``harness ARGS`` in a child process, offline; ``block``: sentence-transformers made unimportable
+    first (an install without the sparse and multivector extras)."""
+    pre = "import sys\nsys.modules['sentence_transformers'] = None\n" if block else "import sys\n"
+    code = pre + "from harness.cli import main\nsys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
 def build_tiny_splade(path: Path, *, seed: int = 0) -> Path:

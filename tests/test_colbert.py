@@ -4,9 +4,6 @@ ranking and as a rerank of BM25's top 100; the store refused when it would not f
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REPO, one_line_error
-from tests.learned_models import build_tiny_colbert, scifact_subset
+from tests.conftest import one_line_error
+from tests.learned_models import build_tiny_colbert, harness_cli, scifact_subset
 
 pytest.importorskip("sentence_transformers.multi_vector_encoder")
 
@@ -94,13 +91,6 @@ def test_a_store_cut_short_is_rebuilt(colbert_model, tmp_path):
     assert again.search(ds.queries, 10).to_dict() == want
 
 
-def _harness(*args: str, cwd: Path, block: bool = False) -> subprocess.CompletedProcess[str]:
-    pre = "import sys\nsys.modules['sentence_transformers'] = None\n" if block else "import sys\n"
-    code = pre + "from harness.cli import main\nsys.exit(main(sys.argv[1:]))"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, env=env)
-
-
 def test_a_corpus_whose_store_exceeds_the_memory_limit_is_refused_before_any_work(colbert_model, tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(
@@ -110,7 +100,7 @@ def test_a_corpus_whose_store_exceeds_the_memory_limit_is_refused_before_any_wor
     )
     work = tmp_path / "work"
     work.mkdir()
-    proc = _harness("run", "--config", str(cfg), "--out", str(work / "out"), cwd=work)
+    proc = harness_cli("run", "--config", str(cfg), "--out", str(work / "out"), cwd=work)
     line = one_line_error(proc, "retrievers.colbert.memory_limit_mb", "needs", "MB", "token vectors x 128 dims")
     assert "over the memory limit of 0.0 MB" in line
     assert list(work.iterdir()) == []
@@ -120,20 +110,8 @@ def test_a_corpus_whose_store_exceeds_the_memory_limit_is_refused_before_any_wor
         f"  colbert: {{type: colbert, of: bm25, top_n: 20, model: {colbert_model}, memory_limit_mb: 0.01}}\n",
         encoding="utf-8",
     )
-    proc = _harness("run", "--config", str(cfg), "--out", str(work / "out"), cwd=work)
+    proc = harness_cli("run", "--config", str(cfg), "--out", str(work / "out"), cwd=work)
     assert proc.returncode == 0, proc.stderr[-2000:]
-
-
-def test_without_sentence_transformers_the_one_line_names_the_multivector_extra(tmp_path):
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("dataset: demo\nretrievers:\n  colbert: {type: colbert, model: ./m}\n", encoding="utf-8")
-    proc = _harness("run", "--config", str(cfg), "--out", str(tmp_path / "out"), cwd=tmp_path, block=True)
-    assert proc.returncode == 2, proc.stderr
-    assert [x for x in proc.stderr.splitlines() if x.strip()] == [
-        f"error: {cfg}:3: retrievers.colbert: colbert retrievers need the multivector extra: "
-        "pip install 'retrieval-harness[multivector]'"
-    ]
-    assert not (tmp_path / "out").exists()
 
 
 # ---------------------------------------------------------------------------- exactness on SciFact

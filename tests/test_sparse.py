@@ -4,9 +4,6 @@ own encodings and a direct dot product, cached, and refusing what it cannot run.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REPO, one_line_error
-from tests.learned_models import build_tiny_splade, scifact_subset
+from tests.conftest import one_line_error
+from tests.learned_models import build_tiny_splade, harness_cli, scifact_subset
 
 pytest.importorskip("sentence_transformers.sparse_encoder")
 
@@ -141,13 +138,6 @@ def test_filters_restrict_the_exact_top_k(splade_model, tmp_path):
 
 
 # ---------------------------------------------------------------------------- bad input
-def _harness(*args: str, cwd: Path, block: bool = False) -> subprocess.CompletedProcess[str]:
-    pre = "import sys\nsys.modules['sentence_transformers'] = None\n" if block else "import sys\n"
-    code = pre + "from harness.cli import main\nsys.exit(main(sys.argv[1:]))"
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, env=env)
-
-
 def test_a_folder_that_is_not_a_fill_mask_model_is_refused_naming_the_field(tmp_path):
     from retrievers.encoder import packaged_model_path
 
@@ -158,21 +148,22 @@ def test_a_folder_that_is_not_a_fill_mask_model_is_refused_naming_the_field(tmp_
         encoding="utf-8",
     )
     before = sorted(tmp_path.rglob("*"))
-    proc = _harness("run", "--config", str(cfg), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    proc = harness_cli("run", "--config", str(cfg), "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     line = one_line_error(proc, "retrievers.splade.model", "is not a fill-mask model", "BertModel")
     assert line.startswith(f"error: {cfg}:4: ")
     assert sorted(tmp_path.rglob("*")) == before
 
 
-def test_without_sentence_transformers_the_one_line_names_the_sparse_extra(tmp_path):
+@pytest.mark.parametrize(("kind", "extra"), [("splade", "sparse"), ("colbert", "multivector")])
+def test_without_sentence_transformers_the_one_line_names_the_extra(tmp_path, kind, extra):
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("dataset: demo\nretrievers:\n  splade: {type: splade, model: ./m}\n", encoding="utf-8")
-    proc = _harness("run", "--config", str(cfg), "--out", str(tmp_path / "out"), cwd=tmp_path, block=True)
+    cfg.write_text(f"dataset: demo\nretrievers:\n  {kind}: {{type: {kind}, model: ./m}}\n", encoding="utf-8")
+    proc = harness_cli("run", "--config", str(cfg), "--out", str(tmp_path / "out"), cwd=tmp_path, block=True)
     assert proc.returncode == 2, proc.stderr
     assert [x for x in proc.stderr.splitlines() if x.strip()] == [
-        f"error: {cfg}:3: retrievers.splade: splade retrievers need the sparse extra: "
-        "pip install 'retrieval-harness[sparse]'"
+        f"error: {cfg}:3: retrievers.{kind}: {kind} retrievers need the {extra} extra: "
+        f"pip install 'retrieval-harness[{extra}]'"
     ]
     assert not (tmp_path / "out").exists()
 
