@@ -216,3 +216,33 @@ def test_on_scifact_the_splade_row_ranks_as_the_direct_computation(splade_model,
     assert abs(res.summary["splade"]["ndcg@10"] - float(np.mean(list(ref.values())))) <= 1e-9
     eff = res.efficiency["splade"]
     assert eff["index_nnz"] > 0 and eff["index_mb"] > 0 and eff["encode_docs_per_s"] > 0
+
+
+def test_learned_rows_compose_with_fusion_rerank_and_mmr_like_any_row(splade_model, tmp_path):
+    """First-class rows: fused with BM25, reranked by a colbert stage, re-ordered by MMR; the cost
+    columns say what each built."""
+    import harness
+    from harness import extras
+    from tests.learned_models import build_tiny_colbert
+
+    colbert = build_tiny_colbert(tmp_path / "cb")
+    res = harness.benchmark(
+        "demo",
+        {
+            "bm25": {"type": "bm25"},
+            "splade": {"type": "splade", "model": str(splade_model), "max_active_dims": 64},
+            "hybrid": {"type": "hybrid", "of": ["bm25", "splade"]},
+            "hybrid_colbert": {"type": "colbert", "model": str(colbert), "of": "hybrid", "top_n": 20},
+            "splade_mmr": {"type": "mmr", "of": "splade", "relevance": "scores", "top_n": 20},
+        },
+        metrics=["ndcg@10"],
+        cache_dir=tmp_path / "cache",
+        latency_queries=2,
+        warmup_queries=0,
+    )
+    assert not res.failures, res.failures
+    assert set(res.summary) == {"bm25", "splade", "hybrid", "hybrid_colbert", "splade_mmr"}
+    assert res.efficiency["hybrid"]["index_nnz"] == res.efficiency["splade"]["index_nnz"]
+    assert res.efficiency["hybrid_colbert"]["index_vectors"] > 0
+    assert extras.status("splade") == "sparse (installed)"
+    assert extras.status("colbert") == "multivector (installed)"
