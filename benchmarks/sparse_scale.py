@@ -16,7 +16,8 @@ Rows:
   its CSR bytes, and per query the float64 scores of every document plus the exact top 100
   (``tie_topk``), each query timed alone (p50, p95);
 - ``dense flat``: FAISS ``IndexFlatIP`` over as many random unit 384-d float32 rows (all-MiniLM-L6-v2's
-  width): its bytes, and one query per ``search`` call for 100.
+  width): its bytes, and one query per ``search`` call for 100, on one thread (FAISS's OpenMP threads
+  spin on a loaded machine: 0.7 s per query at 100k on this one with two).
 
 Peak RSS of the process is printed after each size; the load average before and after.
 """
@@ -98,6 +99,7 @@ def main() -> None:
         ap.error("give --model (or $SPLADE_MODEL)")
     import faiss
 
+    faiss.omp_set_num_threads(1)  # one query per call on one thread, as the sparse index runs
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     counts, df, weights, q, width = sample_shape(args.model, args.sample, args.doc_max_length)
     print(

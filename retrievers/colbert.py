@@ -158,8 +158,9 @@ def check_fits(spec: ColbertSpec, need: tuple[int, int], n_docs: int, model: Any
 
 class TokenStore:
     """Every document's token vectors, memory-mapped: ``vectors`` (tokens x dim) and ``offsets``
-    (documents + 1): document ``i`` is ``vectors[offsets[i]:offsets[i + 1]]``. ``store.json`` is
-    written last: a folder without it is an interrupted build, rebuilt."""
+    (documents + 1): document ``i`` is ``vectors[offsets[i]:offsets[i + 1]]``; ``store.json`` says
+    the dtype, the token count and the width, and a store whose files disagree with it (cut short) is
+    not used (:meth:`open` gives None, and the store is rebuilt)."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -201,22 +202,39 @@ class TokenStore:
 
 
 def write_store(folder: Path, blocks: Any, precision: str, dim: int) -> TokenStore:
-    """Write ``blocks`` (lists of per-document token matrices, in corpus order) as a store."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "store.json").unlink(missing_ok=True)
+    """Write ``blocks`` (lists of per-document token matrices, in corpus order) as the store at
+    ``folder``: built in a folder of its own beside it and renamed into place when complete, so a
+    reader never sees half a store and two runs building the same one do not write into each other
+    (the second to finish keeps the first's)."""
+    import shutil
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = folder.with_name(f"{folder.name}.building-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
     lengths: list[int] = []
-    with open(folder / "vectors.bin", "wb") as f:
-        for docs in blocks:
-            for v in docs:
-                arr = np.ascontiguousarray(np.asarray(v, dtype=np.float32).reshape(-1, dim), dtype=precision)
-                f.write(arr.tobytes())
-                lengths.append(len(arr))
-        f.flush()
-        os.fsync(f.fileno())
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    atomic.write_npy(folder / "offsets.npy", offsets)
-    atomic.write_json(folder / "store.json", {"dtype": precision, "tokens": int(offsets[-1]), "dim": dim})
+    try:
+        with open(work / "vectors.bin", "wb") as f:
+            for docs in blocks:
+                for v in docs:
+                    arr = np.ascontiguousarray(np.asarray(v, dtype=np.float32).reshape(-1, dim), dtype=precision)
+                    f.write(arr.tobytes())
+                    lengths.append(len(arr))
+            f.flush()
+            os.fsync(f.fileno())
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        atomic.write_npy(work / "offsets.npy", offsets)
+        atomic.write_json(work / "store.json", {"dtype": precision, "tokens": int(offsets[-1]), "dim": dim})
+        if folder.exists() and TokenStore.open(folder) is None:
+            shutil.rmtree(folder, ignore_errors=True)  # an unusable store (cut short, corrupt): replaced
+        try:
+            os.replace(work, folder)
+        except OSError:  # another run put a complete store there first
+            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     return TokenStore(folder)
 
 
