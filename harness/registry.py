@@ -55,6 +55,8 @@ ENV_TEMPLATES: dict[str, str] = {}
 BUILTIN: dict[str, str] = {
     "bm25": "retrievers.bm25:BM25Spec",
     "dense": "retrievers.dense:DenseSpec",
+    "splade": "retrievers.sparse:SpladeSpec",
+    "colbert": "retrievers.colbert:ColbertSpec",
     "hybrid": "retrievers.hybrid:HybridSpec",
     "rerank": "retrievers.rerank:RerankSpec",
     "mmr": "retrievers.mmr:MMRSpec",

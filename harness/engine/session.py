@@ -102,6 +102,7 @@ class Session:
         cache = cache_dir_of(config.cache_dir)
         ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
         specs = config.specs(objects=objects)
+        check_corpus(specs, ds.corpus, base)  # e.g. a colbert store larger than memory: exit 2, nothing written
         built = {node.name: node for node in nodes_from_specs(specs, ctx)}
         graph = Graph(objects[n] if n in objects else built[n] for n in config.retrievers)
         if retrievers:
@@ -154,6 +155,20 @@ class Session:
         executor = executor_from_config(self.executor) if self.executor is not None else None
         with use_executor(executor):
             return run_graph(self, out=out, resume=resume, show_progress=show_progress)
+
+
+def check_corpus(specs: Mapping[str, SpecBase], corpus: Any, config_dir: Path) -> None:
+    """Each spec's ``check_corpus(corpus, config_dir)``, where it has one: what only the corpus can
+    tell (the size of an index it would build), refused before any work, naming the retriever."""
+    for name, spec in specs.items():
+        check = getattr(spec, "check_corpus", None)
+        if not callable(check):
+            continue
+        try:
+            check(corpus, config_dir)
+        except InputError as e:
+            field = ".".join(["retrievers", name, *([e.field] if e.field else [])])
+            raise InputError(e.message, field=field) from None
 
 
 def nodes_from_specs(specs: Mapping[str, SpecBase], ctx: BuildContext) -> list[Node]:

@@ -34,6 +34,8 @@ EFFICIENCY_COLUMNS: dict[str, tuple[str, bool]] = {
     "build_seconds": ("build s", False),
     "cache_hit_rate": ("cache hit", True),
     "index_mb": ("index MB", False),
+    "index_nnz": ("index nnz", False),
+    "index_vectors": ("index vectors", False),
     "ann_recall@10": ("ann recall@10", True),
     "ann_recall@100": ("ann recall@100", True),
     "ann_recall@1000": ("ann recall@1000", True),

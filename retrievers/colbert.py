@@ -1,0 +1,480 @@
+"""Late interaction (ColBERT): every token of a document keeps its own vector, and a query scores
+a document by MaxSim, the sum over its query tokens of the best dot product with any document token.
+
+```yaml
+colbert: {type: colbert, model: PATH_OR_HUB_NAME}                            # exact MaxSim over the corpus
+bm25_colbert: {type: colbert, model: PATH_OR_HUB_NAME, of: bm25, top_n: 100}  # rerank BM25's top 100
+```
+
+A sentence-transformers ``MultiVectorEncoder`` encodes (its ``encode_document`` /
+``encode_query``: prompts, lengths, skiplist and normalisation as the model was saved). The
+documents' token vectors go to a store on disk (:class:`TokenStore`: one memory-mapped array of
+every token vector, float16 by default or float32 with ``precision: float32``, and each document's
+offset), keyed by the weights digest, the precision and the corpus's fingerprint, so a second run
+reads it instead of encoding.
+
+Without ``of`` the retriever is exact: every document's token vectors are scored against every
+query, a block of the store at a time (``maxsim_all``), the top k cut with the harness's tie rule.
+That scan reads the whole store for each batch of queries, so a corpus whose store would not fit
+in memory (``memory_limit_mb``, default: this machine's physical memory) is refused before any
+work, with the figure it needs, rather than swapped into. With ``of: NAME`` and ``top_n`` it is a
+rerank stage, as most teams run it: the top ``top_n`` of that row's ranking are re-scored by MaxSim
+and re-ordered; the rest keep their order below them (as the cross-encoder ``rerank`` stage does).
+
+Cost columns: ``index_vectors`` (token vectors stored), ``index_mb`` (the store), ``encode_docs_per_s``,
+``encode_seconds``, ``cache_hit_rate`` (1 when the store was read back), ``query_encode_ms``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from harness import progress as harness_progress
+from harness.cache import digest
+from harness.errors import InputError, RetrieverError
+from harness.io import atomic
+from harness.model import Corpus, Document, Query
+from harness.registry import BuildContext, SpecBase
+from harness.run import PAD, Run
+from retrievers.learned import (
+    doc_rank,
+    model_location,
+    prompt_of,
+    require_sentence_transformers,
+    rerank_tail,
+    resolve_location,
+    tie_topk,
+)
+
+log = logging.getLogger("harness")
+
+#: documents encoded per call of ``encode_document`` while the store is written
+ENCODE_BLOCK = 2048
+#: token vectors scored per matrix product in the full scan (bounds the score block in memory)
+SCAN_TOKENS = 32768
+#: query tokens scored per matrix product in the full scan
+SCAN_QUERY_TOKENS = 1024
+
+
+class ColbertSpec(SpecBase):
+    type: Literal["colbert"] = "colbert"
+    model: str = Field(description="MultiVectorEncoder folder or hub name")
+    of: str | None = Field(
+        None, description="rerank this retriever's run (its top top_n) instead of scanning the corpus"
+    )
+    top_n: int = Field(
+        100, ge=1, le=100_000, description="with of: how many of the input's top documents are re-scored"
+    )
+    precision: Literal["float16", "float32"] = Field("float16", description="token vectors as stored on disk")
+    batch_size: int = Field(32, ge=1, le=65_536)
+    device: str = "cpu"
+    threads: int | None = Field(None, ge=1, le=1024, description="torch threads")
+    memory_limit_mb: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="largest store a full scan may read (default: physical memory)"
+    )
+
+    def inputs(self) -> list[str]:
+        return [self.of] if self.of else []
+
+    def preflight(self, config_dir: Path) -> None:
+        super().preflight(config_dir)
+        require_sentence_transformers("multivector", "colbert retrievers")
+        resolve_location(self.model, config_dir)
+
+    def check_corpus(self, corpus: Sequence[Document], config_dir: Path) -> None:
+        """Refuse, before any work, a full scan whose store would not fit in memory (a rerank stage
+        reads only its candidates' rows, so any corpus fits)."""
+        if self.of is not None:
+            return
+        model = load_multivector(resolve_location(self.model, config_dir), self.device)
+        check_fits(self, store_bytes(model, Corpus.of(corpus), self.precision), len(corpus), model)
+
+    def build(self, ctx: BuildContext) -> Colbert:
+        return Colbert(self, cache_dir=ctx.cache_dir, config_dir=ctx.config_dir, show_progress=ctx.show_progress)
+
+
+@cache
+def load_multivector(location: str, device: str = "cpu") -> Any:
+    """One ``MultiVectorEncoder`` per (location, device) per process."""
+    from sentence_transformers import MultiVectorEncoder
+
+    try:
+        return MultiVectorEncoder(location, device=device)
+    except Exception as e:
+        raise InputError(
+            f"cannot load MultiVectorEncoder {location!r}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}. "
+            "Give a local model folder, or a hub name on a machine with network access "
+            "(HF_HUB_OFFLINE=1 forbids downloads)",
+            field="model",
+        ) from None
+
+
+def memory_limit_bytes(spec: ColbertSpec) -> int:
+    if spec.memory_limit_mb is not None:
+        return int(spec.memory_limit_mb * 2**20)
+    import psutil
+
+    return int(psutil.virtual_memory().total)
+
+
+def store_bytes(model: Any, corpus: Corpus, precision: str) -> tuple[int, int]:
+    """``(bytes, token vectors)`` the store of ``corpus`` needs at most: each document's tokens as
+    the model's tokenizer cuts them (the skiplist can only drop some), times the vector width."""
+    tok = model.tokenizer
+    length = int(model.max_seq_length or 512)
+    prompt = prompt_of(model, ("document", "passage", "corpus")) or ""
+    tokens = 0
+    texts = list(corpus.contents(prompt))
+    for start in range(0, len(texts), 4096):
+        enc = tok(texts[start : start + 4096], truncation=True, max_length=length, add_special_tokens=True)
+        tokens += sum(len(ids) for ids in enc["input_ids"])
+    dim = int(model.get_embedding_dimension() or 0)
+    return tokens * dim * np.dtype(precision).itemsize, tokens
+
+
+def check_fits(spec: ColbertSpec, need: tuple[int, int], n_docs: int, model: Any) -> None:
+    limit = memory_limit_bytes(spec)
+    size, tokens = need
+    if size > limit:
+        dim = int(model.get_embedding_dimension() or 0)
+        raise InputError(
+            f"the token-vector store of this corpus needs {size / 2**20:,.1f} MB ({n_docs:,} documents, "
+            f"{tokens:,} token vectors x {dim} dims, {spec.precision}), over the memory limit of "
+            f"{limit / 2**20:,.1f} MB; a full MaxSim scan would swap. Raise memory_limit_mb, use precision: "
+            "float16, or rerank another row's top documents (of: NAME, top_n: N)",
+            field="memory_limit_mb",
+        )
+
+
+class TokenStore:
+    """Every document's token vectors, memory-mapped: ``vectors`` (tokens x dim) and ``offsets``
+    (documents + 1): document ``i`` is ``vectors[offsets[i]:offsets[i + 1]]``; ``store.json`` says
+    the dtype, the token count and the width, and a store whose files disagree with it (cut short) is
+    not used (:meth:`open` gives None, and the store is rebuilt)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        meta = json.loads((folder / "store.json").read_text(encoding="utf-8"))
+        self.offsets = np.load(folder / "offsets.npy", allow_pickle=False)
+        dtype = np.dtype(meta["dtype"])
+        tokens, self.dim = int(meta["tokens"]), int(meta["dim"])
+        if (
+            int(self.offsets[-1]) != tokens
+            or (folder / "vectors.bin").stat().st_size != tokens * self.dim * dtype.itemsize
+        ):
+            raise ValueError("vectors.bin does not hold the tokens its offsets say")
+        self.vectors = (
+            np.memmap(folder / "vectors.bin", dtype=dtype, mode="r", shape=(tokens, self.dim))
+            if tokens
+            else np.zeros((0, self.dim), dtype=dtype)
+        )
+
+    @property
+    def tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.vectors.nbytes + self.offsets.nbytes)
+
+    def doc(self, i: int) -> np.ndarray:
+        return np.asarray(self.vectors[self.offsets[i] : self.offsets[i + 1]], dtype=np.float32)
+
+    @classmethod
+    def open(cls, folder: Path) -> TokenStore | None:
+        if not (folder / "store.json").is_file():
+            return None
+        try:
+            return cls(folder)
+        except (OSError, ValueError, KeyError) as e:
+            log.warning("ignoring token-vector store %s (%s); it will be rebuilt", folder, e)
+            return None
+
+
+def write_store(folder: Path, blocks: Any, precision: str, dim: int) -> TokenStore:
+    """Write ``blocks`` (lists of per-document token matrices, in corpus order) as the store at
+    ``folder``: built in a folder of its own beside it and renamed into place when complete, so a
+    reader never sees half a store and two runs building the same one do not write into each other
+    (the second to finish keeps the first's)."""
+    import shutil
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = folder.with_name(f"{folder.name}.building-{os.getpid()}")
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir()
+    lengths: list[int] = []
+    try:
+        with open(work / "vectors.bin", "wb") as f:
+            for docs in blocks:
+                for v in docs:
+                    arr = np.ascontiguousarray(np.asarray(v, dtype=np.float32).reshape(-1, dim), dtype=precision)
+                    f.write(arr.tobytes())
+                    lengths.append(len(arr))
+            f.flush()
+            os.fsync(f.fileno())
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        atomic.write_npy(work / "offsets.npy", offsets)
+        atomic.write_json(work / "store.json", {"dtype": precision, "tokens": int(offsets[-1]), "dim": dim})
+        if folder.exists() and TokenStore.open(folder) is None:
+            shutil.rmtree(folder, ignore_errors=True)  # an unusable store (cut short, corrupt): replaced
+        try:
+            os.replace(work, folder)
+        except OSError:  # another run put a complete store there first
+            shutil.rmtree(work, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return TokenStore(folder)
+
+
+def corpus_digest(corpus: Corpus) -> str:
+    """sha256 of the corpus's ids and texts, and of its order (the store's rows follow it): a store
+    belongs to one corpus."""
+    import hashlib
+
+    h = hashlib.sha256("\x00".join(map(str, corpus.ids.tolist())).encode())
+    for line in corpus.fingerprint_lines():
+        h.update(line)
+    return h.hexdigest()
+
+
+def maxsim_all(q: np.ndarray, q_offsets: np.ndarray, store: TokenStore) -> np.ndarray:
+    """``(queries, documents)`` float64 MaxSim of every query (its token rows
+    ``q[q_offsets[i]:q_offsets[i + 1]]``) against every document of ``store``."""
+    n_docs = len(store.offsets) - 1
+    nq = len(q_offsets) - 1
+    out = np.zeros((nq, n_docs))
+    doc_off = store.offsets
+    empty = doc_off[1:] == doc_off[:-1]
+    d0 = 0
+    while d0 < n_docs:
+        # documents whose tokens fit in one block (at least one document)
+        d1 = int(np.searchsorted(doc_off, doc_off[d0] + SCAN_TOKENS, side="right")) - 1
+        d1 = min(max(d1, d0 + 1), n_docs)
+        a, b = int(doc_off[d0]), int(doc_off[d1])
+        block = np.asarray(store.vectors[a:b], dtype=np.float32)
+        local = doc_off[d0:d1] - a
+        keep = ~empty[d0:d1]
+        starts = local[keep]
+        for q0 in range(0, nq, max(1, SCAN_QUERY_TOKENS // max(1, int(np.diff(q_offsets).max(initial=1))))):
+            q1 = min(nq, q0 + max(1, SCAN_QUERY_TOKENS // max(1, int(np.diff(q_offsets).max(initial=1)))))
+            rows = q[q_offsets[q0] : q_offsets[q1]]
+            if not len(rows) or not len(starts):
+                continue
+            sims = rows @ block.T  # query tokens x document tokens
+            best = np.maximum.reduceat(sims, starts, axis=1).astype(np.float64)  # per document
+            per_query = np.add.reduceat(best, q_offsets[q0:q1] - q_offsets[q0], axis=0)
+            cols = np.flatnonzero(keep) + d0
+            out[q0:q1, cols] = per_query
+        d0 = d1
+    return out
+
+
+def maxsim_pairs(qv: np.ndarray, docs: list[np.ndarray]) -> np.ndarray:
+    """float64 MaxSim of one query's token rows against each of ``docs``."""
+    if not docs:
+        return np.zeros(0)
+    lengths = np.array([len(d) for d in docs])
+    cat = np.concatenate(docs) if lengths.sum() else np.zeros((0, qv.shape[1]), dtype=np.float32)
+    out = np.zeros(len(docs))
+    keep = lengths > 0
+    if keep.any() and len(qv):
+        starts = (np.cumsum(lengths) - lengths)[keep]
+        best = np.maximum.reduceat(qv @ cat.T, starts, axis=1).astype(np.float64)
+        out[keep] = best.sum(axis=0)
+    return out
+
+
+class Colbert:
+    """``Retriever`` (exact MaxSim over the corpus) or, with ``of``, a rerank ``Stage``."""
+
+    def __init__(
+        self,
+        spec: ColbertSpec,
+        *,
+        cache_dir: str | Path | None = None,
+        config_dir: Path | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.name = "colbert"
+        self.show_progress = show_progress
+        self.location = model_location(spec, config_dir)
+        self.model = load_multivector(self.location, spec.device)
+        self.dim = int(self.model.get_embedding_dimension() or 0)
+        self._cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
+        self._identity: dict[str, Any] | None = None
+        self.store: TokenStore | None = None
+        self._doc_ids = np.empty(0, dtype=object)
+        self._pos: dict[str, int] = {}
+        self._rank = np.zeros(0, dtype=np.int64)
+        self._memo: dict[str, np.ndarray] = {}
+        self._use_memo = True
+        self._encode_seconds = 0.0
+        self._docs_per_s: float | None = None
+        self._cache_hit: float | None = None
+        self._query_encode_ms: float | None = None
+        if spec.of is not None:  # a stage: the engine calls transform, never search
+            self.transform = self._transform
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        if self._identity is None:
+            from retrievers.encoder import weights_digest
+
+            self._identity = {
+                "kind": "colbert",
+                "weights_sha256": weights_digest(self.model),
+                "max_seq_length": int(self.model.max_seq_length or 0),
+                "precision": self.spec.precision,
+                "dim": self.dim,
+            }
+        return self._identity
+
+    def params(self) -> dict[str, Any]:
+        return {**self.spec.model_dump(exclude={"type"}), "location": self.location, "identity": self.identity}
+
+    def serving_mode(self, enabled: bool = True) -> None:
+        self._use_memo = not enabled
+
+    # ------------------------------------------------------------------ documents
+    def index(self, corpus: Sequence[Document]) -> None:
+        cols = Corpus.of(corpus)
+        self._doc_ids = cols.ids
+        self._pos = {str(d): i for i, d in enumerate(cols.ids.tolist())}
+        self._rank = doc_rank(cols.ids)
+        key = digest({**self.identity, "corpus": corpus_digest(cols)})
+        folder = (self._cache_dir / "colbert_store" / key) if self._cache_dir is not None else None
+        store = TokenStore.open(folder) if folder is not None else None
+        self._cache_hit = 1.0 if store is not None else 0.0
+        if store is None:
+            if self.spec.of is None:
+                check_fits(self.spec, store_bytes(self.model, cols, self.spec.precision), len(cols), self.model)
+            if folder is None:
+                import tempfile
+
+                folder = Path(tempfile.mkdtemp(prefix="harness-colbert-"))
+            report = harness_progress.current() if self.show_progress else None
+            if report is not None:
+                report.phase("encoding docs", total=len(cols))
+            texts = list(cols.contents(""))
+            t0 = time.perf_counter()
+            store = write_store(folder, self._encode_blocks(texts, report), self.spec.precision, self.dim)
+            took = time.perf_counter() - t0
+            self._encode_seconds = took
+            self._docs_per_s = len(texts) / took if texts and took > 0 else None
+        self.store = store
+
+    def _encode_blocks(self, texts: list[str], report: Any) -> Any:
+        for start in range(0, len(texts), ENCODE_BLOCK):
+            part = texts[start : start + ENCODE_BLOCK]
+            vecs = self.model.encode_document(
+                part, batch_size=self.spec.batch_size, convert_to_numpy=True, show_progress_bar=False
+            )
+            if report is not None:
+                report.advance(len(part))
+            yield vecs
+
+    # ------------------------------------------------------------------ queries
+    def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> list[np.ndarray]:
+        """Each query's token vectors (float32, ``MultiVectorEncoder.encode_query``), memoised per run."""
+        texts = [q.text for q in queries]
+        todo = [i for i, t in enumerate(texts) if not (use_memo and t in self._memo)]
+        fresh: dict[int, np.ndarray] = {}
+        if todo:
+            t0 = time.perf_counter()
+            vecs = self.model.encode_query(
+                [texts[i] for i in todo],
+                batch_size=self.spec.batch_size,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            took = time.perf_counter() - t0
+            self._encode_seconds += took
+            if len(todo) > 1:
+                self._query_encode_ms = 1000 * took / len(todo)
+            for j, i in enumerate(todo):
+                fresh[i] = np.asarray(vecs[j], dtype=np.float32)
+                if use_memo:
+                    self._memo[texts[i]] = fresh[i]
+        return [fresh[i] if i in fresh else self._memo[t] for i, t in enumerate(texts)]
+
+    def prepare_queries(self, queries: Sequence[Query]) -> None:
+        """Encode the run's queries before search is timed (the engine calls this)."""
+        if self._use_memo and len(queries):
+            self.encode_queries(queries)
+
+    def search(self, queries: Sequence[Query], k: int) -> Run:
+        if self.store is None:
+            raise RuntimeError("Colbert.search called before index()")
+        if self.spec.of is not None:
+            raise RetrieverError("a colbert stage with of: reranks its input's run; it has no search of its own")
+        qv = self.encode_queries(queries, use_memo=self._use_memo)
+        kk = min(k, len(self._doc_ids))
+        idx = np.full((len(queries), kk), -1, dtype=np.int64)
+        scores = np.full((len(queries), kk), -np.inf)
+        if qv:
+            q_off = np.zeros(len(qv) + 1, dtype=np.int64)
+            np.cumsum([len(v) for v in qv], out=q_off[1:])
+            all_scores = maxsim_all(np.concatenate(qv).astype(np.float32), q_off, self.store)
+            for r in range(len(queries)):
+                pos, sc = tie_topk(all_scores[r], kk, self._rank)
+                idx[r, : len(pos)], scores[r, : len(pos)] = pos, sc
+        return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
+
+    def _transform(self, runs: Sequence[Run], queries: Sequence[Query], k: int) -> Run:
+        """Re-score the top ``top_n`` of the one input run by MaxSim; the tail keeps its order below."""
+        if len(runs) != 1:
+            raise RetrieverError(f"colbert reranks one input run, got {len(runs)}")
+        if self.store is None:
+            raise RuntimeError("Colbert.transform called before index()")
+        qids = [q.id for q in queries]
+        run = runs[0].subset(qids)
+        n = min(self.spec.top_n, run.depth)
+        head_idx = run.indices[:, :n]
+        valid = head_idx >= 0
+        qv = self.encode_queries(queries, use_memo=self._use_memo)
+        head = np.full(head_idx.shape, -np.inf)
+        for r in range(len(queries)):
+            cols = np.flatnonzero(valid[r])
+            docs = []
+            for d in run.doc_ids[head_idx[r, cols]].tolist():
+                pos = self._pos.get(str(d))
+                if pos is None:
+                    raise RetrieverError(f"colbert: document {d!r} (query {qids[r]!r}) is not in the indexed corpus")
+                docs.append(self.store.doc(pos))
+            head[r, cols] = maxsim_pairs(qv[r], docs)
+        scores = run.scores.copy()
+        scores[:, :n] = head
+        if run.depth > n:
+            scores[:, n:] = rerank_tail(head, valid, run.indices[:, n:] >= 0)
+        out = Run(qids, run.doc_ids, np.where(run.indices >= 0, run.indices, PAD), scores, name=self.name)
+        return out.cut(k) if out.depth > k else out
+
+    def efficiency_extra(self, k: int) -> dict[str, Any]:
+        """``encode_seconds`` (documents and queries encoded), ``encode_docs_per_s`` (None when the
+        store was read back), ``cache_hit_rate`` (1 when it was), ``query_encode_ms``, and the
+        store's size: ``index_vectors`` (token vectors) and ``index_mb``."""
+        out: dict[str, Any] = {
+            "encode_seconds": self._encode_seconds,
+            "build_seconds": 0.0,
+            "cache_hit_rate": self._cache_hit,
+            "encode_docs_per_s": self._docs_per_s,
+        }
+        if self._query_encode_ms is not None:
+            out["query_encode_ms"] = self._query_encode_ms
+        if self.store is not None:
+            out["index_vectors"] = self.store.tokens
+            out["index_mb"] = self.store.nbytes / 2**20
+        return out

@@ -1,0 +1,121 @@
+"""What the learned sparse (``splade``) and multi-vector (``colbert``) types share: where their model
+is, which sentence-transformers they need, the exact top k with the harness's tie rule, and the
+tail of a rerank stage.
+
+Ties are broken as the harness's canonical run order breaks them (trec_eval's: score descending,
+scores equal in float32 are a tie, ties by document id descending), also at the cut: when the
+k-th and (k+1)-th documents tie, the one with the larger id is kept, so the top k is the first k
+of the full ranking, whatever order the documents were indexed in.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness import extras
+from harness.errors import InputError
+
+#: sentence-transformers releases that bring each encoder class
+MIN_VERSION = {"sparse": 5, "multivector": 6}
+
+
+def require_sentence_transformers(extra: str, subject: str) -> None:
+    """The one line naming the extra when sentence-transformers is missing or too old for ``extra``
+    (read from the installed metadata: nothing is imported)."""
+    if extras.absent("sentence_transformers"):
+        raise InputError(extras.line([subject], extra), field="type")
+    try:
+        major = int(version("sentence-transformers").split(".")[0])
+    except (PackageNotFoundError, ValueError):
+        return
+    if major < MIN_VERSION[extra]:
+        raise InputError(
+            f"{extras.line([subject], extra)} (sentence-transformers {version('sentence-transformers')} is "
+            f"installed; {subject} need >= {MIN_VERSION[extra]})",
+            field="type",
+        )
+
+
+def resolve_location(model: str, config_dir: Path | None = None) -> str:
+    """A local folder (resolved; relative to the config's folder when not found from here) or a hub
+    name. Offline rules as dense: with ``HF_HUB_OFFLINE=1`` a hub name loads only from the local hub
+    cache."""
+    p = Path(model).expanduser()
+    candidates = [p] + ([config_dir / p] if config_dir is not None and not p.is_absolute() else [])
+    for candidate in candidates:
+        if candidate.exists():
+            return str(candidate.resolve())
+    if model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise InputError(f"no model folder at {p}", field="model")
+    return model
+
+
+def model_location(spec: Any, config_dir: Path | None) -> str:
+    """Where ``spec.model`` is (:func:`resolve_location`), with torch's threads set to
+    ``spec.threads`` first (the model runs in this process)."""
+    if spec.threads:
+        from retrievers.encoder import set_threads
+
+        set_threads(spec.threads)
+    return resolve_location(spec.model, config_dir)
+
+
+def architectures(folder: str | os.PathLike[str]) -> list[str]:
+    """``architectures`` of a model folder's ``config.json`` (empty when it has none)."""
+    import json
+
+    try:
+        arch = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8")).get("architectures")
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [str(a) for a in arch] if isinstance(arch, list) else []
+
+
+def prompt_of(model: Any, names: tuple[str, ...]) -> str | None:
+    """The prompt ``encode_document`` / ``encode_query`` would use: the first of ``names`` the model has."""
+    prompts = getattr(model, "prompts", None) or {}
+    for name in names:
+        if prompts.get(name):
+            return str(prompts[name])
+    return None
+
+
+def doc_rank(doc_ids: np.ndarray) -> np.ndarray:
+    """Each document's position in lexicographic id order (what the tie rule compares)."""
+    ids = np.asarray([str(d) for d in doc_ids])
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
+    return rank
+
+
+def tie_topk(scores: np.ndarray, k: int, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, scores)`` of the top ``k`` of one query's float64 ``scores`` (``-inf`` = not a
+    candidate), in the canonical order: float32 score descending, ties by document id descending."""
+    key = scores.astype(np.float32)
+    n = len(key)
+    kk = min(k, n)
+    if kk == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if kk < n:
+        kth = np.partition(key, n - kk)[n - kk]
+        cand = np.flatnonzero(key >= kth)
+    else:
+        cand = np.arange(n)
+    cand = cand[np.isfinite(key[cand])]
+    order = np.lexsort((-rank[cand], -key[cand]))[:kk]
+    pos = cand[order]
+    return pos, scores[pos]
+
+
+def rerank_tail(head: np.ndarray, valid: np.ndarray, tail_valid: np.ndarray) -> np.ndarray:
+    """Scores for the documents below a reranked head: their input order, strictly below the lowest
+    head score of their query (as the cross-encoder ``rerank`` stage keeps its tail)."""
+    floor = np.where(valid, head, np.inf).min(axis=1, initial=np.inf)
+    floor = np.where(np.isfinite(floor), floor, 0.0)
+    steps = np.arange(1, tail_valid.shape[1] + 1, dtype=np.float64)[None, :]
+    return np.where(tail_valid, floor[:, None] - steps, -np.inf)
