@@ -7,13 +7,44 @@ file it is about to replace is a summary it wrote, not a user's file (:mod:`harn
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from harness.gate.junit import to_junit
 from harness.gate.verdict import CheckReport, fmt_p
 
 #: last line of every markdown summary harness check writes
 MARKER = "<!-- written by harness check: safe to replace -->"
+
+
+@dataclass
+class Rendered:
+    """Every output of one check, rendered once: ``stdout`` (the table or the JSON document, as the
+    format asks), the markdown ``summary``, the ``junit`` XML; for one report also its ``text`` table,
+    its ``json`` payload and its ``verdict`` word (a suite's outputs are built from them)."""
+
+    stdout: str
+    summary: str
+    junit: str
+    text: str = ""
+    json: dict[str, Any] = field(default_factory=dict)
+    verdict: str = ""
+
+
+def render(report: CheckReport, fmt: str = "text", page: str | None = None) -> Rendered:
+    """All of ``report``'s renderings in one call; ``page`` as :func:`to_markdown` takes it."""
+    text, payload = to_text(report), to_json(report)
+    stdout = json.dumps(payload, indent=2, allow_nan=False) + "\n" if fmt == "json" else text
+    return Rendered(
+        stdout=stdout,
+        summary=to_markdown(report, page),
+        junit=to_junit(report),
+        text=text,
+        json=payload,
+        verdict=report.verdict_word(),
+    )
 
 
 def _f(x: float | None, *, signed: bool = False) -> str:
