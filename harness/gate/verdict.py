@@ -456,6 +456,8 @@ def _check_retriever(
         if m not in present
     }
     n_common = 0
+    compared: list[tuple[str, float, float, float | None]] = []  # metric, baseline and current mean, p-value
+    note = ""
     if present and baseline.has_per_query(name) and current.has_per_query(name):
         cq = set(current.query_order(name))
         common = [q for q in baseline.query_order(name) if q in cq]  # baseline order: deterministic tests
@@ -472,41 +474,34 @@ def _check_retriever(
             pvals = randomization_tests_w(c - b, w, n=s.permutations, seed=s.seed)
         else:
             pvals = np.array([t_test_w(c[:, j], b[:, j], w) for j in range(len(present))])
-        for j, m in enumerate(present):
-            bm, cm = paired_mean(b[:, j], w), paired_mean(c[:, j], w)
-            rows[m] = _verdict(name, m, bm, cm, float(pvals[j]), tol[name, m], s.alpha, n_common)
+        compared = [
+            (m, paired_mean(b[:, j], w), paired_mean(c[:, j], w), float(pvals[j])) for j, m in enumerate(present)
+        ]
     elif present:  # results without per-query scores: Pyserini-style, tolerance only
-        lacking = [s for s, x in (("baseline", baseline), ("current", current)) if not x.has_per_query(name)]
-        for m in present:
-            row = _verdict(
-                name, m, baseline.summary[name][m], current.summary[name][m], None, tol[name, m], s.alpha, 0
-            )
-            row.note = f"no per-query scores in {' and '.join(lacking)}: tolerance only"
-            rows[m] = row
+        lacking = [side for side, x in (("baseline", baseline), ("current", current)) if not x.has_per_query(name)]
+        note = f"no per-query scores in {' and '.join(lacking)}: tolerance only"
+        compared = [(m, baseline.summary[name][m], current.summary[name][m], None) for m in present]
+    for m, base, cur, p in compared:  # the rule: a drop beyond the tolerance that is also significant
+        delta, tolerance = cur - base, tol[name, m]
+        significant = p is None or p < s.alpha
+        verdict: Verdict = "ok"
+        if delta < -tolerance - EPS:
+            verdict = "regression" if significant else "not_significant"
+        elif delta > tolerance + EPS and significant:
+            verdict = "improved"
+        rows[m] = CheckRow(
+            retriever=name,
+            metric=m,
+            verdict=verdict,
+            baseline=base,
+            current=cur,
+            delta=delta,
+            p_value=p,
+            tolerance=tolerance,
+            queries=n_common,
+            note=note,
+        )
     return [rows[m] for m in metrics], n_common
-
-
-def _verdict(
-    name: str, metric: str, base: float, cur: float, p: float | None, tol: float, alpha: float, n: int
-) -> CheckRow:
-    delta = cur - base
-    significant = p is None or p < alpha
-    verdict: Verdict = "ok"
-    if delta < -tol - EPS:
-        verdict = "regression" if significant else "not_significant"
-    elif delta > tol + EPS and significant:
-        verdict = "improved"
-    return CheckRow(
-        retriever=name,
-        metric=metric,
-        verdict=verdict,
-        baseline=base,
-        current=cur,
-        delta=delta,
-        p_value=p,
-        tolerance=tol,
-        queries=n,
-    )
 
 
 def _new_rows(
