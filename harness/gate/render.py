@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.gate.junit import junit_xml
-from harness.gate.verdict import CheckReport, fmt_p
+from harness.gate.verdict import CheckReport, CheckRow, fmt_p
 
 #: last line of every markdown summary harness check writes
 MARKER = "<!-- written by harness check: safe to replace -->"
@@ -43,7 +43,7 @@ class View:
     dataset_line: str
     rule: str
     row_notes: list[tuple[str, bool]]
-    rows: list[Any]
+    rows: list[CheckRow]
     p_cells: list[str]
     limits: list[str]
     counts: dict[str, int]

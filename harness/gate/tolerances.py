@@ -202,6 +202,12 @@ class Settings(BaseModel):
     qps_tolerance: float = DEFAULT_QPS_TOLERANCE
 
 
+#: the flags a :class:`Settings` takes as they are (their checks are the parser's choices and types)
+_AS_GIVEN = {
+    "test", "permutations", "metrics", "retrievers", "allow_dataset_change", "latency_tolerance", "qps_tolerance"
+}  # fmt: skip
+
+
 def settings(o: CheckOptions, *, quality: bool = True) -> Settings:
     """Every flag of ``o`` checked, in one reading for a results folder and for a suite:
     ``--non-inferiority``, ``--ni-alpha`` and ``--require-power`` first (the latter above the alpha),
@@ -227,19 +233,13 @@ def settings(o: CheckOptions, *, quality: bool = True) -> Settings:
         _above_alpha(power, o.alpha if o.alpha is not None else tol.alpha)
     alpha = o.alpha if o.alpha is not None else tol.alpha
     return Settings(
+        **o.model_dump(include=_AS_GIVEN),
         tolerances=tol,
         alpha=DEFAULT_ALPHA if alpha is None else alpha,
-        test=o.test,
-        permutations=o.permutations,
-        metrics=o.metrics,
-        retrievers=o.retrievers,
-        allow_dataset_change=o.allow_dataset_change,
         non_inferiority=margin,
         ni_alpha=ni_alpha,
         power=power if power is not None else 0.8,
         require_power=power,
-        latency_tolerance=o.latency_tolerance,
-        qps_tolerance=o.qps_tolerance,
     )
 
 
