@@ -3,6 +3,7 @@ are built by the tests; real data is read from ../shared/data (present in CI).""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,25 @@ def default_sigint() -> None:
     ignored, an ignored signal stays ignored across exec, and Python then installs no
     KeyboardInterrupt handler: the child would never see the Ctrl-C the test sends."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def reaped(proc: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """A child that is killed and waited for however the block ends (a failed assertion included),
+    so no test leaves a process behind."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def ctrl_c(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """SIGINT to ``proc`` (a user's Ctrl-C; start it with :func:`default_sigint`) and its output once
+    it exits (``communicate``'s stdout and stderr)."""
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=timeout)
 
 
 def start_judge_serve(pool: Path, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:

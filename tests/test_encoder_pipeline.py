@@ -6,7 +6,6 @@ chosen from free memory. A tiny BERT built here; MiniLM on real text is the slow
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,7 @@ from retrievers import encode_pipeline
 from retrievers.dense import Dense
 from retrievers.encode_pipeline import Featurizer, batch_size_for_memory
 from retrievers.encoder import Encoder
-from tests.conftest import build_tiny_bert, default_sigint
+from tests.conftest import build_tiny_bert, ctrl_c, default_sigint, reaped
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -220,16 +219,11 @@ def test_ctrl_c_stops_the_pipeline(tiny: str) -> None:
         env=env,
         preexec_fn=default_sigint,  # a background `make test` starts with SIGINT ignored
     )
-    try:
+    with reaped(proc):
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.strip() == "encoding", proc.stderr.read() if proc.stderr else line
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        out, err = ctrl_c(proc, timeout=120)
     assert proc.returncode == 130, err
     assert "interrupted 0" in out
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.judging import umbrela
 from harness.judging.pool import PoolRow, read_pool, write_pool
-from tests.conftest import default_sigint
+from tests.conftest import ctrl_c, default_sigint, reaped
 
 pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
 
@@ -276,7 +276,6 @@ def test_the_prompt_is_umbrelas():
 def test_ctrl_c_keeps_every_grade_received(tmp_path, monkeypatch):
     """A real process, interrupted (SIGINT) mid-run: exit 130, and every grade the server gave
     before the interrupt is in the file (or in the cache, which the next run reads)."""
-    import signal
     import subprocess
     import sys
 
@@ -299,15 +298,13 @@ def test_ctrl_c_keeps_every_grade_received(tmp_path, monkeypatch):
         env=env, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 120
-        while len(policy.given) < 8 and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-        given_before = dict(policy.given)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        with reaped(proc):
+            deadline = time.monotonic() + 120
+            while len(policy.given) < 8 and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.05)
+            given_before = dict(policy.given)
+            _, err = ctrl_c(proc, timeout=60)
     finally:
-        if proc.poll() is None:
-            proc.kill()
         srv.shutdown()
         srv.server_close()
     assert proc.returncode == 130, err

@@ -103,7 +103,7 @@ def _split(values: list[str] | None) -> list[str] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.gate.command import CheckOptions
+    from harness.gate.tolerances import CheckOptions
     from harness.suite.check import run_check
 
     flags = {k: v for k, v in vars(args).items() if k in CheckOptions.model_fields}

@@ -1,123 +1,113 @@
-"""``harness check`` of two results folders, as one call: the options it was given, the report it
-prints, and the files it writes (``--summary``, ``--junit``, ``--history``, the verdicts' section
-of the current folder's ``report.html``), also when the input is bad.
+"""``harness check`` as one call, one pipeline: the options it was given, the report it prints, and
+the files it writes (``--summary``, ``--junit``, ``--history``, the verdicts' section of the current
+folder's ``report.html``), also when the input is bad.
 
-The command line parses its flags into :class:`CheckOptions` and calls :func:`check_folders`
-(through :func:`harness.suite.check.run_check`, which sends two suite folders to the suite check);
-every rule lives here: the tolerances and their checks, the one ``--require-power`` rule (a blind
-or unsizable check is refused, for a folder and a suite alike), what an error leaves behind.
+The command line parses its flags into :class:`CheckOptions` and calls :func:`run` (through
+:func:`harness.suite.check.run_check`). :func:`run` goes one way, each step once: guard the outputs,
+read and check every option and the tolerances (:func:`harness.gate.tolerances.settings`), load both
+sides, compute the whole report (:func:`harness.gate.verdict.report`; a suite's per dataset,
+:mod:`harness.gate.suites`), apply the one ``--require-power`` rule (a blind or unsizable check is
+refused, for a folder and a suite alike), render every output (:func:`harness.gate.render.render`),
+write them, append the history night.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, TextIO
+from typing import TextIO
 
-from pydantic import BaseModel, ConfigDict
-
-from harness import defaults
 from harness.errors import InputError
-from harness.gate import history, junit, outputs
+from harness.gate import history, junit, outputs, suites
 from harness.gate import load as load_gate
-from harness.gate.render import error_markdown, to_json, to_markdown, to_text
-from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, check_tolerance
-from harness.gate.verdict import CheckReport, check
+from harness.gate.render import error_markdown, render
+from harness.gate.tolerances import CheckOptions as CheckOptions  # the flags: defined beside their checks
+from harness.gate.tolerances import settings
+from harness.gate.verdict import CheckReport, report
 from harness.results import Results
+from harness.results.suite import is_suite
 
 log = logging.getLogger("harness")
 
 
-class CheckOptions(BaseModel):
-    """Every flag of ``harness check`` (``None``: not given)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    baseline: str
-    current: str
-    tolerance: float | None = None
-    tolerances: str | None = None
-    alpha: float | None = None
-    test: str = "randomization"
-    permutations: int = defaults.PERMUTATIONS
-    metrics: list[str] | None = None
-    retrievers: list[str] | None = None
-    latency_tolerance: float = load_gate.DEFAULT_LATENCY_TOLERANCE
-    qps_tolerance: float = load_gate.DEFAULT_QPS_TOLERANCE
-    allow_dataset_change: bool = False
-    non_inferiority: float | None = None
-    ni_alpha: float = DEFAULT_ALPHA
-    require_power: float | None = None
-    format: str = "text"
-    summary: str | None = None
-    junit: str | None = None
-    history: str | None = None
-    allow_incomplete: bool = False
-
-
-def tolerances(o: CheckOptions) -> Tolerances:
-    """The :class:`Tolerances` the flags give (a tolerances file, ``--tolerance``), with ``--alpha`` and
-    ``--permutations`` checked: one reading for a results folder and for a suite."""
-    tol = Tolerances.load(o.tolerances) if o.tolerances else Tolerances()
-    if o.tolerance is not None:
-        tol = tol.model_copy(update={"default": check_tolerance(o.tolerance, "--tolerance")})
-    if o.alpha is not None:
-        check_alpha(o.alpha, "--alpha")
-    if o.permutations < 1:
-        raise InputError("--permutations must be >= 1")
-    return tol
-
-
-def power_options(o: CheckOptions, tol: Tolerances | None = None) -> dict[str, Any]:
-    """``--non-inferiority``, ``--ni-alpha`` and ``--require-power``, checked before anything is read,
-    as keyword arguments of :func:`harness.gate.check`; ``--require-power`` must exceed the alpha."""
-    margin = o.non_inferiority
-    if margin is not None:
-        margin = check_tolerance(margin, "--non-inferiority")
-    ni_alpha = check_alpha(o.ni_alpha, "--ni-alpha")
-    power = o.require_power
-    if power is not None:
-        check_alpha(power, "--require-power")
-        alpha = o.alpha if o.alpha is not None else getattr(tol, "alpha", None)
-        alpha = DEFAULT_ALPHA if alpha is None else alpha
-        if not power > alpha:
-            raise InputError(f"must be above the check's alpha ({alpha:g}), got {power:g}", field="--require-power")
-    return {"non_inferiority": margin, "ni_alpha": ni_alpha, "power": power if power is not None else 0.8}
-
-
-def check_options(o: CheckOptions) -> dict[str, Any]:
-    """The keyword arguments of :func:`harness.gate.check` the flags give (the labels aside)."""
-    tol = tolerances(o)
-    return {
-        "tolerances": tol,
-        "alpha": o.alpha,
-        "metrics": o.metrics,
-        "retrievers": o.retrievers,
-        "allow_dataset_change": o.allow_dataset_change,
-        "test": o.test,
-        "permutations": o.permutations,
-        **power_options(o, tol),
-    }
+def run(o: CheckOptions, stdout: TextIO) -> int:
+    """``harness check``: two suite folders checked per dataset, anything else as two results folders
+    (or ``load.json`` files); outputs guarded before anything is read or written (none may land on an
+    input or a user's file). The report (table or JSON) to ``stdout``, the files written; the exit
+    code (0 pass, 1 fail). Bad input: the error files (and, for folders as JSON, the error) first,
+    then the :class:`InputError`."""
+    outputs.guard({"--summary": o.summary, "--junit": o.junit, "--history": o.history},
+                  [o.baseline, o.current, o.tolerances])  # fmt: skip
+    suite = is_suite(o.baseline) or is_suite(o.current)
+    load_only = not suite and (load_gate.load_only(o.baseline) or load_gate.load_only(o.current))
+    checked: CheckReport | None = None  # one dataset's report (a history night); a suite has none
+    page = None  # the report.html and the section the verdicts went into
+    try:
+        if suite and o.history:
+            raise InputError(
+                "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
+            )
+        s = settings(o, quality=not load_only)
+        if suite:  # per dataset (docs/suites.md)
+            sc = suites.check_suites(o.baseline, o.current, s, allow_incomplete=o.allow_incomplete)
+            reports = list(sc.reports.values())
+        elif load_only:  # load.json files alone
+            checked = load_gate.check_load(
+                load_gate.read_load(o.baseline, "baseline"),
+                load_gate.read_load(o.current, "current"),
+                retrievers=o.retrievers,
+                baseline_label=o.baseline,
+                current_label=o.current,
+                latency_tolerance=s.latency_tolerance,
+                qps_tolerance=s.qps_tolerance,
+            )
+            reports = [checked]
+        else:  # two results folders, each read once
+            baseline = Results.open(o.baseline, allow_incomplete=o.allow_incomplete, what="baseline")
+            current = Results.open(o.current, allow_incomplete=o.allow_incomplete, what="current")
+            checked = report(baseline, current, s, baseline_label=o.baseline, current_label=o.current)
+            checked = load_gate.add_load(
+                checked, o.baseline, o.current, latency_tolerance=s.latency_tolerance, qps_tolerance=s.qps_tolerance
+            )
+            reports = [checked]
+        blind = [line for r in reports for line in r.blind]
+        unsized = [line for r in reports for line in r.unsized]
+        if s.require_power is not None and (blind or unsized):
+            raise InputError(_underpowered(blind, unsized), field=f"--require-power {s.require_power:g}")
+    except InputError as e:
+        write_error(o, str(e))
+        if o.format == "json" and not suite:
+            stdout.write(json.dumps({"exit": 2, "error": str(e)}, indent=2) + "\n")
+        raise
+    if checked is not None and not load_only:
+        page = _page_section(o, checked, (baseline, current))
+    if checked is None:
+        shown = suites.render(sc, o.format)
+    else:
+        shown = render(checked, o.format, f"{page[0]}#{page[1]}" if page else None)
+    stdout.write(shown.stdout)
+    if page and o.format != "json":  # stdout is one JSON document there
+        stdout.write(f"page: {page[0]} (#{page[1]})\n")
+    outputs.write_all({"--summary": (o.summary, shown.summary), "--junit": (o.junit, shown.junit)})
+    if o.history and checked is not None:
+        line = history.append(o.history, history.night(checked))
+        stdout.write(f"history: night {line} appended to {o.history}\n")
+    return (sc if checked is None else checked).exit_code
 
 
-def require_power(o: CheckOptions, blind: list[str], unsized: list[str]) -> None:
+def _underpowered(blind: list[str], unsized: list[str]) -> str:
     """``--require-power``: a check that is blind (the drop it detects at that power is above the
-    tolerance), or that no variance can size, is refused (exit 2) rather than passed."""
-    if o.require_power is None:
-        return
-    field = f"--require-power {o.require_power:g}"
+    tolerance), or that no variance can size, is refused (exit 2) rather than passed: why."""
     if blind:
         more = f" (and {len(blind) - 1} more blind check(s))" if len(blind) > 1 else ""
-        raise InputError(f"{blind[0]}{more}", field=field)
-    if unsized:
-        n = len(unsized)
-        raise InputError(
-            f"no variance to size {n} check{'s' * (n != 1)} with ({', '.join(unsized[:3])}"
-            f"{', ...' if n > 3 else ''}): every per-query difference is the same and the baseline's "
-            "retrievers do not differ either, so no detectable drop can be computed; give a baseline with "
-            "retrievers that differ",
-            field=field,
-        )
+        return f"{blind[0]}{more}"
+    n = len(unsized)
+    return (
+        f"no variance to size {n} check{'s' * (n != 1)} with ({', '.join(unsized[:3])}"
+        f"{', ...' if n > 3 else ''}): every per-query difference is the same and the baseline's "
+        "retrievers do not differ either, so no detectable drop can be computed; give a baseline with "
+        "retrievers that differ"
+    )
 
 
 def write_error(o: CheckOptions, message: str) -> None:
@@ -131,67 +121,17 @@ def write_error(o: CheckOptions, message: str) -> None:
         pass  # the original error is the one to report
 
 
-def build_report(o: CheckOptions) -> CheckReport:
-    """The verdicts of two results folders (or two ``load.json`` files, or both)."""
-    load_tol = {"latency_tolerance": o.latency_tolerance, "qps_tolerance": o.qps_tolerance}
-    if load_gate.load_only(o.baseline) or load_gate.load_only(o.current):  # load.json files alone
-        return load_gate.check_load(
-            load_gate.read_load(o.baseline, "baseline"),
-            load_gate.read_load(o.current, "current"),
-            retrievers=o.retrievers,
-            baseline_label=o.baseline,
-            current_label=o.current,
-            **load_tol,
-        )
-    options = check_options(o)
-    baseline = Results.open(o.baseline, allow_incomplete=o.allow_incomplete, what="baseline")
-    current = Results.open(o.current, allow_incomplete=o.allow_incomplete, what="current")
-    report = check(baseline, current, baseline_label=o.baseline, current_label=o.current, **options)
-    return load_gate.add_load(report, o.baseline, o.current, **load_tol)
-
-
-def check_folders(o: CheckOptions, stdout: TextIO) -> int:
-    """Check two results folders: the report (table or JSON) to ``stdout``, the files written; the
-    exit code (0 pass, 1 fail). Bad input: the error files (and, as JSON, the error) first, then
-    the :class:`InputError`."""
-    try:
-        power_options(o)
-        report = build_report(o)
-        require_power(o, report.blind, report.unsized)
-    except InputError as e:
-        write_error(o, str(e))
-        if o.format == "json":
-            stdout.write(json.dumps({"exit": 2, "error": str(e)}, indent=2) + "\n")
-        raise
-    if o.format == "json":
-        stdout.write(json.dumps(to_json(report), indent=2, allow_nan=False) + "\n")
-    else:
-        stdout.write(to_text(report))
-    page = _page_section(o, report, stdout)
-    outputs.write(o.summary, to_markdown(report, page), "--summary")
-    outputs.write(o.junit, junit.to_junit(report), "--junit")
-    if o.history:
-        line = history.append(o.history, history.night(report))
-        stdout.write(f"history: night {line} appended to {o.history}\n")
-    return report.exit_code
-
-
-def _page_section(o: CheckOptions, report: CheckReport, stdout: TextIO) -> str | None:
+def _page_section(o: CheckOptions, checked: CheckReport, sides: tuple[Results, Results]) -> tuple[str, str] | None:
     """The verdicts, with links to the queries behind each regression, in the current folder's
-    report.html (harness.results.page.check); the page's path, or None where there is no such folder."""
+    report.html (harness.results.page.check): the page and its section, or None where there is none."""
     from harness.results.page.check import SECTION_ID, section, write_section
 
-    if load_gate.load_only(o.baseline) or load_gate.load_only(o.current) or not report.rows:
+    if not checked.rows:
         return None
+    baseline, current = sides
     try:
-        baseline = Results.open(o.baseline, allow_incomplete=True, what="baseline")
-        current = Results.open(o.current, allow_incomplete=True, what="current")
-        page = write_section(current, section(report, baseline, current, baseline_label=o.baseline))
+        written = write_section(current, section(checked, baseline, current, baseline_label=o.baseline))
     except (InputError, OSError) as e:  # a saved baseline file, a read-only folder: the verdict stands
         log.warning("report.html not updated: %s", e)
         return None
-    if page is None:
-        return None
-    if o.format != "json":  # stdout is one JSON document there
-        stdout.write(f"page: {page} (#{SECTION_ID})\n")
-    return f"{page}#{SECTION_ID}"
+    return None if written is None else (str(written), SECTION_ID)

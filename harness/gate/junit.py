@@ -30,7 +30,11 @@ def _suite(tests: int, failures: int, errors: int, skipped: int) -> tuple[ET.Ele
 
 def to_junit(report: CheckReport) -> str:
     """JUnit XML: one test case per retriever x metric (and one for the dataset)."""
-    c = report.counts()
+    return junit_xml(report, report.counts(), [r.message(report.alpha) for r in report.rows])
+
+
+def junit_xml(report: CheckReport, c: dict[str, int], messages: list[str]) -> str:
+    """:func:`to_junit` with the report's verdict counts and its rows' messages already asked of it."""
     n_fail = sum(c[v] for v in FAILING) + len(report.problems)
     root, suite = _suite(len(report.rows) + 1, n_fail, 0, c["new"])
     props = ET.SubElement(suite, "properties")
@@ -45,11 +49,10 @@ def to_junit(report: CheckReport) -> str:
     if report.problems:
         failure = ET.SubElement(case, "failure", {"type": "dataset_changed", "message": report.problems[0]})
         failure.text = "\n".join(report.problems)
-    for r in report.rows:
+    for r, msg in zip(report.rows, messages):
         case = ET.SubElement(
             suite, "testcase", {"classname": f"harness.check.{r.retriever}", "name": r.metric, "time": "0"}
         )
-        msg = r.message(report.alpha)
         if r.failing:
             ET.SubElement(case, "failure", {"type": r.verdict, "message": msg}).text = msg
         elif r.verdict == "new":

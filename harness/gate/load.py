@@ -21,13 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.gate.tolerances import DEFAULT_LATENCY_TOLERANCE as DEFAULT_LATENCY_TOLERANCE  # the flags' defaults
+from harness.gate.tolerances import DEFAULT_QPS_TOLERANCE as DEFAULT_QPS_TOLERANCE
 from harness.gate.verdict import CheckReport, CheckRow, DatasetCheck
 
 LOAD_FILE = "load.json"
-#: p95 may rise by this share of the baseline's before it is a regression
-DEFAULT_LATENCY_TOLERANCE = 0.5
-#: QPS may fall by this share of the baseline's before it is a regression
-DEFAULT_QPS_TOLERANCE = 0.3
 RULE = (
     "load figures (load.json): a regression = p95 above baseline x (1 + {lat:g}) or QPS below baseline x (1 - {qps:g}) "
     "at the same level (relative tolerances; one measurement per level, so no significance test)"

@@ -155,3 +155,9 @@ def write(path: str | None, text: str, flag: str) -> None:
         write_text(Path(path).expanduser(), text)
     except OSError as e:
         raise InputError(f"{flag}: cannot write ({e.strerror or e})", path=path) from None
+
+
+def write_all(files: Mapping[str, tuple[str | None, str]]) -> None:
+    """:func:`write` every ``flag: (path, text)`` in order (the paths not given skipped)."""
+    for flag, (path, text) in files.items():
+        write(path, text, flag)

@@ -80,14 +80,18 @@ def add_power(
     baseline: Scores,
     current: Scores,
     *,
-    margins: Mapping[str, float],
+    metrics: list[str],
+    margin: float | None,
+    per_metric: Mapping[str, float],
     ni_alpha: float,
     target: float,
 ) -> None:
     """Fill every compared row's ``sd_diff``, ``sd_used``, ``mde`` (and ``bound`` under
     non-inferiority), decide the non-inferiority verdicts, and add the blind lines to ``report``
     (a :class:`~harness.gate.verdict.CheckReport`; :func:`~harness.gate.verdict.check` calls this, so
-    the type is not imported here)."""
+    the type is not imported here). The margins are :func:`margins_for` ``metrics``, ``margin`` and
+    ``per_metric``."""
+    margins = margins_for(metrics, margin, per_metric)
     report.power_target = target
     report.ni_alpha = ni_alpha
     report.non_inferiority = {m: v for m, v in margins.items()}

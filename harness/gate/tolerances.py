@@ -1,4 +1,6 @@
-"""Tolerances: the allowed absolute drop per retriever x metric, and their YAML file.
+"""Tolerances: the allowed absolute drop per retriever x metric, their YAML file, and every flag of
+``harness check`` read and checked in one call (:func:`settings`: :class:`CheckOptions` in,
+:class:`Settings` out, before anything else is read).
 
 A tolerance is a gate's threshold, so every value must be a finite number >= 0: ``.nan`` would make
 every comparison false (a drop never "exceeds" NaN: the gate passes everything) and ``.inf`` turns
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -24,6 +26,10 @@ from harness.stats.levels import check_level
 
 DEFAULT_TOLERANCE = 0.01
 DEFAULT_ALPHA = defaults.ALPHA
+#: load.json (harness.gate.load): p95 may rise by this share of the baseline's before it is a regression
+DEFAULT_LATENCY_TOLERANCE = 0.5
+#: load.json: QPS may fall by this share of the baseline's before it is a regression
+DEFAULT_QPS_TOLERANCE = 0.3
 
 #: a finite float (pydantic refuses NaN and +-Infinity with "Input should be a finite number")
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -105,6 +111,11 @@ class Tolerances(BaseModel):
             return self.metrics[metric]
         return own.get("default", self.default)
 
+    def table(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], float]:
+        """:meth:`get` of every (retriever, metric) pair at once: the check reads its tolerances here,
+        once, rather than coming back per row."""
+        return {(r, m): self.get(r, m) for r, m in pairs}
+
     @classmethod
     def coerce(cls, value: Tolerances | float | None) -> Tolerances:
         """A :class:`Tolerances`, a single default tolerance, or None (the defaults)."""
@@ -139,3 +150,100 @@ class Tolerances(BaseModel):
             if err["type"] == "extra_forbidden":
                 msg = "unknown key (valid keys: default, alpha, metrics, retrievers, non_inferiority)"
             raise InputError(msg, path=p, field=".".join(str(x) for x in err["loc"])) from None
+
+
+class CheckOptions(BaseModel):
+    """Every flag of ``harness check`` (``None``: not given)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    baseline: str
+    current: str
+    tolerance: float | None = None
+    tolerances: str | None = None
+    alpha: float | None = None
+    test: str = "randomization"
+    permutations: int = defaults.PERMUTATIONS
+    metrics: list[str] | None = None
+    retrievers: list[str] | None = None
+    latency_tolerance: float = DEFAULT_LATENCY_TOLERANCE
+    qps_tolerance: float = DEFAULT_QPS_TOLERANCE
+    allow_dataset_change: bool = False
+    non_inferiority: float | None = None
+    ni_alpha: float = DEFAULT_ALPHA
+    require_power: float | None = None
+    format: str = "text"
+    summary: str | None = None
+    junit: str | None = None
+    history: str | None = None
+    allow_incomplete: bool = False
+
+
+class Settings(BaseModel):
+    """What a check runs with, every value checked: the tolerances, the resolved alpha, the test,
+    the selection, non-inferiority and power (:func:`harness.gate.verdict.report` takes it as is)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tolerances: Tolerances = Field(default_factory=Tolerances)
+    alpha: float = DEFAULT_ALPHA
+    test: str = "randomization"
+    permutations: int = defaults.PERMUTATIONS
+    seed: int = defaults.SEED
+    metrics: list[str] | None = None
+    retrievers: list[str] | None = None
+    allow_dataset_change: bool = False
+    non_inferiority: float | None = None
+    ni_alpha: float = DEFAULT_ALPHA
+    #: the power the detectable drops are computed at; ``require_power``: ``--require-power`` (None: not given)
+    power: float = 0.8
+    require_power: float | None = None
+    latency_tolerance: float = DEFAULT_LATENCY_TOLERANCE
+    qps_tolerance: float = DEFAULT_QPS_TOLERANCE
+
+
+#: the flags a :class:`Settings` takes as they are (their checks are the parser's choices and types)
+_AS_GIVEN = {
+    "test", "permutations", "metrics", "retrievers", "allow_dataset_change", "latency_tolerance", "qps_tolerance"
+}  # fmt: skip
+
+
+def settings(o: CheckOptions, *, quality: bool = True) -> Settings:
+    """Every flag of ``o`` checked, in one reading for a results folder and for a suite:
+    ``--non-inferiority``, ``--ni-alpha`` and ``--require-power`` first (the latter above the alpha),
+    then, where quality results are checked (not two ``load.json`` alone), the tolerances file,
+    ``--tolerance``, ``--alpha`` and ``--permutations``. :class:`InputError` on the first bad one."""
+    margin = o.non_inferiority
+    if margin is not None:
+        margin = check_tolerance(margin, "--non-inferiority")
+    ni_alpha = check_alpha(o.ni_alpha, "--ni-alpha")
+    power = o.require_power
+    if power is not None:
+        check_alpha(power, "--require-power")
+    _above_alpha(power, o.alpha)
+    tol = Tolerances()
+    if quality:
+        tol = Tolerances.load(o.tolerances) if o.tolerances else tol
+        if o.tolerance is not None:
+            tol = tol.model_copy(update={"default": check_tolerance(o.tolerance, "--tolerance")})
+        if o.alpha is not None:
+            check_alpha(o.alpha, "--alpha")
+        if o.permutations < 1:
+            raise InputError("--permutations must be >= 1")
+        _above_alpha(power, o.alpha if o.alpha is not None else tol.alpha)
+    alpha = o.alpha if o.alpha is not None else tol.alpha
+    return Settings(
+        **o.model_dump(include=_AS_GIVEN),
+        tolerances=tol,
+        alpha=DEFAULT_ALPHA if alpha is None else alpha,
+        non_inferiority=margin,
+        ni_alpha=ni_alpha,
+        power=power if power is not None else 0.8,
+        require_power=power,
+    )
+
+
+def _above_alpha(power: float | None, alpha: float | None) -> None:
+    alpha = DEFAULT_ALPHA if alpha is None else alpha
+    if power is not None and not power > alpha:
+        raise InputError(f"must be above the check's alpha ({alpha:g}), got {power:g}", field="--require-power")

@@ -23,7 +23,7 @@ from harness import defaults
 from harness.errors import InputError
 from harness.gate import power as power_gate
 from harness.gate._scores import Scores
-from harness.gate.tolerances import DEFAULT_ALPHA, Tolerances, check_alpha, check_tolerance, metric_key
+from harness.gate.tolerances import DEFAULT_ALPHA, Settings, Tolerances, check_alpha, check_tolerance, metric_key
 from harness.results import Results
 from harness.stats.weighted import paired_mean, randomization_tests_w, t_test_w
 
@@ -278,20 +278,46 @@ def check(
     if non_inferiority is not None:
         check_tolerance(non_inferiority, "non_inferiority")
     alpha = check_alpha(alpha if alpha is not None else (tol.alpha if tol.alpha is not None else DEFAULT_ALPHA))
+    s = Settings.model_construct(
+        tolerances=tol,
+        alpha=alpha,
+        test=test,
+        permutations=permutations,
+        seed=seed,
+        metrics=None if metrics is None else list(metrics),
+        retrievers=None if retrievers is None else list(retrievers),
+        allow_dataset_change=allow_dataset_change,
+        non_inferiority=non_inferiority,
+        ni_alpha=ni_alpha,
+        power=power,
+    )
+    return report(baseline, current, s, baseline_label=baseline_label, current_label=current_label)
+
+
+def report(
+    baseline: Results | Scores,
+    current: Results | Scores,
+    s: Settings,
+    *,
+    baseline_label: str = "baseline",
+    current_label: str = "current",
+) -> CheckReport:
+    """:func:`check` with its settings already checked (:func:`harness.gate.tolerances.settings`): the
+    rows, their power and non-inferiority, the notes, in one pass that reads each side once."""
     base = baseline if isinstance(baseline, Scores) else Scores.of(baseline, "baseline", baseline_label)
     cur = current if isinstance(current, Scores) else Scores.of(current, "current", current_label)
     if not base.summary:
         raise InputError(f"{baseline_label}: holds no scores (every retriever failed, or nothing was run)")
-
+    retrievers, metrics = s.retrievers, s.metrics
     names = _select_retrievers(base, retrievers, baseline_label)
     wanted = _select_metrics(base, names, metrics, baseline_label)
-    dataset = _dataset_check(base, cur, allow_dataset_change)
+    dataset = _dataset_check(base, cur, s.allow_dataset_change)
     report = CheckReport(
         baseline=baseline_label,
         current=current_label,
-        alpha=alpha,
-        test=test,
-        test_description=TESTS[test].format(n=permutations, seed=seed),
+        alpha=s.alpha,
+        test=s.test,
+        test_description=TESTS[s.test].format(n=s.permutations, seed=s.seed),
         dataset=dataset,
         baseline_info=base.provenance(),
         current_info=cur.provenance(),
@@ -299,7 +325,7 @@ def check(
         current_summary=cur.summary,
         baseline_summary=base.summary,
     )
-    if dataset.changed and not allow_dataset_change:
+    if dataset.changed and not s.allow_dataset_change:
         report.problems.append(
             f"the dataset changed ({dataset.reason}); a baseline only holds for the data it was measured on: "
             "re-save the baseline, or pass --allow-dataset-change to compare on the common queries"
@@ -314,19 +340,23 @@ def check(
             "traffic-weighted: means and tests weigh each query by the dataset's weights (harness.stats.weighted; "
             "Kish's effective number of queries for power)"
         )
+    pairs = [(r, m) for side in (base.summary, cur.summary) for r, ms in side.items() for m in ms]
+    tol = s.tolerances.table(pairs)
     common_any = 0
     for name in names:
         mets = [m for m in wanted if m in base.summary[name]]
-        rows, n_common = _check_retriever(name, mets, base, cur, tol, alpha, test, permutations, seed)
+        rows, n_common = _check_retriever(name, mets, base, cur, tol, s)
         report.rows += rows
         common_any = max(common_any, n_common)
     report.dataset.common_queries = common_any
 
     if retrievers is None:
         report.rows += _new_rows(base, cur, wanted if metrics is not None else None, tol)
-    margins = power_gate.margins_for(wanted, non_inferiority, tol.non_inferiority)
-    power_gate.add_power(report, base, cur, margins=margins, ni_alpha=ni_alpha, target=power)
-    unknown = sorted(set(tol.retrievers) - set(base.summary) - set(cur.summary))
+    power_gate.add_power(
+        report, base, cur, metrics=wanted, margin=s.non_inferiority, per_metric=s.tolerances.non_inferiority,
+        ni_alpha=s.ni_alpha, target=s.power,
+    )  # fmt: skip
+    unknown = sorted(set(s.tolerances.retrievers) - set(base.summary) - set(cur.summary))
     if unknown:
         report.notes.append(f"tolerances name retrievers in neither result: {', '.join(unknown)}")
     return report
@@ -389,11 +419,8 @@ def _check_retriever(
     metrics: list[str],
     baseline: Scores,
     current: Scores,
-    tol: Tolerances,
-    alpha: float,
-    test: str,
-    permutations: int,
-    seed: int,
+    tol: dict[tuple[str, str], float],
+    s: Settings,
 ) -> tuple[list[CheckRow], int]:
     if name in current.failures or name not in current.summary:
         if name in current.failures:
@@ -408,7 +435,7 @@ def _check_retriever(
                 metric=m,
                 verdict=verdict,
                 baseline=baseline.summary[name][m],
-                tolerance=tol.get(name, m),
+                tolerance=tol[name, m],
                 note=note,
             )
             for m in metrics
@@ -422,13 +449,15 @@ def _check_retriever(
             metric=m,
             verdict="missing",
             baseline=baseline.summary[name][m],
-            tolerance=tol.get(name, m),
+            tolerance=tol[name, m],
             note="metric not in current",
         )
         for m in metrics
         if m not in present
     }
     n_common = 0
+    compared: list[tuple[str, float, float, float | None]] = []  # metric, baseline and current mean, p-value
+    note = ""
     if present and baseline.has_per_query(name) and current.has_per_query(name):
         cq = set(current.query_order(name))
         common = [q for q in baseline.query_order(name) if q in cq]  # baseline order: deterministic tests
@@ -441,48 +470,43 @@ def _check_retriever(
         b = baseline.matrix(name, common, present)
         c = current.matrix(name, common, present)
         w = current.weights_of(common, baseline)  # traffic-weighted: means and tests (harness.stats.weighted)
-        if test == "randomization":
-            pvals = randomization_tests_w(c - b, w, n=permutations, seed=seed)
+        if s.test == "randomization":
+            pvals = randomization_tests_w(c - b, w, n=s.permutations, seed=s.seed)
         else:
             pvals = np.array([t_test_w(c[:, j], b[:, j], w) for j in range(len(present))])
-        for j, m in enumerate(present):
-            bm, cm = paired_mean(b[:, j], w), paired_mean(c[:, j], w)
-            rows[m] = _verdict(name, m, bm, cm, float(pvals[j]), tol.get(name, m), alpha, n_common)
+        compared = [
+            (m, paired_mean(b[:, j], w), paired_mean(c[:, j], w), float(pvals[j])) for j, m in enumerate(present)
+        ]
     elif present:  # results without per-query scores: Pyserini-style, tolerance only
-        lacking = [s for s, x in (("baseline", baseline), ("current", current)) if not x.has_per_query(name)]
-        for m in present:
-            row = _verdict(
-                name, m, baseline.summary[name][m], current.summary[name][m], None, tol.get(name, m), alpha, 0
-            )
-            row.note = f"no per-query scores in {' and '.join(lacking)}: tolerance only"
-            rows[m] = row
+        lacking = [side for side, x in (("baseline", baseline), ("current", current)) if not x.has_per_query(name)]
+        note = f"no per-query scores in {' and '.join(lacking)}: tolerance only"
+        compared = [(m, baseline.summary[name][m], current.summary[name][m], None) for m in present]
+    for m, base, cur, p in compared:  # the rule: a drop beyond the tolerance that is also significant
+        delta, tolerance = cur - base, tol[name, m]
+        significant = p is None or p < s.alpha
+        verdict: Verdict = "ok"
+        if delta < -tolerance - EPS:
+            verdict = "regression" if significant else "not_significant"
+        elif delta > tolerance + EPS and significant:
+            verdict = "improved"
+        rows[m] = CheckRow(
+            retriever=name,
+            metric=m,
+            verdict=verdict,
+            baseline=base,
+            current=cur,
+            delta=delta,
+            p_value=p,
+            tolerance=tolerance,
+            queries=n_common,
+            note=note,
+        )
     return [rows[m] for m in metrics], n_common
 
 
-def _verdict(
-    name: str, metric: str, base: float, cur: float, p: float | None, tol: float, alpha: float, n: int
-) -> CheckRow:
-    delta = cur - base
-    significant = p is None or p < alpha
-    verdict: Verdict = "ok"
-    if delta < -tol - EPS:
-        verdict = "regression" if significant else "not_significant"
-    elif delta > tol + EPS and significant:
-        verdict = "improved"
-    return CheckRow(
-        retriever=name,
-        metric=metric,
-        verdict=verdict,
-        baseline=base,
-        current=cur,
-        delta=delta,
-        p_value=p,
-        tolerance=tol,
-        queries=n,
-    )
-
-
-def _new_rows(baseline: Scores, current: Scores, metrics: list[str] | None, tol: Tolerances) -> list[CheckRow]:
+def _new_rows(
+    baseline: Scores, current: Scores, metrics: list[str] | None, tol: dict[tuple[str, str], float]
+) -> list[CheckRow]:
     """What current measures and the baseline does not: reported as ``new``, not a failure."""
     rows = []
     for name, scores in current.summary.items():
@@ -492,6 +516,6 @@ def _new_rows(baseline: Scores, current: Scores, metrics: list[str] | None, tol:
             if m not in baseline.summary.get(name, {}):
                 note = "retriever not in baseline" if name not in baseline.summary else "metric not in baseline"
                 rows.append(
-                    CheckRow(retriever=name, metric=m, verdict="new", current=v, tolerance=tol.get(name, m), note=note)
+                    CheckRow(retriever=name, metric=m, verdict="new", current=v, tolerance=tol[name, m], note=note)
                 )
     return rows

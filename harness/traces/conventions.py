@@ -81,13 +81,9 @@ def read_retrieval(span: RawSpan, dropped: Counter[str]) -> RetrievalSpan | str:
         return "not_retrieval"
     if not isinstance(query, str) or not query.strip():
         return "no_query"
-    if isinstance(docs, str):
-        if len(docs) > MAX_DOCUMENTS_CHARS:
-            return "documents_too_large"
-        try:
-            docs = json.loads(docs)
-        except (ValueError, RecursionError):
-            return "bad_documents"
+    docs, problem = _json_text(docs, "documents_too_large", "bad_documents")
+    if problem is not None:
+        return problem
     if docs is None:
         docs = []
     if not isinstance(docs, list):
@@ -122,14 +118,23 @@ def _indexed_documents(a: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [by_index[i] for i in sorted(by_index)]
 
 
+def _json_text(value: Any, too_large: str, not_json: str) -> tuple[Any, str | None]:
+    """``value`` parsed where it is JSON text (the documents as one JSON string, or one string per
+    document), else as it is; and the reason it cannot be read (``too_large``, ``not_json``), or None."""
+    if not isinstance(value, str):
+        return value, None
+    if len(value) > MAX_DOCUMENTS_CHARS:
+        return None, too_large
+    try:
+        return json.loads(value), None
+    except (ValueError, RecursionError):
+        return None, not_json
+
+
 def _document(d: Any) -> Document | str:
-    if isinstance(d, str):  # an array of JSON strings, one per document
-        if len(d) > MAX_DOCUMENTS_CHARS:
-            return "document_too_large"
-        try:
-            d = json.loads(d)
-        except (ValueError, RecursionError):
-            return "document_not_json"
+    d, problem = _json_text(d, "document_too_large", "document_not_json")  # an array of JSON strings
+    if problem is not None:
+        return problem
     if not isinstance(d, dict):
         return "document_not_a_map"
     raw_id = d.get("id", d.get("document.id", d.get("doc_id")))

@@ -113,15 +113,21 @@ def _json_file(path: Path) -> Iterator[RawSpan | Problem]:
                 yield _phoenix_span(obj, name, lineno)
 
 
-def _otlp_request(obj: Mapping[str, Any], path: str, line: int) -> Iterator[RawSpan | Problem]:
-    """The spans of one ``ExportTraceServiceRequest`` in the protobuf JSON mapping."""
-    resource_spans = obj.get("resourceSpans")
-    if not isinstance(resource_spans, list):
+def _maps(items: Any, path: str, line: int) -> Iterator[dict[str, Any] | Problem]:
+    """Each map of a JSON list; ``bad_structure`` for anything else in it, and once for a value that is
+    no list at all (an OTLP request nests lists of maps: resource spans, scope spans, spans)."""
+    if not isinstance(items, list):
         yield Problem(path, line, "bad_structure")
         return
-    for rs in resource_spans:
-        if not isinstance(rs, dict):
-            yield Problem(path, line, "bad_structure")
+    for x in items:
+        yield x if isinstance(x, dict) else Problem(path, line, "bad_structure")
+
+
+def _otlp_request(obj: Mapping[str, Any], path: str, line: int) -> Iterator[RawSpan | Problem]:
+    """The spans of one ``ExportTraceServiceRequest`` in the protobuf JSON mapping."""
+    for rs in _maps(obj.get("resourceSpans"), path, line):
+        if isinstance(rs, Problem):
+            yield rs
             continue
         resource = rs.get("resource")
         rattrs = key_values(resource.get("attributes")) if isinstance(resource, dict) else {}
@@ -129,13 +135,9 @@ def _otlp_request(obj: Mapping[str, Any], path: str, line: int) -> Iterator[RawS
         service = service if isinstance(service, str) else "unknown"
         scopes = rs.get("scopeSpans", rs.get("instrumentationLibrarySpans", []))
         for ss in scopes if isinstance(scopes, list) else [None]:
-            spans = ss.get("spans") if isinstance(ss, dict) else None
-            if not isinstance(spans, list):
-                yield Problem(path, line, "bad_structure")
-                continue
-            for s in spans:
-                if not isinstance(s, dict):
-                    yield Problem(path, line, "bad_structure")
+            for s in _maps(ss.get("spans") if isinstance(ss, dict) else None, path, line):
+                if isinstance(s, Problem):
+                    yield s
                     continue
                 attrs = flatten(key_values(s.get("attributes")))
                 yield RawSpan(
