@@ -89,8 +89,11 @@ def test_gil_probe_tells_waiting_from_python_work() -> None:
         return sum(i * i for i in range(20_000))
 
     probe = gil_probe(Target("spin", "in-process", spin), QUERIES, seconds=0.5)
-    assert probe["verdict"] in {"gil", "inconclusive"}, probe  # inconclusive: a busy shared machine
-    assert probe["scaling_1_to_2"] < 1.7
+    # what holds on any machine is the CPU the two spinning threads used: about one core, whatever the
+    # load; throughput (and so the verdict) is a wall-clock figure: a busy machine that starves the
+    # one-thread level reads as scaling (seen: 2.04 on 0.66 cores), so it is not asserted here
+    assert probe["verdict"] != "cpu-bound", probe
+    assert probe["cpu_cores_at_2"] <= 1.3, probe
 
 
 def _run(rows: dict[str, list[str]]) -> Run:
