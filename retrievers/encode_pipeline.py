@@ -36,7 +36,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -353,37 +353,33 @@ def encode_stream(
                 t0 = time.perf_counter()
                 item = _next_batch(q, thread)
                 stats.wait_seconds += time.perf_counter() - t0
-                if item is _END:
-                    break
                 if isinstance(item, _Failed):
                     raise item.error
-                positions, feats = item
-                feats = {k: v.to(device, non_blocking=cuda) if hasattr(v, "to") else v for k, v in feats.items()}
-                emb = model(feats)["sentence_embedding"].float()
-                if normalize:
-                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
-                if not cuda:
-                    ready: tuple[np.ndarray, np.ndarray] | None = (positions, emb.numpy())
-                else:  # copy back while the next batch computes; hand on the previous one
-                    host = torch.empty(emb.shape, dtype=emb.dtype, pin_memory=True)
-                    host.copy_(emb, non_blocking=True)
-                    event = torch.cuda.Event()
-                    event.record()
-                    ready, pending = _finish(pending), (positions, host, event)
+                ready: tuple[np.ndarray, np.ndarray] | None
+                if item is _END:  # the batch whose copy is still in flight, if any, is the last
+                    ready, pending = _finish(pending), None
+                else:
+                    positions, feats = item
+                    feats = {k: v.to(device, non_blocking=cuda) if hasattr(v, "to") else v for k, v in feats.items()}
+                    emb = model(feats)["sentence_embedding"].float()
+                    if normalize:
+                        emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+                    if not cuda:
+                        ready = (positions, emb.numpy())
+                    else:  # copy back while the next batch computes; hand on the previous one
+                        host = torch.empty(emb.shape, dtype=emb.dtype, pin_memory=True)
+                        host.copy_(emb, non_blocking=True)
+                        event = torch.cuda.Event()
+                        event.record()
+                        ready, pending = _finish(pending), (positions, host, event)
                 if ready is not None:
                     stats.texts += len(ready[0])
                     stats.seconds += time.perf_counter() - resumed
                     resumed = None
                     yield ready
                     resumed = time.perf_counter()
-            last = _finish(pending)
-            pending = None
-            if last is not None:
-                stats.texts += len(last[0])
-                stats.seconds += time.perf_counter() - resumed
-                resumed = None
-                yield last
-                resumed = time.perf_counter()
+                if item is _END:
+                    break
     finally:
         stop.set()
         if thread is not None:
@@ -400,21 +396,10 @@ def _finish(pending: tuple[np.ndarray, Any, Any] | None) -> tuple[np.ndarray, np
     return positions, host.numpy()
 
 
-def encode_all(
-    model: Any,
-    texts: Sequence[str],
-    *,
-    featurizer: Featurizer,
-    batch_size: int,
-    normalize: bool,
-    stats: PipelineStats,
-    dim: int,
-    describe: Callable[[int], str] = describe_text,
-) -> np.ndarray:
-    """``(len(texts), dim)`` float32 embeddings in the order of ``texts``."""
-    out = np.empty((len(texts), dim), dtype=np.float32)
-    for positions, rows in encode_stream(
-        model, texts, featurizer=featurizer, batch_size=batch_size, normalize=normalize, stats=stats, describe=describe
-    ):
+def gather(batches: Iterable[tuple[np.ndarray, np.ndarray]], n: int, dim: int) -> np.ndarray:
+    """``(n, dim)`` float32 embeddings in text order from :func:`encode_stream`'s batches, which
+    come in length order with the positions of their texts."""
+    out = np.empty((n, dim), dtype=np.float32)
+    for positions, rows in batches:
         out[positions] = rows
     return out
