@@ -37,7 +37,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -92,6 +92,38 @@ class PipelineStats:
     def wait_share(self) -> float | None:
         """The model's idle share: seconds waiting for input over the pipeline's seconds (0..1)."""
         return min(1.0, self.wait_seconds / self.seconds) if self.seconds > 0 else None
+
+
+@dataclass
+class EncodeCosts:
+    """The costs a retriever that encodes through this pipeline reports (dense, SPLADE), kept in
+    one record so that both compute them, and name them in ``efficiency_extra``, alike."""
+
+    encode_seconds: float = 0.0
+    build_seconds: float = 0.0
+    cache_hit_rate: float | None = None
+    query_encode_ms: float | None = None
+    #: what the pipeline did for the last ``index()``
+    indexed: PipelineStats = field(default_factory=PipelineStats)
+
+    def pipeline_since(self, stats: PipelineStats, before: PipelineStats) -> None:
+        """:attr:`indexed`: what ``stats`` gained since ``before`` (a copy of it taken earlier)."""
+        self.indexed = PipelineStats(
+            stats.texts - before.texts, stats.seconds - before.seconds, stats.wait_seconds - before.wait_seconds
+        )
+
+    def extra(self) -> dict[str, Any]:
+        """The ``efficiency_extra`` columns, ``query_encode_ms`` only once a batch of queries was encoded."""
+        out: dict[str, Any] = {
+            "encode_seconds": self.encode_seconds,
+            "build_seconds": self.build_seconds,
+            "cache_hit_rate": self.cache_hit_rate,
+            "encode_docs_per_s": self.indexed.docs_per_s if self.indexed.texts else None,  # None: all cached
+            "encode_wait_share": self.indexed.wait_share if self.indexed.texts else None,
+        }
+        if self.query_encode_ms is not None:
+            out["query_encode_ms"] = self.query_encode_ms
+        return out
 
 
 def describe_text(i: int) -> str:

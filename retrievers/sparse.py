@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -48,7 +49,7 @@ from harness.filters import MaskCache, group_by_filter, has_filters
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
-from retrievers.encode_pipeline import PipelineStats, encode_stream
+from retrievers.encode_pipeline import EncodeCosts, PipelineStats, encode_stream
 from retrievers.encoder import _featurizer
 from retrievers.learned import (
     architectures,
@@ -231,11 +232,7 @@ class Splade:
         self._masks: MaskCache | None = None
         self._memo: dict[str, Any] = {}
         self._use_memo = True
-        self._encode_seconds = self._build_seconds = 0.0
-        self._cache_hit_rate: float | None = None
-        self._docs_per_s: float | None = None
-        self._wait_share: float | None = None
-        self._query_encode_ms: float | None = None
+        self._costs = EncodeCosts()
 
     # ------------------------------------------------------------------ identity and cache
     @property
@@ -353,7 +350,7 @@ class Splade:
             ):
                 yield positions, sp.csr_matrix(rows, dtype=np.float32)
         finally:
-            self._encode_seconds += self.pipeline.seconds - s0
+            self._costs.encode_seconds += self.pipeline.seconds - s0
             model.max_seq_length = self._default_length
 
     def index(self, corpus: Sequence[Document]) -> None:
@@ -363,23 +360,19 @@ class Splade:
         self._masks = MaskCache(cols)
         c = self.cache
         h0, m0 = (c.hits, c.misses) if c is not None else (0, 0)
-        p0 = (self.pipeline.texts, self.pipeline.seconds, self.pipeline.wait_seconds)
-        self._encode_seconds = 0.0
+        p0 = replace(self.pipeline)  # a copy: what the pipeline had before
+        self._costs.encode_seconds = 0.0
         report = harness_progress.current() if self.show_progress else None
         if report is not None:
             report.phase("encoding docs", total=len(cols))
         docs = self.encode_documents(list(cols.contents("")), progress=report is not None)
         t0 = time.perf_counter()
         self._index = InvertedIndex(docs)
-        self._build_seconds = time.perf_counter() - t0
+        self._costs.build_seconds = time.perf_counter() - t0
         if c is not None:
             looked = (c.hits - h0) + (c.misses - m0)
-            self._cache_hit_rate = (c.hits - h0) / looked if looked else None
-        texts = self.pipeline.texts - p0[0]
-        secs = self.pipeline.seconds - p0[1]
-        wait = self.pipeline.wait_seconds - p0[2]
-        self._docs_per_s = texts / secs if texts and secs > 0 else None
-        self._wait_share = min(1.0, wait / secs) if texts and secs > 0 else None
+            self._costs.cache_hit_rate = (c.hits - h0) / looked if looked else None
+        self._costs.pipeline_since(self.pipeline, p0)
 
     # ------------------------------------------------------------------ queries
     def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> Any:
@@ -405,9 +398,9 @@ class Splade:
             finally:
                 model.max_seq_length = self._default_length
             took = time.perf_counter() - t0
-            self._encode_seconds += took
+            self._costs.encode_seconds += took
             if len(todo) > 1:
-                self._query_encode_ms = 1000 * took / len(todo)
+                self._costs.query_encode_ms = 1000 * took / len(todo)
             rows = to_csr(emb, self.width)
             if not use_memo:
                 return rows
@@ -451,15 +444,7 @@ class Splade:
         ``encode_docs_per_s`` and ``encode_wait_share`` (the pipeline; None when every row was
         cached), ``query_encode_ms``, and the index's size: ``index_nnz`` (non-zero weights) and
         ``index_mb`` (its CSR arrays)."""
-        out: dict[str, Any] = {
-            "encode_seconds": self._encode_seconds,
-            "build_seconds": self._build_seconds,
-            "cache_hit_rate": self._cache_hit_rate,
-            "encode_docs_per_s": self._docs_per_s,
-            "encode_wait_share": self._wait_share,
-        }
-        if self._query_encode_ms is not None:
-            out["query_encode_ms"] = self._query_encode_ms
+        out = self._costs.extra()
         if self._index is not None:
             out["index_nnz"] = self._index.nnz
             out["index_mb"] = self._index.nbytes / 2**20
