@@ -52,9 +52,10 @@ from harness.run import Run
 from retrievers.encode_pipeline import EncodeCosts, PipelineStats, encode_stream
 from retrievers.encoder import _featurizer
 from retrievers.learned import (
+    LearnedRetriever,
     architectures,
     doc_rank,
-    model_location,
+    load_encoder,
     prompt_of,
     require_sentence_transformers,
     resolve_location,
@@ -117,15 +118,7 @@ def load_sparse_encoder(location: str, device: str = "cpu") -> Any:
     """One ``SparseEncoder`` per (location, device) per process."""
     from sentence_transformers import SparseEncoder
 
-    try:
-        return SparseEncoder(location, device=device)
-    except Exception as e:
-        raise InputError(
-            f"cannot load SparseEncoder {location!r}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}. "
-            "Give a local model folder, or a hub name on a machine with network access "
-            "(HF_HUB_OFFLINE=1 forbids downloads)",
-            field="model",
-        ) from None
+    return load_encoder(SparseEncoder, location, device)
 
 
 def to_csr(tensor: Any, width: int) -> Any:
@@ -198,21 +191,14 @@ class InvertedIndex:
         return np.bincount(self.indices[offsets], weights=contrib, minlength=self.n_docs)
 
 
-class Splade:
+class Splade(LearnedRetriever):
     """``Retriever`` over SPLADE vectors in an exact inverted index."""
 
-    def __init__(
-        self,
-        spec: SpladeSpec,
-        *,
-        cache_dir: str | Path | None = None,
-        config_dir: Path | None = None,
-        show_progress: bool = True,
-    ) -> None:
-        self.spec = spec
-        self.name = "splade"
-        self.show_progress = show_progress
-        self.location = model_location(spec, config_dir)
+    name = "splade"
+    spec: SpladeSpec
+
+    def _load(self) -> None:
+        spec = self.spec
         check_fill_mask(self.location)
         self.model = load_sparse_encoder(self.location, spec.device)
         self.width = output_width(self.model)
@@ -222,16 +208,10 @@ class Splade:
         self._default_length = default_length
         self.max_active_dims = spec.max_active_dims or getattr(self.model, "max_active_dims", None)
         self.doc_prompt = prompt_of(self.model, ("document", "passage", "corpus"))
-        self._cache_dir = cache_dir
         self._cache: SparseRowCache | None = None
-        self._identity: dict[str, Any] | None = None
         self.pipeline = PipelineStats()
         self._index: InvertedIndex | None = None
-        self._doc_ids = np.empty(0, dtype=object)
-        self._rank = np.zeros(0, dtype=np.int64)
         self._masks: MaskCache | None = None
-        self._memo: dict[str, Any] = {}
-        self._use_memo = True
         self._costs = EncodeCosts()
 
     # ------------------------------------------------------------------ identity and cache
@@ -269,10 +249,6 @@ class Splade:
             "max_active_dims": self.max_active_dims,
             "identity": self.identity,
         }
-
-    def serving_mode(self, enabled: bool = True) -> None:
-        """Serving (``harness load``): every request encodes its query; off, queries are memoised per run."""
-        self._use_memo = not enabled
 
     # ------------------------------------------------------------------ documents
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> Any:
@@ -409,11 +385,6 @@ class Splade:
         if not texts:
             return sp.csr_matrix((0, self.width), dtype=np.float32)
         return sp.vstack([self._memo[t] for t in texts], format="csr")
-
-    def prepare_queries(self, queries: Sequence[Query]) -> None:
-        """Encode the run's queries before search is timed (the engine calls this)."""
-        if self._use_memo and len(queries):
-            self.encode_queries(queries)
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
         if self._index is None:
