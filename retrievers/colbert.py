@@ -47,8 +47,9 @@ from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import PAD, Run
 from retrievers.learned import (
+    LearnedRetriever,
     doc_rank,
-    model_location,
+    load_encoder,
     prompt_of,
     require_sentence_transformers,
     rerank_tail,
@@ -108,15 +109,7 @@ def load_multivector(location: str, device: str = "cpu") -> Any:
     """One ``MultiVectorEncoder`` per (location, device) per process."""
     from sentence_transformers import MultiVectorEncoder
 
-    try:
-        return MultiVectorEncoder(location, device=device)
-    except Exception as e:
-        raise InputError(
-            f"cannot load MultiVectorEncoder {location!r}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}. "
-            "Give a local model folder, or a hub name on a machine with network access "
-            "(HF_HUB_OFFLINE=1 forbids downloads)",
-            field="model",
-        ) from None
+    return load_encoder(MultiVectorEncoder, location, device)
 
 
 def memory_limit_bytes(spec: ColbertSpec) -> int:
@@ -296,31 +289,18 @@ def maxsim_pairs(qv: np.ndarray, docs: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-class Colbert:
+class Colbert(LearnedRetriever):
     """``Retriever`` (exact MaxSim over the corpus) or, with ``of``, a rerank ``Stage``."""
 
-    def __init__(
-        self,
-        spec: ColbertSpec,
-        *,
-        cache_dir: str | Path | None = None,
-        config_dir: Path | None = None,
-        show_progress: bool = True,
-    ) -> None:
-        self.spec = spec
-        self.name = "colbert"
-        self.show_progress = show_progress
-        self.location = model_location(spec, config_dir)
+    name = "colbert"
+    spec: ColbertSpec
+
+    def _load(self) -> None:
+        spec = self.spec
         self.model = load_multivector(self.location, spec.device)
         self.dim = int(self.model.get_embedding_dimension() or 0)
-        self._cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
-        self._identity: dict[str, Any] | None = None
         self.store: TokenStore | None = None
-        self._doc_ids = np.empty(0, dtype=object)
         self._pos: dict[str, int] = {}
-        self._rank = np.zeros(0, dtype=np.int64)
-        self._memo: dict[str, np.ndarray] = {}
-        self._use_memo = True
         self._encode_seconds = 0.0
         self._docs_per_s: float | None = None
         self._cache_hit: float | None = None
@@ -344,9 +324,6 @@ class Colbert:
 
     def params(self) -> dict[str, Any]:
         return {**self.spec.model_dump(exclude={"type"}), "location": self.location, "identity": self.identity}
-
-    def serving_mode(self, enabled: bool = True) -> None:
-        self._use_memo = not enabled
 
     # ------------------------------------------------------------------ documents
     def index(self, corpus: Sequence[Document]) -> None:
@@ -409,11 +386,6 @@ class Colbert:
                 if use_memo:
                     self._memo[texts[i]] = fresh[i]
         return [fresh[i] if i in fresh else self._memo[t] for i, t in enumerate(texts)]
-
-    def prepare_queries(self, queries: Sequence[Query]) -> None:
-        """Encode the run's queries before search is timed (the engine calls this)."""
-        if self._use_memo and len(queries):
-            self.encode_queries(queries)
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
         if self.store is None:

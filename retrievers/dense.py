@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -34,6 +35,7 @@ from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext
 from harness.run import Run
 from retrievers.compressed_index import CompressedIndex, Precision
+from retrievers.encode_pipeline import EncodeCosts
 from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
 from retrievers.ties import cut_by_rule
@@ -112,11 +114,7 @@ class Dense:
         self._last_queries: np.ndarray | None = None
         self._last_query_objs: Sequence[Query] = ()
         self._masks: MaskCache | None = None
-        self._encode_seconds = self._build_seconds = 0.0
-        self._cache_hit_rate: float | None = None
-        self._query_encode_ms: float | None = None
-        self._encode_docs_per_s: float | None = None
-        self._encode_wait_share: float | None = None
+        self._costs = EncodeCosts()
         self._compressed: CompressedIndex | None = None
         self._memo = True
         self._where: dict[str, int] | None = None  # doc id -> position, once the index changes
@@ -135,8 +133,8 @@ class Dense:
         secs0, n0 = enc.encode_seconds, enc.encoded
         enc.encode_queries(queries, progress=len(queries) > 1)
         if enc.encoded > n0:
-            self._encode_seconds += enc.encode_seconds - secs0
-            self._query_encode_ms = 1000 * (enc.encode_seconds - secs0) / (enc.encoded - n0)
+            self._costs.encode_seconds += enc.encode_seconds - secs0
+            self._costs.query_encode_ms = 1000 * (enc.encode_seconds - secs0) / (enc.encoded - n0)
 
     def set_search_param(self, name: str, value: Any) -> None:
         """Change a search-time knob (:meth:`DenseSpec.search_knobs`) on the built index."""
@@ -168,7 +166,7 @@ class Dense:
         enc = self.encoder
         cache = enc.cache
         hits0, misses0, secs0 = (cache.hits, cache.misses, enc.encode_seconds) if cache else (0, 0, enc.encode_seconds)
-        p0 = (enc.pipeline.texts, enc.pipeline.seconds, enc.pipeline.wait_seconds)
+        p0 = replace(enc.pipeline)  # a copy: what the pipeline had before
         s = self.spec
         n = len(cols)
         metric = faiss.METRIC_INNER_PRODUCT
@@ -215,20 +213,14 @@ class Dense:
             build = time.perf_counter() - t0
         if cache is not None:
             looked = (cache.hits - hits0) + (cache.misses - misses0)
-            self._cache_hit_rate = (cache.hits - hits0) / looked if looked else None
-        self._encode_seconds = enc.encode_seconds - secs0
-        texts, secs, wait = (
-            enc.pipeline.texts - p0[0],
-            enc.pipeline.seconds - p0[1],
-            enc.pipeline.wait_seconds - p0[2],
-        )
-        self._encode_docs_per_s = texts / secs if texts and secs > 0 else None
-        self._encode_wait_share = min(1.0, wait / secs) if texts and secs > 0 else None
+            self._costs.cache_hit_rate = (cache.hits - hits0) / looked if looked else None
+        self._costs.encode_seconds = enc.encode_seconds - secs0
+        self._costs.pipeline_since(enc.pipeline, p0)
         self._index = index
         # exact search for the recall figure reads the embeddings themselves (faiss.knn), not a
         # second index holding another copy
         self._emb = emb
-        self._build_seconds = build
+        self._costs.build_seconds = build
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
         if self._index is None:
@@ -239,9 +231,9 @@ class Dense:
             enc.encode_queries(queries, use_cache=self._memo, progress=len(queries) > 1), dtype=np.float32
         )
         if enc.encoded > n0:
-            self._encode_seconds += enc.encode_seconds - secs0
+            self._costs.encode_seconds += enc.encode_seconds - secs0
             if len(queries) > 1:
-                self._query_encode_ms = 1000 * (enc.encode_seconds - secs0) / (enc.encoded - n0)
+                self._costs.query_encode_ms = 1000 * (enc.encode_seconds - secs0) / (enc.encoded - n0)
         kk = min(k, len(self._doc_ids))
         if kk == 0 or not len(queries):
             return Run(
@@ -309,15 +301,7 @@ class Dense:
         the share of the corpus's encoding the model spent waiting for tokenized input) say whether
         the model was fed; None when no document was encoded (all cached) or the encoder does not
         run the pipeline (onnx, openvino, a cluster)."""
-        out: dict[str, Any] = {
-            "encode_seconds": self._encode_seconds,
-            "build_seconds": self._build_seconds,
-            "cache_hit_rate": self._cache_hit_rate,
-            "encode_docs_per_s": self._encode_docs_per_s,
-            "encode_wait_share": self._encode_wait_share,
-        }
-        if self._query_encode_ms is not None:
-            out["query_encode_ms"] = self._query_encode_ms
+        out = self._costs.extra()
         if self._nprobe is not None:
             out["nprobe"] = self._nprobe
         if self._compressed is not None:

@@ -36,8 +36,8 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -92,6 +92,38 @@ class PipelineStats:
     def wait_share(self) -> float | None:
         """The model's idle share: seconds waiting for input over the pipeline's seconds (0..1)."""
         return min(1.0, self.wait_seconds / self.seconds) if self.seconds > 0 else None
+
+
+@dataclass
+class EncodeCosts:
+    """The costs a retriever that encodes through this pipeline reports (dense, SPLADE), kept in
+    one record so that both compute them, and name them in ``efficiency_extra``, alike."""
+
+    encode_seconds: float = 0.0
+    build_seconds: float = 0.0
+    cache_hit_rate: float | None = None
+    query_encode_ms: float | None = None
+    #: what the pipeline did for the last ``index()``
+    indexed: PipelineStats = field(default_factory=PipelineStats)
+
+    def pipeline_since(self, stats: PipelineStats, before: PipelineStats) -> None:
+        """:attr:`indexed`: what ``stats`` gained since ``before`` (a copy of it taken earlier)."""
+        self.indexed = PipelineStats(
+            stats.texts - before.texts, stats.seconds - before.seconds, stats.wait_seconds - before.wait_seconds
+        )
+
+    def extra(self) -> dict[str, Any]:
+        """The ``efficiency_extra`` columns, ``query_encode_ms`` only once a batch of queries was encoded."""
+        out: dict[str, Any] = {
+            "encode_seconds": self.encode_seconds,
+            "build_seconds": self.build_seconds,
+            "cache_hit_rate": self.cache_hit_rate,
+            "encode_docs_per_s": self.indexed.docs_per_s if self.indexed.texts else None,  # None: all cached
+            "encode_wait_share": self.indexed.wait_share if self.indexed.texts else None,
+        }
+        if self.query_encode_ms is not None:
+            out["query_encode_ms"] = self.query_encode_ms
+        return out
 
 
 def describe_text(i: int) -> str:
@@ -353,37 +385,33 @@ def encode_stream(
                 t0 = time.perf_counter()
                 item = _next_batch(q, thread)
                 stats.wait_seconds += time.perf_counter() - t0
-                if item is _END:
-                    break
                 if isinstance(item, _Failed):
                     raise item.error
-                positions, feats = item
-                feats = {k: v.to(device, non_blocking=cuda) if hasattr(v, "to") else v for k, v in feats.items()}
-                emb = model(feats)["sentence_embedding"].float()
-                if normalize:
-                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
-                if not cuda:
-                    ready: tuple[np.ndarray, np.ndarray] | None = (positions, emb.numpy())
-                else:  # copy back while the next batch computes; hand on the previous one
-                    host = torch.empty(emb.shape, dtype=emb.dtype, pin_memory=True)
-                    host.copy_(emb, non_blocking=True)
-                    event = torch.cuda.Event()
-                    event.record()
-                    ready, pending = _finish(pending), (positions, host, event)
+                ready: tuple[np.ndarray, np.ndarray] | None
+                if item is _END:  # the batch whose copy is still in flight, if any, is the last
+                    ready, pending = _finish(pending), None
+                else:
+                    positions, feats = item
+                    feats = {k: v.to(device, non_blocking=cuda) if hasattr(v, "to") else v for k, v in feats.items()}
+                    emb = model(feats)["sentence_embedding"].float()
+                    if normalize:
+                        emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+                    if not cuda:
+                        ready = (positions, emb.numpy())
+                    else:  # copy back while the next batch computes; hand on the previous one
+                        host = torch.empty(emb.shape, dtype=emb.dtype, pin_memory=True)
+                        host.copy_(emb, non_blocking=True)
+                        event = torch.cuda.Event()
+                        event.record()
+                        ready, pending = _finish(pending), (positions, host, event)
                 if ready is not None:
                     stats.texts += len(ready[0])
                     stats.seconds += time.perf_counter() - resumed
                     resumed = None
                     yield ready
                     resumed = time.perf_counter()
-            last = _finish(pending)
-            pending = None
-            if last is not None:
-                stats.texts += len(last[0])
-                stats.seconds += time.perf_counter() - resumed
-                resumed = None
-                yield last
-                resumed = time.perf_counter()
+                if item is _END:
+                    break
     finally:
         stop.set()
         if thread is not None:
@@ -400,21 +428,10 @@ def _finish(pending: tuple[np.ndarray, Any, Any] | None) -> tuple[np.ndarray, np
     return positions, host.numpy()
 
 
-def encode_all(
-    model: Any,
-    texts: Sequence[str],
-    *,
-    featurizer: Featurizer,
-    batch_size: int,
-    normalize: bool,
-    stats: PipelineStats,
-    dim: int,
-    describe: Callable[[int], str] = describe_text,
-) -> np.ndarray:
-    """``(len(texts), dim)`` float32 embeddings in the order of ``texts``."""
-    out = np.empty((len(texts), dim), dtype=np.float32)
-    for positions, rows in encode_stream(
-        model, texts, featurizer=featurizer, batch_size=batch_size, normalize=normalize, stats=stats, describe=describe
-    ):
+def gather(batches: Iterable[tuple[np.ndarray, np.ndarray]], n: int, dim: int) -> np.ndarray:
+    """``(n, dim)`` float32 embeddings in text order from :func:`encode_stream`'s batches, which
+    come in length order with the positions of their texts."""
+    out = np.empty((n, dim), dtype=np.float32)
+    for positions, rows in batches:
         out[positions] = rows
     return out

@@ -40,8 +40,8 @@ from retrievers.encode_pipeline import (
     auto_batch_size,
     cut_text,
     describe_text,
-    encode_all,
     encode_stream,
+    gather,
 )
 
 log = logging.getLogger("harness")
@@ -348,15 +348,15 @@ class Encoder:
         """float32 embeddings of ``texts`` in this process, with this encoder's dtype and backend."""
         if self.backend == "torch":
             model = self._torch_model()
-            return encode_all(
+            batches = encode_stream(
                 model,
                 texts,
                 featurizer=_featurizer(model, self.max_length),
                 batch_size=self._batch_size(model),
                 normalize=self.normalize,
                 stats=self.pipeline,
-                dim=self.dim,
             )
+            return gather(batches, len(texts), self.dim)
         base = self._load()
         base.max_seq_length = self.max_length
         if self._runtime is None:

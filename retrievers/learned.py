@@ -11,6 +11,7 @@ of the full ranking, whatever order the documents were indexed in.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 
 from harness import extras
 from harness.errors import InputError
+from harness.model import Query
 
 #: sentence-transformers releases that bring each encoder class
 MIN_VERSION = {"sparse": 5, "multivector": 6}
@@ -63,6 +65,64 @@ def model_location(spec: Any, config_dir: Path | None) -> str:
 
         set_threads(spec.threads)
     return resolve_location(spec.model, config_dir)
+
+
+def load_encoder(encoder_class: Any, location: str, device: str) -> Any:
+    """``encoder_class(location, device=device)`` (a sentence-transformers ``SparseEncoder`` or
+    ``MultiVectorEncoder``); a model that does not load is named in one line, with the hint."""
+    try:
+        return encoder_class(location, device=device)
+    except Exception as e:
+        raise InputError(
+            f"cannot load {encoder_class.__name__} {location!r}: {type(e).__name__}: "
+            f"{(str(e).splitlines() or [''])[0]}. "
+            "Give a local model folder, or a hub name on a machine with network access "
+            "(HF_HUB_OFFLINE=1 forbids downloads)",
+            field="model",
+        ) from None
+
+
+class LearnedRetriever:
+    """The plumbing a retriever over a learned model of its own shares (SPLADE, ColBERT): the model's
+    location from the spec (torch's threads set), the run's query memo (off while serving, where
+    every request encodes its query) and query encoding before search is timed. A subclass loads
+    its model and sets the rest in :meth:`_load`."""
+
+    name = ""
+
+    def __init__(
+        self,
+        spec: Any,
+        *,
+        cache_dir: str | Path | None = None,
+        config_dir: Path | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        self.spec = spec
+        self.show_progress = show_progress
+        self.location = model_location(spec, config_dir)
+        self._cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
+        self._identity: dict[str, Any] | None = None
+        self._doc_ids = np.empty(0, dtype=object)
+        self._rank = np.zeros(0, dtype=np.int64)
+        self._memo: dict[str, Any] = {}
+        self._use_memo = True
+        self._load()
+
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> Any:
+        raise NotImplementedError
+
+    def serving_mode(self, enabled: bool = True) -> None:
+        """Serving (``harness load``): every request encodes its query; off, queries are memoised per run."""
+        self._use_memo = not enabled
+
+    def prepare_queries(self, queries: Sequence[Query]) -> None:
+        """Encode the run's queries before search is timed (the engine calls this)."""
+        if self._use_memo and len(queries):
+            self.encode_queries(queries)
 
 
 def architectures(folder: str | os.PathLike[str]) -> list[str]:

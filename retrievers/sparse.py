@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -48,12 +49,13 @@ from harness.filters import MaskCache, group_by_filter, has_filters
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
-from retrievers.encode_pipeline import PipelineStats, encode_stream
+from retrievers.encode_pipeline import EncodeCosts, PipelineStats, encode_stream
 from retrievers.encoder import _featurizer
 from retrievers.learned import (
+    LearnedRetriever,
     architectures,
     doc_rank,
-    model_location,
+    load_encoder,
     prompt_of,
     require_sentence_transformers,
     resolve_location,
@@ -116,15 +118,7 @@ def load_sparse_encoder(location: str, device: str = "cpu") -> Any:
     """One ``SparseEncoder`` per (location, device) per process."""
     from sentence_transformers import SparseEncoder
 
-    try:
-        return SparseEncoder(location, device=device)
-    except Exception as e:
-        raise InputError(
-            f"cannot load SparseEncoder {location!r}: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}. "
-            "Give a local model folder, or a hub name on a machine with network access "
-            "(HF_HUB_OFFLINE=1 forbids downloads)",
-            field="model",
-        ) from None
+    return load_encoder(SparseEncoder, location, device)
 
 
 def to_csr(tensor: Any, width: int) -> Any:
@@ -197,21 +191,14 @@ class InvertedIndex:
         return np.bincount(self.indices[offsets], weights=contrib, minlength=self.n_docs)
 
 
-class Splade:
+class Splade(LearnedRetriever):
     """``Retriever`` over SPLADE vectors in an exact inverted index."""
 
-    def __init__(
-        self,
-        spec: SpladeSpec,
-        *,
-        cache_dir: str | Path | None = None,
-        config_dir: Path | None = None,
-        show_progress: bool = True,
-    ) -> None:
-        self.spec = spec
-        self.name = "splade"
-        self.show_progress = show_progress
-        self.location = model_location(spec, config_dir)
+    name = "splade"
+    spec: SpladeSpec
+
+    def _load(self) -> None:
+        spec = self.spec
         check_fill_mask(self.location)
         self.model = load_sparse_encoder(self.location, spec.device)
         self.width = output_width(self.model)
@@ -221,21 +208,11 @@ class Splade:
         self._default_length = default_length
         self.max_active_dims = spec.max_active_dims or getattr(self.model, "max_active_dims", None)
         self.doc_prompt = prompt_of(self.model, ("document", "passage", "corpus"))
-        self._cache_dir = cache_dir
         self._cache: SparseRowCache | None = None
-        self._identity: dict[str, Any] | None = None
         self.pipeline = PipelineStats()
         self._index: InvertedIndex | None = None
-        self._doc_ids = np.empty(0, dtype=object)
-        self._rank = np.zeros(0, dtype=np.int64)
         self._masks: MaskCache | None = None
-        self._memo: dict[str, Any] = {}
-        self._use_memo = True
-        self._encode_seconds = self._build_seconds = 0.0
-        self._cache_hit_rate: float | None = None
-        self._docs_per_s: float | None = None
-        self._wait_share: float | None = None
-        self._query_encode_ms: float | None = None
+        self._costs = EncodeCosts()
 
     # ------------------------------------------------------------------ identity and cache
     @property
@@ -272,10 +249,6 @@ class Splade:
             "max_active_dims": self.max_active_dims,
             "identity": self.identity,
         }
-
-    def serving_mode(self, enabled: bool = True) -> None:
-        """Serving (``harness load``): every request encodes its query; off, queries are memoised per run."""
-        self._use_memo = not enabled
 
     # ------------------------------------------------------------------ documents
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> Any:
@@ -353,7 +326,7 @@ class Splade:
             ):
                 yield positions, sp.csr_matrix(rows, dtype=np.float32)
         finally:
-            self._encode_seconds += self.pipeline.seconds - s0
+            self._costs.encode_seconds += self.pipeline.seconds - s0
             model.max_seq_length = self._default_length
 
     def index(self, corpus: Sequence[Document]) -> None:
@@ -363,23 +336,19 @@ class Splade:
         self._masks = MaskCache(cols)
         c = self.cache
         h0, m0 = (c.hits, c.misses) if c is not None else (0, 0)
-        p0 = (self.pipeline.texts, self.pipeline.seconds, self.pipeline.wait_seconds)
-        self._encode_seconds = 0.0
+        p0 = replace(self.pipeline)  # a copy: what the pipeline had before
+        self._costs.encode_seconds = 0.0
         report = harness_progress.current() if self.show_progress else None
         if report is not None:
             report.phase("encoding docs", total=len(cols))
         docs = self.encode_documents(list(cols.contents("")), progress=report is not None)
         t0 = time.perf_counter()
         self._index = InvertedIndex(docs)
-        self._build_seconds = time.perf_counter() - t0
+        self._costs.build_seconds = time.perf_counter() - t0
         if c is not None:
             looked = (c.hits - h0) + (c.misses - m0)
-            self._cache_hit_rate = (c.hits - h0) / looked if looked else None
-        texts = self.pipeline.texts - p0[0]
-        secs = self.pipeline.seconds - p0[1]
-        wait = self.pipeline.wait_seconds - p0[2]
-        self._docs_per_s = texts / secs if texts and secs > 0 else None
-        self._wait_share = min(1.0, wait / secs) if texts and secs > 0 else None
+            self._costs.cache_hit_rate = (c.hits - h0) / looked if looked else None
+        self._costs.pipeline_since(self.pipeline, p0)
 
     # ------------------------------------------------------------------ queries
     def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> Any:
@@ -405,9 +374,9 @@ class Splade:
             finally:
                 model.max_seq_length = self._default_length
             took = time.perf_counter() - t0
-            self._encode_seconds += took
+            self._costs.encode_seconds += took
             if len(todo) > 1:
-                self._query_encode_ms = 1000 * took / len(todo)
+                self._costs.query_encode_ms = 1000 * took / len(todo)
             rows = to_csr(emb, self.width)
             if not use_memo:
                 return rows
@@ -416,11 +385,6 @@ class Splade:
         if not texts:
             return sp.csr_matrix((0, self.width), dtype=np.float32)
         return sp.vstack([self._memo[t] for t in texts], format="csr")
-
-    def prepare_queries(self, queries: Sequence[Query]) -> None:
-        """Encode the run's queries before search is timed (the engine calls this)."""
-        if self._use_memo and len(queries):
-            self.encode_queries(queries)
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
         if self._index is None:
@@ -451,15 +415,7 @@ class Splade:
         ``encode_docs_per_s`` and ``encode_wait_share`` (the pipeline; None when every row was
         cached), ``query_encode_ms``, and the index's size: ``index_nnz`` (non-zero weights) and
         ``index_mb`` (its CSR arrays)."""
-        out: dict[str, Any] = {
-            "encode_seconds": self._encode_seconds,
-            "build_seconds": self._build_seconds,
-            "cache_hit_rate": self._cache_hit_rate,
-            "encode_docs_per_s": self._docs_per_s,
-            "encode_wait_share": self._wait_share,
-        }
-        if self._query_encode_ms is not None:
-            out["query_encode_ms"] = self._query_encode_ms
+        out = self._costs.extra()
         if self._index is not None:
             out["index_nnz"] = self._index.nnz
             out["index_mb"] = self._index.nbytes / 2**20
