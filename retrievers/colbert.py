@@ -308,19 +308,8 @@ class Colbert(LearnedRetriever):
         if spec.of is not None:  # a stage: the engine calls transform, never search
             self.transform = self._transform
 
-    @property
-    def identity(self) -> dict[str, Any]:
-        if self._identity is None:
-            from retrievers.encoder import weights_digest
-
-            self._identity = {
-                "kind": "colbert",
-                "weights_sha256": weights_digest(self.model),
-                "max_seq_length": int(self.model.max_seq_length or 0),
-                "precision": self.spec.precision,
-                "dim": self.dim,
-            }
-        return self._identity
+    def row_settings(self) -> dict[str, Any]:
+        return dict(max_seq_length=int(self.model.max_seq_length or 0), precision=self.spec.precision, dim=self.dim)
 
     def params(self) -> dict[str, Any]:
         return {**self.spec.model_dump(exclude={"type"}), "location": self.location, "identity": self.identity}

@@ -112,6 +112,20 @@ class LearnedRetriever:
     def _load(self) -> None:
         raise NotImplementedError
 
+    def row_settings(self) -> dict[str, Any]:
+        """The settings besides the weights that change a stored document row (a subclass's own)."""
+        raise NotImplementedError
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes a document's stored row (the cache key is a digest of it): the
+        kind, the weights' digest and :meth:`row_settings`; computed once, as the digest reads the weights."""
+        if self._identity is None:
+            from retrievers.encoder import weights_digest
+
+            self._identity = {"kind": self.name, "weights_sha256": weights_digest(self.model), **self.row_settings()}
+        return self._identity
+
     def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> Any:
         raise NotImplementedError
 

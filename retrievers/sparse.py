@@ -215,21 +215,9 @@ class Splade(LearnedRetriever):
         self._costs = EncodeCosts()
 
     # ------------------------------------------------------------------ identity and cache
-    @property
-    def identity(self) -> dict[str, Any]:
-        """Everything that changes a document's row: the cache key is a digest of it."""
-        if self._identity is None:
-            from retrievers.encoder import weights_digest
-
-            self._identity = {
-                "kind": "splade",
-                "weights_sha256": weights_digest(self.model),
-                "doc_max_length": self.doc_max_length,
-                "max_active_dims": self.max_active_dims,
-                "doc_prompt": self.doc_prompt,
-                "width": self.width,
-            }
-        return self._identity
+    def row_settings(self) -> dict[str, Any]:
+        return dict(doc_max_length=self.doc_max_length, max_active_dims=self.max_active_dims,
+                    doc_prompt=self.doc_prompt, width=self.width)  # fmt: skip
 
     @property
     def cache(self) -> SparseRowCache | None:
