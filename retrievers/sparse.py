@@ -229,14 +229,10 @@ class Splade(LearnedRetriever):
         return self._cache
 
     def params(self) -> dict[str, Any]:
-        return {
-            **self.spec.model_dump(exclude={"type"}),
-            "location": self.location,
-            "doc_max_length": self.doc_max_length,
-            "query_max_length": self.query_max_length,
-            "max_active_dims": self.max_active_dims,
-            "identity": self.identity,
-        }
+        """The spec as written, where the model was found, the lengths and pruning it resolved to (the
+        row settings, as the cache key has them), and the identity itself."""
+        resolved = {"location": self.location, "query_max_length": self.query_max_length, **self.row_settings()}
+        return {**self.spec.model_dump(exclude={"type"}), **resolved, "identity": self.identity}
 
     # ------------------------------------------------------------------ documents
     def encode_documents(self, texts: Sequence[str], *, progress: bool = False) -> Any:

@@ -121,16 +121,11 @@ class SwapPoint:
         return self.first_ties / self.cells if self.cells else 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "draws": self.draws,
-            "rate": self.rate,
-            "swaps": self.swaps,
-            "second_half_ties": self.second_ties,
-            "compared": self.cells - self.first_ties,
-            "first_half_ties": {"count": self.first_ties, "share": self.first_tie_share},
-            "bins": self.bins,
-        }
+        # what the rate counts (swaps and half-swaps over the pairs compared), then what it leaves out
+        counted = {"swaps": self.swaps, "second_half_ties": self.second_ties, "compared": self.cells - self.first_ties}
+        left_out = {"count": self.first_ties, "share": self.first_tie_share}
+        return {"n": self.n, "draws": self.draws, "rate": self.rate, **counted, "first_half_ties": left_out,
+                "bins": self.bins}  # fmt: skip
 
 
 def n_for_target(points: Sequence[SwapPoint], target: float = SWAP_TARGET) -> int | None:
