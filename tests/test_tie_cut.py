@@ -102,6 +102,23 @@ def test_cut_by_rule_equals_the_rule_over_every_document(n_rows, n_docs, k, leve
     assert np.array_equal(got.scores, full.scores[:, :kk])
 
 
+def test_a_tie_past_the_cut_when_the_first_fetch_is_the_whole_corpus():
+    """k one below the corpus size: the first fetch (k + 1) already holds every document, so a row that
+    still ties is cut from it at once, beside rows that do not tie (a case the property test found)."""
+    from retrievers.ties import cut_by_rule
+
+    scores = np.array([[1.0, 1.0, 1.0, 1.0], [4.0, 3.0, 2.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
+    doc_ids = np.array(["a", "b", "c", "d"], dtype=object)
+
+    def library(rows: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        idx = np.tile(np.arange(4), (len(rows), 1))[:, :depth]
+        return np.take_along_axis(scores[rows], idx, axis=1), idx
+
+    s, i = cut_by_rule(library, 3, 3, doc_ids)
+    assert [list(doc_ids[r]) for r in i] == [["d", "c", "b"], ["a", "b", "c"], ["d", "c", "b"]]
+    assert s[1].tolist() == [4.0, 3.0, 2.0]
+
+
 def test_cut_by_rule_asks_one_more_only_where_nothing_ties_past_the_cut():
     from retrievers.ties import cut_by_rule
 
