@@ -101,6 +101,24 @@ def test_yaml_alias_bomb_is_refused(tmp_path) -> None:
     assert "Traceback" not in msg
 
 
+def test_a_raw_control_character_is_named_with_its_line(tmp_path) -> None:
+    msg = located(tmp_path, 'retrievers:\n  bm25: {type: bm25}\nname: "a\x01b"\n', 3, "U+0001", "escapes")
+    assert "internal error" not in msg
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+def test_any_text_after_a_valid_config_is_read_or_refused_with_input_error(tmp_path, junk) -> None:
+    """Hostile text (control characters, lone surrogates excluded by the codec, tabs, BOMs) is either
+    a config or one located InputError: never another exception."""
+    p = tmp_path / "h.yaml"
+    p.write_text(BM25 + "name: " + junk + "\n", encoding="utf-8")
+    try:
+        load_config(p)
+    except InputError as e:
+        assert str(e).startswith(str(p)), e
+
+
 def test_small_aliases_still_work(tmp_path) -> None:
     c = load_config(cfg(tmp_path, "retrievers:\n  a: &b {type: bm25, k1: 1.1}\n  b: *b\n"))
     assert c.specs()["b"].k1 == 1.1

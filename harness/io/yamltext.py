@@ -107,7 +107,18 @@ def safe_load(text: str, *, path: str | os.PathLike[str] | None = None) -> Any:
     """``yaml.safe_load(text)`` refusing nesting past :data:`MAX_YAML_DEPTH`, more than
     :data:`MAX_YAML_VALUES` values through aliases and a key given twice; errors name ``path`` and
     the line."""
-    loader = StrictLoader(text)
+    try:
+        # the reader checks every character when it is made: a control character raises here
+        loader = StrictLoader(text)
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1 if isinstance(e.position, int) else None
+        code = e.character if isinstance(e.character, int) else ord(str(e.character)[:1] or "\0")
+        raise InputError(
+            f"invalid YAML: character U+{code:04X} is not allowed in YAML text (control characters must be "
+            'written as escapes inside double quotes, e.g. "\\x01")',
+            path=path,
+            line=line,
+        ) from None
     try:
         node = loader.get_single_node()
         if node is None:
