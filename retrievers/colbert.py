@@ -250,6 +250,8 @@ class TokenSegment:
 #: stream's exact reference builds a fresh store over the visible documents at every checkpoint (a
 #: corpus no store on disk is keyed by), and copies every row instead of encoding the corpus again.
 _HOLDERS: dict[str, weakref.WeakSet[Any]] = {}
+#: False: every document is encoded (benchmarks/stream_learned.py measures the copy against it)
+COPY_KNOWN_ROWS = True
 
 
 def remember(ident: str, holder: TokenStore | TokenSegment, keys: Sequence[str]) -> None:
@@ -267,7 +269,7 @@ def forget_rows() -> None:
 def known_rows(ident: str, keys: Sequence[str]) -> dict[int, tuple[TokenStore | TokenSegment, int]]:
     """``{i: (holder, document)}`` for the ``keys`` (text keys) a store or segment of this identity
     holds (read when copied: ``holder.doc(document)``)."""
-    holders = [h for h in list(_HOLDERS.get(ident, ())) if h.intact()]
+    holders = [h for h in list(_HOLDERS.get(ident, ())) if h.intact()] if COPY_KNOWN_ROWS else []
     out: dict[int, tuple[TokenStore | TokenSegment, int]] = {}
     if not holders:
         return out
