@@ -21,6 +21,13 @@ work, with the figure it needs, rather than swapped into. With ``of: NAME`` and 
 rerank stage, as most teams run it: the top ``top_n`` of that row's ranking are re-scored by MaxSim
 and re-ordered; the rest keep their order below them (as the cross-encoder ``rerank`` stage does).
 
+A full-scan row changes in place through the mutable protocol (``add``, ``delete``, ``update``:
+``harness stream``): added documents' token vectors in delta segments in memory, deleted positions
+masked, exact after any writes; the store on disk is never rewritten. A document whose text a store
+or segment of this process already holds (same identity) is copied from it, not encoded
+(:func:`known_rows`): the stream's exact reference, a fresh store over the visible documents at every
+checkpoint, then encodes nothing.
+
 Cost columns: ``index_vectors`` (token vectors stored), ``index_mb`` (the store), ``encode_docs_per_s``,
 ``encode_seconds``, ``cache_hit_rate`` (1 when the store was read back), ``query_encode_ms``.
 """
@@ -159,7 +166,31 @@ def check_fits(
         )
 
 
-class TokenStore:
+class TokenRows:
+    """Documents' token vectors: ``vectors`` (tokens x dim) and ``offsets`` (documents + 1): document
+    ``i`` is ``vectors[offsets[i]:offsets[i + 1]]``. What the full scan (:func:`maxsim_all`) reads."""
+
+    vectors: np.ndarray
+    offsets: np.ndarray
+    keys: dict[str, int]  # text key -> document, once remembered (:func:`remember`)
+
+    @property
+    def tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.vectors.nbytes + self.offsets.nbytes)
+
+    def doc(self, i: int) -> np.ndarray:
+        return np.asarray(self.vectors[self.offsets[i] : self.offsets[i + 1]], dtype=np.float32)
+
+    def intact(self) -> bool:
+        """Whether every row can be read (rows in memory always can)."""
+        return True
+
+
+class TokenStore(TokenRows):
     """Every document's token vectors, memory-mapped: ``vectors`` (tokens x dim) and ``offsets``
     (documents + 1): document ``i`` is ``vectors[offsets[i]:offsets[i + 1]]``; ``store.json`` says
     the dtype, the token count and the width, and a store whose files disagree with it (cut short) is
@@ -183,17 +214,6 @@ class TokenStore:
             else np.zeros((0, self.dim), dtype=dtype)
         )
 
-    @property
-    def tokens(self) -> int:
-        return int(self.offsets[-1])
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.offsets.nbytes)
-
-    def doc(self, i: int) -> np.ndarray:
-        return np.asarray(self.vectors[self.offsets[i] : self.offsets[i + 1]], dtype=np.float32)
-
     def intact(self) -> bool:
         """Whether ``vectors.bin`` still holds every row (a file cut short under a memory map would
         kill the process with SIGBUS when read, so rows are copied only from an intact store)."""
@@ -213,7 +233,7 @@ class TokenStore:
             return None
 
 
-class TokenSegment:
+class TokenSegment(TokenRows):
     """Token vectors held in memory, shaped as a :class:`TokenStore` (``vectors``, ``offsets``): the
     documents added to a full-scan row since its store was built, cast to the store's precision as
     the store casts them (so a row scores the same in either)."""
@@ -230,20 +250,6 @@ class TokenSegment:
         self.row_keys = list(keys)
         self.keys = {k: i for i, k in reversed(list(enumerate(self.row_keys)))}
 
-    @property
-    def tokens(self) -> int:
-        return int(self.offsets[-1])
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.offsets.nbytes)
-
-    def doc(self, i: int) -> np.ndarray:
-        return np.asarray(self.vectors[self.offsets[i] : self.offsets[i + 1]], dtype=np.float32)
-
-    def intact(self) -> bool:
-        return True
-
 
 #: The stores and segments this process holds, per model identity (a digest of it), weakly: one no
 #: longer used drops out. A document whose text one of them holds is copied from it, not encoded: the
@@ -254,7 +260,7 @@ _HOLDERS: dict[str, weakref.WeakSet[Any]] = {}
 COPY_KNOWN_ROWS = True
 
 
-def remember(ident: str, holder: TokenStore | TokenSegment, keys: Sequence[str]) -> None:
+def remember(ident: str, holder: TokenRows, keys: Sequence[str]) -> None:
     """Make ``holder``'s rows (``keys[i]``: the text key of its document ``i``) known to this process."""
     if not holder.keys:
         holder.keys = {k: i for i, k in reversed(list(enumerate(keys)))}
@@ -266,11 +272,11 @@ def forget_rows() -> None:
     _HOLDERS.clear()
 
 
-def known_rows(ident: str, keys: Sequence[str]) -> dict[int, tuple[TokenStore | TokenSegment, int]]:
+def known_rows(ident: str, keys: Sequence[str]) -> dict[int, tuple[TokenRows, int]]:
     """``{i: (holder, document)}`` for the ``keys`` (text keys) a store or segment of this identity
     holds (read when copied: ``holder.doc(document)``)."""
     holders = [h for h in list(_HOLDERS.get(ident, ())) if h.intact()] if COPY_KNOWN_ROWS else []
-    out: dict[int, tuple[TokenStore | TokenSegment, int]] = {}
+    out: dict[int, tuple[TokenRows, int]] = {}
     if not holders:
         return out
     for i, k in enumerate(keys):

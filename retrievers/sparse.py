@@ -24,6 +24,10 @@ figure, ``query_encode_ms``.
 *lossy* (scores change, and so may the ranking). Left out, the model's own setting applies (none
 for most SPLADE models).
 
+The index changes in place through the mutable protocol (``add``, ``delete``, ``update``:
+``harness stream``): added documents' rows in appended segments, deleted positions masked, segments
+merged when they grow (:meth:`Splade._merge_when_due`), exact after any writes.
+
 Cost columns: ``index_nnz`` (non-zeros in the index), ``index_mb`` (its CSR arrays),
 ``encode_docs_per_s``, ``encode_seconds``, ``build_seconds``, ``cache_hit_rate``,
 ``query_encode_ms``. docs/sparse.md has the measured figures.
