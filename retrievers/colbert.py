@@ -39,7 +39,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -172,7 +172,18 @@ class TokenRows:
 
     vectors: np.ndarray
     offsets: np.ndarray
-    keys: dict[str, int]  # text key -> document, once remembered (:func:`remember`)
+    _keys: dict[str, int] | None = None
+    _key_source: Callable[[], Iterable[str]] | None = None
+
+    @property
+    def keys(self) -> dict[str, int]:
+        """Text key -> document (the first holding it), from what :func:`remember` was given: computed
+        when a store being built or a write first looks rows up, never for a run that only reads."""
+        if self._keys is None:
+            self._keys = {}
+            for i, k in enumerate(self._key_source() if self._key_source is not None else ()):
+                self._keys.setdefault(k, i)
+        return self._keys
 
     @property
     def tokens(self) -> int:
@@ -198,7 +209,6 @@ class TokenStore(TokenRows):
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.keys: dict[str, int] = {}  # text key -> document, once remembered (known_rows)
         meta = json.loads((folder / "store.json").read_text(encoding="utf-8"))
         self.offsets = np.load(folder / "offsets.npy", allow_pickle=False)
         dtype = np.dtype(meta["dtype"])
@@ -248,7 +258,7 @@ class TokenSegment(TokenRows):
             else np.zeros((0, dim), dtype=precision)
         )
         self.row_keys = list(keys)
-        self.keys = {k: i for i, k in reversed(list(enumerate(self.row_keys)))}
+        self._key_source = lambda: self.row_keys
 
 
 #: The stores and segments this process holds, per model identity (a digest of it), weakly: one no
@@ -260,10 +270,11 @@ _HOLDERS: dict[str, weakref.WeakSet[Any]] = {}
 COPY_KNOWN_ROWS = True
 
 
-def remember(ident: str, holder: TokenRows, keys: Sequence[str]) -> None:
-    """Make ``holder``'s rows (``keys[i]``: the text key of its document ``i``) known to this process."""
-    if not holder.keys:
-        holder.keys = {k: i for i, k in reversed(list(enumerate(keys)))}
+def remember(ident: str, holder: TokenRows, keys: Callable[[], Iterable[str]]) -> None:
+    """Make ``holder``'s rows known to this process; ``keys()`` gives the text key of each of its
+    documents in order (called when first needed)."""
+    if holder._key_source is None:
+        holder._key_source = keys
     _HOLDERS.setdefault(ident, weakref.WeakSet()).add(holder)
 
 
@@ -421,13 +432,13 @@ class Colbert(LearnedRetriever):
         cols = Corpus.of(corpus)
         self._pos = {str(d): i for i, d in enumerate(cols.ids.tolist())}
         self._held, self._delta = HeldDocs(cols), []
-        texts = list(cols.contents(""))
-        keys = [text_key(t) for t in texts]
         key = digest({**self.identity, "corpus": corpus_digest(cols)})
         folder = (self._cache_dir / "colbert_store" / key) if self._cache_dir is not None else None
         store = TokenStore.open(folder) if folder is not None else None
         self._cache_hit = 1.0 if store is not None else 0.0
-        if store is None:
+        if store is not None:
+            remember(self._rows_key, store, lambda: (text_key(t) for t in cols.contents("")))
+        else:
             if self.spec.of is None:
                 check_fits(self.spec, store_bytes(self.model, cols, self.spec.precision), len(cols), self.model)
             if folder is None:
@@ -437,6 +448,8 @@ class Colbert(LearnedRetriever):
             report = harness_progress.current() if self.show_progress else None
             if report is not None:
                 report.phase("encoding docs", total=len(cols))
+            texts = list(cols.contents(""))
+            keys = [text_key(t) for t in texts]
             self._copied = self._encoded = 0
             t0 = time.perf_counter()
             store = write_store(folder, self._encode_blocks(texts, keys, report), self.spec.precision, self.dim)
@@ -444,7 +457,7 @@ class Colbert(LearnedRetriever):
             self._encode_seconds = took
             self._docs_per_s = self._encoded / took if self._encoded and took > 0 else None
             self._cache_hit = self._copied / len(texts) if texts else 0.0
-        remember(self._rows_key, store, keys)
+            remember(self._rows_key, store, lambda: keys)
         self.store = store
 
     def _encode_blocks(self, texts: list[str], keys: list[str], report: Any) -> Iterator[list[np.ndarray]]:
@@ -592,7 +605,7 @@ class Colbert(LearnedRetriever):
         if self._encoded > e0:
             self._encode_seconds += time.perf_counter() - t0
         segment = TokenSegment(rows, keys, self.spec.precision, self.dim)
-        remember(self._rows_key, segment, keys)
+        remember(self._rows_key, segment, lambda: segment.row_keys)
         self._delta.append(segment)
         held.append(cols)
         self._merge_when_due()
@@ -640,6 +653,6 @@ class Colbert(LearnedRetriever):
                     keys.append(seg.row_keys[j])
             at += len(seg.offsets) - 1
         merged = TokenSegment(rows, keys, self.spec.precision, self.dim)
-        remember(self._rows_key, merged, keys)
+        remember(self._rows_key, merged, lambda: merged.row_keys)
         self._delta = [merged] if rows else []
         held.keep(np.concatenate([np.arange(n_base), n_base + np.flatnonzero(~delta_dead)]))
