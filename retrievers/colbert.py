@@ -21,6 +21,13 @@ work, with the figure it needs, rather than swapped into. With ``of: NAME`` and 
 rerank stage, as most teams run it: the top ``top_n`` of that row's ranking are re-scored by MaxSim
 and re-ordered; the rest keep their order below them (as the cross-encoder ``rerank`` stage does).
 
+A full-scan row changes in place through the mutable protocol (``add``, ``delete``, ``update``:
+``harness stream``): added documents' token vectors in delta segments in memory, deleted positions
+masked, exact after any writes; the store on disk is never rewritten. A document whose text a store
+or segment of this process already holds (same identity) is copied from it, not encoded
+(:func:`known_rows`): the stream's exact reference, a fresh store over the visible documents at every
+checkpoint, then encodes nothing.
+
 Cost columns: ``index_vectors`` (token vectors stored), ``index_mb`` (the store), ``encode_docs_per_s``,
 ``encode_seconds``, ``cache_hit_rate`` (1 when the store was read back), ``query_encode_ms``.
 """
@@ -31,7 +38,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -40,21 +48,20 @@ import numpy as np
 from pydantic import Field
 
 from harness import progress as harness_progress
-from harness.cache import digest
+from harness.cache import digest, text_key
 from harness.errors import InputError, RetrieverError
 from harness.io import atomic
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import PAD, Run
+from retrievers.held import HeldDocs
 from retrievers.learned import (
     LearnedRetriever,
-    doc_rank,
     load_encoder,
     prompt_of,
     require_sentence_transformers,
     rerank_tail,
     resolve_location,
-    tie_topk,
 )
 
 log = logging.getLogger("harness")
@@ -65,6 +72,8 @@ ENCODE_BLOCK = 2048
 SCAN_TOKENS = 32768
 #: query tokens scored per matrix product in the full scan
 SCAN_QUERY_TOKENS = 1024
+#: delta segments (documents added since the store was built) scanned before they are merged into one
+MAX_SEGMENTS = 8
 
 
 class ColbertSpec(SpecBase):
@@ -135,13 +144,21 @@ def store_bytes(model: Any, corpus: Corpus, precision: str) -> tuple[int, int]:
     return tokens * dim * np.dtype(precision).itemsize, tokens
 
 
-def check_fits(spec: ColbertSpec, need: tuple[int, int], n_docs: int, model: Any) -> None:
+def check_fits(
+    spec: ColbertSpec,
+    need: tuple[int, int],
+    n_docs: int,
+    model: Any,
+    subject: str = "the token-vector store of this corpus needs",
+) -> None:
+    """One line, before any work, when a store of ``need`` (bytes, token vectors) would pass the
+    memory limit; ``subject`` says what would need it (the corpus indexed, documents added)."""
     limit = memory_limit_bytes(spec)
     size, tokens = need
     if size > limit:
         dim = int(model.get_embedding_dimension() or 0)
         raise InputError(
-            f"the token-vector store of this corpus needs {size / 2**20:,.1f} MB ({n_docs:,} documents, "
+            f"{subject} {size / 2**20:,.1f} MB ({n_docs:,} documents, "
             f"{tokens:,} token vectors x {dim} dims, {spec.precision}), over the memory limit of "
             f"{limit / 2**20:,.1f} MB; a full MaxSim scan would swap. Raise memory_limit_mb, use precision: "
             "float16, or rerank another row's top documents (of: NAME, top_n: N)",
@@ -149,7 +166,42 @@ def check_fits(spec: ColbertSpec, need: tuple[int, int], n_docs: int, model: Any
         )
 
 
-class TokenStore:
+class TokenRows:
+    """Documents' token vectors: ``vectors`` (tokens x dim) and ``offsets`` (documents + 1): document
+    ``i`` is ``vectors[offsets[i]:offsets[i + 1]]``. What the full scan (:func:`maxsim_all`) reads."""
+
+    vectors: np.ndarray
+    offsets: np.ndarray
+    _keys: dict[str, int] | None = None
+    _key_source: Callable[[], Iterable[str]] | None = None
+
+    @property
+    def keys(self) -> dict[str, int]:
+        """Text key -> document (the first holding it), from what :func:`remember` was given: computed
+        when a store being built or a write first looks rows up, never for a run that only reads."""
+        if self._keys is None:
+            self._keys = {}
+            for i, k in enumerate(self._key_source() if self._key_source is not None else ()):
+                self._keys.setdefault(k, i)
+        return self._keys
+
+    @property
+    def tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.vectors.nbytes + self.offsets.nbytes)
+
+    def doc(self, i: int) -> np.ndarray:
+        return np.asarray(self.vectors[self.offsets[i] : self.offsets[i + 1]], dtype=np.float32)
+
+    def intact(self) -> bool:
+        """Whether every row can be read (rows in memory always can)."""
+        return True
+
+
+class TokenStore(TokenRows):
     """Every document's token vectors, memory-mapped: ``vectors`` (tokens x dim) and ``offsets``
     (documents + 1): document ``i`` is ``vectors[offsets[i]:offsets[i + 1]]``; ``store.json`` says
     the dtype, the token count and the width, and a store whose files disagree with it (cut short) is
@@ -172,16 +224,13 @@ class TokenStore:
             else np.zeros((0, self.dim), dtype=dtype)
         )
 
-    @property
-    def tokens(self) -> int:
-        return int(self.offsets[-1])
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.vectors.nbytes + self.offsets.nbytes)
-
-    def doc(self, i: int) -> np.ndarray:
-        return np.asarray(self.vectors[self.offsets[i] : self.offsets[i + 1]], dtype=np.float32)
+    def intact(self) -> bool:
+        """Whether ``vectors.bin`` still holds every row (a file cut short under a memory map would
+        kill the process with SIGBUS when read, so rows are copied only from an intact store)."""
+        try:
+            return (self.folder / "vectors.bin").stat().st_size >= self.vectors.nbytes
+        except OSError:
+            return False
 
     @classmethod
     def open(cls, folder: Path) -> TokenStore | None:
@@ -192,6 +241,62 @@ class TokenStore:
         except (OSError, ValueError, KeyError) as e:
             log.warning("ignoring token-vector store %s (%s); it will be rebuilt", folder, e)
             return None
+
+
+class TokenSegment(TokenRows):
+    """Token vectors held in memory, shaped as a :class:`TokenStore` (``vectors``, ``offsets``): the
+    documents added to a full-scan row since its store was built, cast to the store's precision as
+    the store casts them (so a row scores the same in either)."""
+
+    def __init__(self, docs: Sequence[np.ndarray], keys: Sequence[str], precision: str, dim: int) -> None:
+        rows = [np.asarray(v, dtype=np.float32).reshape(-1, dim) for v in docs]
+        self.offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in rows], out=self.offsets[1:])
+        self.vectors = (
+            np.ascontiguousarray(np.concatenate(rows), dtype=precision)
+            if self.offsets[-1]
+            else np.zeros((0, dim), dtype=precision)
+        )
+        self.row_keys = list(keys)
+        self._key_source = lambda: self.row_keys
+
+
+#: The stores and segments this process holds, per model identity (a digest of it), weakly: one no
+#: longer used drops out. A document whose text one of them holds is copied from it, not encoded: the
+#: stream's exact reference builds a fresh store over the visible documents at every checkpoint (a
+#: corpus no store on disk is keyed by), and copies every row instead of encoding the corpus again.
+_HOLDERS: dict[str, weakref.WeakSet[Any]] = {}
+#: False: every document is encoded (benchmarks/stream_learned.py measures the copy against it)
+COPY_KNOWN_ROWS = True
+
+
+def remember(ident: str, holder: TokenRows, keys: Callable[[], Iterable[str]]) -> None:
+    """Make ``holder``'s rows known to this process; ``keys()`` gives the text key of each of its
+    documents in order (called when first needed)."""
+    if holder._key_source is None:
+        holder._key_source = keys
+    _HOLDERS.setdefault(ident, weakref.WeakSet()).add(holder)
+
+
+def forget_rows() -> None:
+    """Forget every known row (a benchmark's cold build; tests)."""
+    _HOLDERS.clear()
+
+
+def known_rows(ident: str, keys: Sequence[str]) -> dict[int, tuple[TokenRows, int]]:
+    """``{i: (holder, document)}`` for the ``keys`` (text keys) a store or segment of this identity
+    holds (read when copied: ``holder.doc(document)``)."""
+    holders = [h for h in list(_HOLDERS.get(ident, ())) if h.intact()] if COPY_KNOWN_ROWS else []
+    out: dict[int, tuple[TokenRows, int]] = {}
+    if not holders:
+        return out
+    for i, k in enumerate(keys):
+        for h in holders:
+            p = h.keys.get(k)
+            if p is not None:
+                out[i] = (h, p)
+                break
+    return out
 
 
 def write_store(folder: Path, blocks: Any, precision: str, dim: int) -> TokenStore:
@@ -300,11 +405,14 @@ class Colbert(LearnedRetriever):
         self.model = load_multivector(self.location, spec.device)
         self.dim = int(self.model.get_embedding_dimension() or 0)
         self.store: TokenStore | None = None
+        self._delta: list[TokenSegment] = []
+        self._held: HeldDocs | None = None
         self._pos: dict[str, int] = {}
         self._encode_seconds = 0.0
         self._docs_per_s: float | None = None
         self._cache_hit: float | None = None
         self._query_encode_ms: float | None = None
+        self._copied = self._encoded = 0
         if spec.of is not None:  # a stage: the engine calls transform, never search
             self.transform = self._transform
 
@@ -314,17 +422,23 @@ class Colbert(LearnedRetriever):
     def params(self) -> dict[str, Any]:
         return {**self.spec.model_dump(exclude={"type"}), "location": self.location, "identity": self.identity}
 
+    @property
+    def _rows_key(self) -> str:
+        """The identity's digest: which known rows (:func:`known_rows`) this row may copy."""
+        return digest(self.identity)
+
     # ------------------------------------------------------------------ documents
     def index(self, corpus: Sequence[Document]) -> None:
         cols = Corpus.of(corpus)
-        self._doc_ids = cols.ids
         self._pos = {str(d): i for i, d in enumerate(cols.ids.tolist())}
-        self._rank = doc_rank(cols.ids)
+        self._held, self._delta = HeldDocs(cols), []
         key = digest({**self.identity, "corpus": corpus_digest(cols)})
         folder = (self._cache_dir / "colbert_store" / key) if self._cache_dir is not None else None
         store = TokenStore.open(folder) if folder is not None else None
         self._cache_hit = 1.0 if store is not None else 0.0
-        if store is None:
+        if store is not None:
+            remember(self._rows_key, store, lambda: (text_key(t) for t in cols.contents("")))
+        else:
             if self.spec.of is None:
                 check_fits(self.spec, store_bytes(self.model, cols, self.spec.precision), len(cols), self.model)
             if folder is None:
@@ -335,22 +449,40 @@ class Colbert(LearnedRetriever):
             if report is not None:
                 report.phase("encoding docs", total=len(cols))
             texts = list(cols.contents(""))
+            keys = [text_key(t) for t in texts]
+            self._copied = self._encoded = 0
             t0 = time.perf_counter()
-            store = write_store(folder, self._encode_blocks(texts, report), self.spec.precision, self.dim)
+            store = write_store(folder, self._encode_blocks(texts, keys, report), self.spec.precision, self.dim)
             took = time.perf_counter() - t0
             self._encode_seconds = took
-            self._docs_per_s = len(texts) / took if texts and took > 0 else None
+            self._docs_per_s = self._encoded / took if self._encoded and took > 0 else None
+            self._cache_hit = self._copied / len(texts) if texts else 0.0
+            remember(self._rows_key, store, lambda: keys)
         self.store = store
 
-    def _encode_blocks(self, texts: list[str], report: Any) -> Any:
+    def _encode_blocks(self, texts: list[str], keys: list[str], report: Any) -> Iterator[list[np.ndarray]]:
+        """Each document's token vectors, a block at a time: copied where a store or segment of this
+        process holds the same text under this identity (:func:`known_rows`), encoded otherwise."""
+        known = known_rows(self._rows_key, keys)
         for start in range(0, len(texts), ENCODE_BLOCK):
-            part = texts[start : start + ENCODE_BLOCK]
-            vecs = self.model.encode_document(
-                part, batch_size=self.spec.batch_size, convert_to_numpy=True, show_progress_bar=False
+            part = range(start, min(start + ENCODE_BLOCK, len(texts)))
+            todo = [i for i in part if i not in known]
+            vecs = (
+                self.model.encode_document(
+                    [texts[i] for i in todo],
+                    batch_size=self.spec.batch_size,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
+                if todo
+                else []
             )
+            fresh = dict(zip(todo, vecs))
+            self._encoded += len(todo)
+            self._copied += len(part) - len(todo)
             if report is not None:
                 report.advance(len(part))
-            yield vecs
+            yield [fresh[i] if i in fresh else known[i][0].doc(known[i][1]) for i in part]
 
     # ------------------------------------------------------------------ queries
     def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> list[np.ndarray]:
@@ -377,22 +509,22 @@ class Colbert(LearnedRetriever):
         return [fresh[i] if i in fresh else self._memo[t] for i, t in enumerate(texts)]
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
-        if self.store is None:
+        if self.store is None or self._held is None:
             raise RuntimeError("Colbert.search called before index()")
         if self.spec.of is not None:
             raise RetrieverError("a colbert stage with of: reranks its input's run; it has no search of its own")
         qv = self.encode_queries(queries, use_memo=self._use_memo)
-        kk = min(k, len(self._doc_ids))
-        idx = np.full((len(queries), kk), -1, dtype=np.int64)
-        scores = np.full((len(queries), kk), -np.inf)
-        if qv:
-            q_off = np.zeros(len(qv) + 1, dtype=np.int64)
-            np.cumsum([len(v) for v in qv], out=q_off[1:])
-            all_scores = maxsim_all(np.concatenate(qv).astype(np.float32), q_off, self.store)
-            for r in range(len(queries)):
-                pos, sc = tie_topk(all_scores[r], kk, self._rank)
-                idx[r, : len(pos)], scores[r, : len(pos)] = pos, sc
-        return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
+        stores = (self.store, *self._delta)
+
+        def score_rows(rows: list[int]) -> Iterator[tuple[int, np.ndarray]]:
+            if not rows:
+                return
+            q_off = np.zeros(len(rows) + 1, dtype=np.int64)
+            np.cumsum([len(qv[r]) for r in rows], out=q_off[1:])
+            q = np.concatenate([qv[r] for r in rows]).astype(np.float32)
+            yield from zip(rows, np.concatenate([maxsim_all(q, q_off, s) for s in stores], axis=1))
+
+        return self._held.top_k(queries, k, score_rows, self.name)
 
     def _transform(self, runs: Sequence[Run], queries: Sequence[Query], k: int) -> Run:
         """Re-score the top ``top_n`` of the one input run by MaxSim; the tail keeps its order below."""
@@ -424,9 +556,11 @@ class Colbert(LearnedRetriever):
         return out.cut(k) if out.depth > k else out
 
     def efficiency_extra(self, k: int) -> dict[str, Any]:
-        """``encode_seconds`` (documents and queries encoded), ``encode_docs_per_s`` (None when the
-        store was read back), ``cache_hit_rate`` (1 when it was), ``query_encode_ms``, and the
-        store's size: ``index_vectors`` (token vectors) and ``index_mb``."""
+        """``encode_seconds`` (documents and queries encoded), ``encode_docs_per_s`` (None when no
+        document was encoded), ``cache_hit_rate`` (1 when the store was read back; else the share of
+        documents copied from a store this process already held), ``query_encode_ms``, and the
+        store's size as held: ``index_vectors`` (token vectors) and ``index_mb``, the documents added
+        since it was built (in memory) and the rows of deleted documents included."""
         out: dict[str, Any] = {
             "encode_seconds": self._encode_seconds,
             "build_seconds": 0.0,
@@ -436,6 +570,89 @@ class Colbert(LearnedRetriever):
         if self._query_encode_ms is not None:
             out["query_encode_ms"] = self._query_encode_ms
         if self.store is not None:
-            out["index_vectors"] = self.store.tokens
-            out["index_mb"] = self.store.nbytes / 2**20
+            out["index_vectors"] = self.store.tokens + sum(s.tokens for s in self._delta)
+            out["index_mb"] = self._held_bytes() / 2**20
         return out
+
+    # ------------------------------------------------------------------ the mutable protocol
+    # ``harness stream`` writes a full-scan row (no of:) through add / delete / update
+    # (harness.protocol.Mutable). The store on disk is never rewritten: it is the cache's, keyed by the
+    # corpus it was built for, and other runs read it. Added documents' token vectors go to delta
+    # segments in memory (TokenSegment, in the store's precision), scanned after the store, their
+    # positions following its; a deleted document is marked dead in HeldDocs and its scores
+    # discarded. Every score is the MaxSim of the same stored vectors, so the row stays exact.
+
+    def add(self, docs: Sequence[Document]) -> None:
+        """Encode (or copy, :func:`known_rows`) ``docs`` into a new delta segment; refused, before any
+        encoding, when the store and its segments would pass ``memory_limit_mb``."""
+        if not docs:
+            return
+        held, store = self._changing()
+        cols = Corpus.of(docs)
+        size, tokens = store_bytes(self.model, cols, self.spec.precision)
+        held_tokens = store.tokens + sum(s.tokens for s in self._delta)
+        check_fits(
+            self.spec,
+            (self._held_bytes() + size, held_tokens + tokens),
+            held.live + len(cols),
+            self.model,
+            subject=f"adding {len(cols):,} documents would take the token-vector store to",
+        )
+        texts = list(cols.contents(""))
+        keys = [text_key(t) for t in texts]
+        t0, e0 = time.perf_counter(), self._encoded
+        rows = [v for block in self._encode_blocks(texts, keys, None) for v in block]
+        if self._encoded > e0:
+            self._encode_seconds += time.perf_counter() - t0
+        segment = TokenSegment(rows, keys, self.spec.precision, self.dim)
+        remember(self._rows_key, segment, lambda: segment.row_keys)
+        self._delta.append(segment)
+        held.append(cols)
+        self._merge_when_due()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._changing()[0].remove(ids)
+        self._merge_when_due()
+
+    def update(self, docs: Sequence[Document]) -> None:
+        """A new version of held documents: the old rows dead, the new ones added."""
+        self.delete([d.id for d in docs])
+        self.add(docs)
+
+    def _changing(self) -> tuple[HeldDocs, TokenStore]:
+        if self.store is None or self._held is None:
+            raise RuntimeError("Colbert.add/delete called before index()")
+        if self.spec.of is not None:
+            raise RetrieverError(
+                "a colbert stage with of: reranks another row's candidates and does not change in place; "
+                "stream the row it reranks"
+            )
+        return self._held, self.store
+
+    def _held_bytes(self) -> int:
+        return (self.store.nbytes if self.store is not None else 0) + sum(s.nbytes for s in self._delta)
+
+    def _merge_when_due(self) -> None:
+        """Merge the delta segments into one, dropping their dead rows, when there are more than
+        ``MAX_SEGMENTS`` of them or over half their rows are dead. Each segment is a scan of its own
+        (matrix products per block), so many small ones slow every search; merging copies the live
+        delta rows once (memory, no encoding). Dead rows of the store on disk stay, masked: the store
+        is never rewritten, and ``index()`` over the documents held builds a compact one."""
+        held, store = self._changing()
+        n_base = len(store.offsets) - 1
+        delta_dead = held.dead[n_base:]
+        if not (len(self._delta) > MAX_SEGMENTS or (delta_dead.any() and delta_dead.sum() * 2 > len(delta_dead))):
+            return
+        rows: list[np.ndarray] = []
+        keys: list[str] = []
+        at = n_base
+        for seg in self._delta:
+            for j in range(len(seg.offsets) - 1):
+                if not held.dead[at + j]:
+                    rows.append(seg.doc(j))
+                    keys.append(seg.row_keys[j])
+            at += len(seg.offsets) - 1
+        merged = TokenSegment(rows, keys, self.spec.precision, self.dim)
+        remember(self._rows_key, merged, lambda: merged.row_keys)
+        self._delta = [merged] if rows else []
+        held.keep(np.concatenate([np.arange(n_base), n_base + np.flatnonzero(~delta_dead)]))

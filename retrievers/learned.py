@@ -103,8 +103,6 @@ class LearnedRetriever:
         self.location = model_location(spec, config_dir)
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
         self._identity: dict[str, Any] | None = None
-        self._doc_ids = np.empty(0, dtype=object)
-        self._rank = np.zeros(0, dtype=np.int64)
         self._memo: dict[str, Any] = {}
         self._use_memo = True
         self._load()

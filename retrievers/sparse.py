@@ -24,6 +24,10 @@ figure, ``query_encode_ms``.
 *lossy* (scores change, and so may the ranking). Left out, the model's own setting applies (none
 for most SPLADE models).
 
+The index changes in place through the mutable protocol (``add``, ``delete``, ``update``:
+``harness stream``): added documents' rows in appended segments, deleted positions masked, segments
+merged when they grow (:meth:`Splade._merge_when_due`), exact after any writes.
+
 Cost columns: ``index_nnz`` (non-zeros in the index), ``index_mb`` (its CSR arrays),
 ``encode_docs_per_s``, ``encode_seconds``, ``build_seconds``, ``cache_hit_rate``,
 ``query_encode_ms``. docs/sparse.md has the measured figures.
@@ -45,25 +49,26 @@ from pydantic import Field
 from harness import progress as harness_progress
 from harness.cache import CHECKPOINT_S, CHUNK_ROWS, digest, text_key
 from harness.errors import InputError
-from harness.filters import MaskCache, group_by_filter, has_filters
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
 from retrievers.encode_pipeline import EncodeCosts, PipelineStats, encode_stream
 from retrievers.encoder import _featurizer
+from retrievers.held import HeldDocs
 from retrievers.learned import (
     LearnedRetriever,
     architectures,
-    doc_rank,
     load_encoder,
     prompt_of,
     require_sentence_transformers,
     resolve_location,
-    tie_topk,
 )
 from retrievers.sparse_cache import SparseRowCache
 
 log = logging.getLogger("harness")
+
+#: segments of added documents searched beside the base index before they are merged into it
+MAX_SEGMENTS = 8
 
 WHAT_IT_NEEDS = (
     "splade needs a SPLADE model: a SparseEncoder folder (MLM head + SPLADE pooling) or a fill-mask "
@@ -175,6 +180,12 @@ class InvertedIndex:
     def nnz(self) -> int:
         return len(self.data)
 
+    def matrix(self) -> Any:
+        """The documents' rows back as a scipy CSC matrix (documents x vocabulary), no copy."""
+        import scipy.sparse as sp
+
+        return sp.csc_matrix((self.data, self.indices, self.indptr), shape=(self.n_docs, self.width))
+
     @property
     def nbytes(self) -> int:
         return int(self.indptr.nbytes + self.indices.nbytes + self.data.nbytes)
@@ -211,7 +222,8 @@ class Splade(LearnedRetriever):
         self._cache: SparseRowCache | None = None
         self.pipeline = PipelineStats()
         self._index: InvertedIndex | None = None
-        self._masks: MaskCache | None = None
+        self._segments: list[InvertedIndex] = []
+        self._held: HeldDocs | None = None
         self._costs = EncodeCosts()
 
     # ------------------------------------------------------------------ identity and cache
@@ -315,9 +327,6 @@ class Splade(LearnedRetriever):
 
     def index(self, corpus: Sequence[Document]) -> None:
         cols = Corpus.of(corpus)
-        self._doc_ids = cols.ids
-        self._rank = doc_rank(cols.ids)
-        self._masks = MaskCache(cols)
         c = self.cache
         h0, m0 = (c.hits, c.misses) if c is not None else (0, 0)
         p0 = replace(self.pipeline)  # a copy: what the pipeline had before
@@ -327,7 +336,7 @@ class Splade(LearnedRetriever):
             report.phase("encoding docs", total=len(cols))
         docs = self.encode_documents(list(cols.contents("")), progress=report is not None)
         t0 = time.perf_counter()
-        self._index = InvertedIndex(docs)
+        self._index, self._segments, self._held = InvertedIndex(docs), [], HeldDocs(cols)
         self._costs.build_seconds = time.perf_counter() - t0
         if c is not None:
             looked = (c.hits - h0) + (c.misses - m0)
@@ -371,39 +380,96 @@ class Splade(LearnedRetriever):
         return sp.vstack([self._memo[t] for t in texts], format="csr")
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
-        if self._index is None:
+        if self._index is None or self._held is None:
             raise RuntimeError("Splade.search called before index()")
         q = self.encode_queries(queries, use_memo=self._use_memo)
-        kk = min(k, len(self._doc_ids))
-        idx = np.full((len(queries), kk), -1, dtype=np.int64)
-        scores = np.full((len(queries), kk), -np.inf)
-        groups = (
-            group_by_filter(queries)
-            if self._masks is not None and has_filters(queries)
-            else [(None, list(range(len(queries))))]
-        )
-        for flt, rows in groups:
-            allowed = None if flt is None else self._masks(flt)  # type: ignore[misc]
+
+        def score_rows(rows: list[int]) -> Iterator[tuple[int, np.ndarray]]:
             for r in rows:
                 lo, hi = q.indptr[r], q.indptr[r + 1]
-                s = self._index.scores(q.indices[lo:hi].astype(np.int64), q.data[lo:hi])
-                if allowed is not None:
-                    s = np.where(allowed, s, -np.inf)
-                pos, sc = tie_topk(s, kk, self._rank)
-                idx[r, : len(pos)], scores[r, : len(pos)] = pos, sc
-        return Run([x.id for x in queries], self._doc_ids, idx, scores, name=self.name)
+                yield r, self._scores(q.indices[lo:hi].astype(np.int64), q.data[lo:hi])
+
+        return self._held.top_k(queries, k, score_rows, self.name)
+
+    def _scores(self, terms: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """float64 scores of every position: the base index's, then each segment's."""
+        parts = [ix.scores(terms, weights) for ix in (self._index, *self._segments) if ix is not None]
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def efficiency_extra(self, k: int) -> dict[str, Any]:
         """What the run cost besides search: ``encode_seconds`` (documents and queries encoded, cache
         reads excluded), ``build_seconds`` (the inverted index), ``cache_hit_rate``,
         ``encode_docs_per_s`` and ``encode_wait_share`` (the pipeline; None when every row was
-        cached), ``query_encode_ms``, and the index's size: ``index_nnz`` (non-zero weights) and
-        ``index_mb`` (its CSR arrays)."""
+        cached), ``query_encode_ms``, and the index's size as held: ``index_nnz`` (non-zero weights)
+        and ``index_mb`` (its CSC arrays), segments added since the last merge and the rows of
+        deleted documents not merged away yet included."""
         out = self._costs.extra()
-        if self._index is not None:
-            out["index_nnz"] = self._index.nnz
-            out["index_mb"] = self._index.nbytes / 2**20
+        held = [ix for ix in (self._index, *self._segments) if ix is not None]
+        if held:
+            out["index_nnz"] = sum(ix.nnz for ix in held)
+            out["index_mb"] = sum(ix.nbytes for ix in held) / 2**20
         return out
+
+    # ------------------------------------------------------------------ the mutable protocol
+    # ``harness stream`` writes through add / delete / update (harness.protocol.Mutable). An added
+    # document's row comes from encode_documents (so the row cache serves a text seen before) into a
+    # new segment: an InvertedIndex of its own, searched after the base, its positions following the
+    # base's. A deleted document keeps its row, marked dead in HeldDocs (its score is discarded).
+    # Scores are exact after any writes: a document's score is the same float64 sum over the query's
+    # terms in whichever segment its row sits (see _merge).
+
+    def add(self, docs: Sequence[Document]) -> None:
+        if not docs:
+            return
+        held = self._changing()
+        cols = Corpus.of(docs)
+        rows = self.encode_documents(list(cols.contents("")))
+        self._segments.append(InvertedIndex(rows))
+        held.append(cols)
+        self._merge_when_due()
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._changing().remove(ids)
+        self._merge_when_due()
+
+    def update(self, docs: Sequence[Document]) -> None:
+        """A new version of held documents: the old rows dead, the new ones added."""
+        self.delete([d.id for d in docs])
+        self.add(docs)
+
+    def _changing(self) -> HeldDocs:
+        if self._index is None or self._held is None:
+            raise RuntimeError("Splade.add/delete called before index()")
+        return self._held
+
+    def _merge_when_due(self) -> None:
+        """Merge the segments into the base, dropping the dead rows, when there are more than
+        ``MAX_SEGMENTS`` of them, when they hold more than half the base's weights, or when over half
+        the positions are dead. Each segment costs a pass of the query's terms over its postings (numpy
+        calls per term, per segment), so many small segments slow every search; a merge rebuilds the
+        CSC arrays of the whole index (linear in its weights). Merging once the segments reach half
+        the base makes the base grow geometrically, so the rebuilds cost O(1) per added weight
+        amortised, and search never scans more than 1.5x the live rows, dead ones included."""
+        held, base = self._changing(), self._index
+        assert base is not None
+        dead = len(held) - held.live
+        added = sum(ix.nnz for ix in self._segments)
+        if len(self._segments) > MAX_SEGMENTS or added > base.nnz // 2 or (dead and dead * 2 > len(held)):
+            self._merge()
+
+    def _merge(self) -> None:
+        """One InvertedIndex of the live rows, in position order (the base's, then each segment's):
+        the same float32 weights a fresh index of them holds, so every score is unchanged."""
+        import scipy.sparse as sp
+
+        held = self._changing()
+        parts = [ix.matrix() for ix in (self._index, *self._segments) if ix is not None]
+        keep = np.flatnonzero(~held.dead)
+        t0 = time.perf_counter()
+        self._index = InvertedIndex(sp.vstack(parts, format="csr")[keep])
+        self._costs.build_seconds += time.perf_counter() - t0
+        self._segments = []
+        held.keep(keep)
 
 
 def output_width(model: Any) -> int:
