@@ -441,10 +441,13 @@ class Colbert(LearnedRetriever):
         else:
             if self.spec.of is None:
                 check_fits(self.spec, store_bytes(self.model, cols, self.spec.precision), len(cols), self.model)
-            if folder is None:
+            if folder is None:  # no cache: a store of this object's own, removed with it
+                import shutil
                 import tempfile
+                import weakref
 
                 folder = Path(tempfile.mkdtemp(prefix="harness-colbert-"))
+                weakref.finalize(self, shutil.rmtree, str(folder), True)
             report = harness_progress.current() if self.show_progress else None
             if report is not None:
                 report.phase("encoding docs", total=len(cols))

@@ -73,6 +73,21 @@ def test_the_store_is_memory_mapped_reused_and_float16_by_default(colbert_model,
     assert f32.efficiency_extra(10)["index_mb"] > 1.9 * eff["index_mb"]
 
 
+def test_without_a_cache_folder_the_store_is_temporary_and_removed_with_the_row(colbert_model):
+    import gc
+
+    from harness.datasets import load_dataset
+    from retrievers.colbert import Colbert, ColbertSpec
+
+    row = Colbert(ColbertSpec(model=str(colbert_model)), cache_dir=None, show_progress=False)
+    row.index(list(load_dataset("demo").corpus)[:20])
+    folder = row.store.folder
+    assert (folder / "store.json").is_file()
+    del row
+    gc.collect()
+    assert not folder.exists()
+
+
 def test_a_store_cut_short_is_rebuilt(colbert_model, tmp_path):
     from harness.datasets import load_dataset
     from retrievers.colbert import Colbert, ColbertSpec
