@@ -26,13 +26,18 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", required=True, help="a SparseEncoder folder (SPLADE)")
+def exact_flags(doc: str, model_help: str, *, model_required: bool) -> argparse.Namespace:
+    """The flags of the exactness benchmarks (this one and colbert_exact.py), parsed."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--model", required=model_required, default=None, help=model_help)
     ap.add_argument("--dataset", default=str(REPO.parent / "shared" / "data" / "scifact"))
     ap.add_argument("--split", default="test")
     ap.add_argument("--depth", type=int, default=100)
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> int:
+    a = exact_flags(__doc__, "a SparseEncoder folder (SPLADE)", model_required=True)
 
     import harness
     from harness.datasets import load_dataset

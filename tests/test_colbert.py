@@ -52,6 +52,45 @@ def test_maxsim_scan_equals_the_per_document_definition(lengths, q_tokens, seed)
         np.testing.assert_allclose(cb.maxsim_pairs(q, docs), want, rtol=1e-5, atol=1e-5)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(8, 120), min_size=5, max_size=40),
+    st.lists(st.integers(16, 32), min_size=4, max_size=10),
+    st.integers(0, 2**31 - 1),
+)
+def test_maxsim_gives_the_library_s_float32_bits(doc_lengths, query_lengths, seed):
+    """The scan and the rerank compute as ``sentence_transformers.util.similarity.maxsim`` does (what
+    ``MultiVectorEncoder.similarity`` calls): float32 products by torch with the kernel its call
+    takes, float32 sums in its order over the padded query width; so a score is the library's, bit
+    for bit, and near-tied documents fall in its order. The library scoring a query set (here at
+    least 64 query tokens, as any evaluation's queries are): BLAS multiplies a product of fewer rows
+    with another kernel, which rounds otherwise (that call is matched to float32 rounding only)."""
+    import torch
+    from sentence_transformers.util.similarity import maxsim
+
+    import retrievers.colbert as cb
+
+    rng = np.random.default_rng(seed)
+
+    def unit(n: int) -> np.ndarray:
+        v = rng.normal(size=(n, 128)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    docs = [unit(n) for n in doc_lengths]
+    qs = [unit(n) for n in query_lengths]
+    want = maxsim([torch.from_numpy(q) for q in qs], [torch.from_numpy(d) for d in docs]).numpy()
+
+    class Store:
+        vectors = np.concatenate(docs)
+        offsets = np.concatenate([[0], np.cumsum(doc_lengths)]).astype(np.int64)
+
+    q_off = np.concatenate([[0], np.cumsum(query_lengths)]).astype(np.int64)
+    np.testing.assert_array_equal(cb.maxsim_all(np.concatenate(qs), q_off, Store).astype(np.float32), want)
+    width = max(query_lengths)
+    for i, q in enumerate(qs):
+        np.testing.assert_array_equal(cb.maxsim_pairs(q, docs, width).astype(np.float32), want[i])
+
+
 def test_the_store_is_memory_mapped_reused_and_float16_by_default(colbert_model, tmp_path):
     from harness.datasets import load_dataset
     from retrievers.colbert import Colbert, ColbertSpec
@@ -136,13 +175,10 @@ def canonical(ids: list[str], scores: np.ndarray, k: int) -> list[str]:
     return [ids[i] for i in order[:k]]
 
 
-def assert_same_ranking(got: list[str], want: list[str], score: dict[str, float], tol: float = 1e-5) -> None:
-    """Identical, except where the reference's own scores of two swapped documents differ by less than
-    ``tol`` (float32 rounding between the library's torch MaxSim and the store's numpy one)."""
-    assert len(got) == len(want)
-    for a, b in zip(got, want):
-        if a != b:
-            assert abs(score[a] - score[b]) < tol, (a, b, score[a], score[b])
+def assert_library_ranking(got: list[tuple[str, float]], want: list[str], score: dict[str, float]) -> None:
+    """The library's ranking, position for position, and its float32 scores, bit for bit."""
+    assert [d for d, _ in got] == want
+    assert [np.float32(sc) for _, sc in got] == [np.float32(score[d]) for d in want]
 
 
 @pytest.mark.slow
@@ -182,10 +218,10 @@ def test_on_scifact_colbert_ranks_as_multivector_similarity_in_full_and_as_a_rer
     for i, q in enumerate(ds.queries):
         score = dict(zip(ids, sims[i].tolist()))
         full[q.id] = canonical(ids, sims[i], 100)
-        assert_same_ranking([d for d, _ in res.runs["colbert"][q.id]], full[q.id], score)
+        assert_library_ranking(res.runs["colbert"][q.id], full[q.id], score)
         cand = [d for d, _ in res.runs["bm25"][q.id]]
         reranked[q.id] = canonical(cand, np.array([score[d] for d in cand]), 100)
-        assert_same_ranking([d for d, _ in res.runs["bm25_colbert"][q.id]], reranked[q.id], score)
+        assert_library_ranking(res.runs["bm25_colbert"][q.id], reranked[q.id], score)
     ev = pytrec_eval.RelevanceEvaluator({q: dict(v) for q, v in ds.qrels.items()}, {"ndcg_cut_10"})
     for row, ranking in (("colbert", full), ("bm25_colbert", reranked)):
         run = {q: {d: float(len(r) - j) for j, d in enumerate(r)} for q, r in ranking.items()}
