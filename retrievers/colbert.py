@@ -72,7 +72,7 @@ ENCODE_BLOCK = 2048
 SCAN_TOKENS = 32768
 #: query tokens scored per matrix product in the full scan
 SCAN_QUERY_TOKENS = 1024
-#: fewest rows a product is computed with (zero rows added): the library's BLAS kernel, and its rounding
+#: fewest rows either side of a product has (zero rows added): the library's BLAS kernel, and its rounding
 MIN_PRODUCT_ROWS = 64
 
 
@@ -371,20 +371,23 @@ def sum_maxima(best: np.ndarray, q_lengths: np.ndarray, width: int) -> np.ndarra
 def token_maxima(rows: np.ndarray, block: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """``(query tokens, documents)`` float32: each query token's best dot product with any token of
     each document (``block``'s rows from ``starts``), the products by torch as the library's einsum
-    computes them. BLAS multiplies a product of few rows with another kernel, which rounds otherwise
-    (one query's tokens, in a rerank); padded with zero rows to :data:`MIN_PRODUCT_ROWS` it takes the
-    kernel the library's call over a query set takes."""
+    computes them. BLAS multiplies a product with few rows on either side with another kernel, which
+    rounds otherwise (one query's tokens in a rerank, the last small block of a scan, a delta
+    segment); both sides padded with zero rows to :data:`MIN_PRODUCT_ROWS` take the kernel the
+    library's call over a query set and a corpus takes."""
     import warnings
 
     import torch
 
-    n = len(rows)
+    n, m = len(rows), len(block)
     if n < MIN_PRODUCT_ROWS:
         rows = np.concatenate([rows, np.zeros((MIN_PRODUCT_ROWS - n, rows.shape[1]), dtype=rows.dtype)])
+    if m < MIN_PRODUCT_ROWS:
+        block = np.concatenate([block, np.zeros((MIN_PRODUCT_ROWS - m, block.shape[1]), dtype=np.float32)])
     with warnings.catch_warnings():  # a read-only memory map: torch only reads it
         warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
         left, right = torch.from_numpy(np.ascontiguousarray(rows)), torch.from_numpy(np.ascontiguousarray(block))
-    return np.maximum.reduceat((left @ right.T).numpy()[:n], starts, axis=1)
+    return np.maximum.reduceat((left @ right.T).numpy()[:n, :m], starts, axis=1)
 
 
 def maxsim_all(q: np.ndarray, q_offsets: np.ndarray, store: TokenRows, width: int | None = None) -> np.ndarray:
