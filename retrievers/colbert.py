@@ -72,8 +72,6 @@ ENCODE_BLOCK = 2048
 SCAN_TOKENS = 32768
 #: query tokens scored per matrix product in the full scan
 SCAN_QUERY_TOKENS = 1024
-#: fewest rows either side of a product has (zero rows added): the library's BLAS kernel, and its rounding
-MIN_PRODUCT_ROWS = 64
 
 
 class ColbertSpec(SpecBase):
@@ -349,6 +347,10 @@ def corpus_digest(corpus: Corpus) -> str:
     for line in corpus.fingerprint_lines():
         h.update(line)
     return h.hexdigest()
+
+
+#: fewest rows either side of a product has (zero rows added): the library's BLAS kernel, and its rounding
+MIN_PRODUCT_ROWS = 64
 
 
 def sum_maxima(best: np.ndarray, q_lengths: np.ndarray, width: int) -> np.ndarray:
