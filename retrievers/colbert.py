@@ -363,11 +363,11 @@ def sum_maxima(best: np.ndarray, q_lengths: np.ndarray, width: int) -> np.ndarra
     import torch
 
     nq, nd = len(q_lengths), best.shape[1]
-    padded = np.zeros((nq, width, nd), dtype=np.float32)
+    padded = np.zeros((nq, nd, width), dtype=np.float32)  # the layout torch sums: query tokens innermost
     which = np.repeat(np.arange(nq), q_lengths)
     token = np.arange(len(which)) - np.repeat(np.cumsum(q_lengths) - q_lengths, q_lengths)
-    padded[which, token] = best
-    return torch.from_numpy(padded).permute(0, 2, 1).contiguous().sum(dim=-1).numpy()
+    padded[which, :, token] = best
+    return torch.from_numpy(padded).sum(dim=-1).numpy()
 
 
 def token_maxima(rows: np.ndarray, block: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -383,7 +383,7 @@ def token_maxima(rows: np.ndarray, block: np.ndarray, starts: np.ndarray) -> np.
 
     n, m = len(rows), len(block)
     if n < MIN_PRODUCT_ROWS:
-        rows = np.concatenate([rows, np.zeros((MIN_PRODUCT_ROWS - n, rows.shape[1]), dtype=rows.dtype)])
+        rows = np.concatenate([rows, np.zeros((MIN_PRODUCT_ROWS - n, rows.shape[1]), dtype=np.float32)])
     if m < MIN_PRODUCT_ROWS:
         block = np.concatenate([block, np.zeros((MIN_PRODUCT_ROWS - m, block.shape[1]), dtype=np.float32)])
     with warnings.catch_warnings():  # a read-only memory map: torch only reads it
@@ -438,7 +438,7 @@ def maxsim_pairs(qv: np.ndarray, docs: list[np.ndarray], width: int | None = Non
     keep = lengths > 0
     if keep.any() and len(qv):
         starts = (np.cumsum(lengths) - lengths)[keep]
-        best = token_maxima(np.asarray(qv, dtype=np.float32), cat.astype(np.float32), starts)
+        best = token_maxima(np.asarray(qv, dtype=np.float32), np.asarray(cat, dtype=np.float32), starts)
         out[keep] = sum_maxima(best, np.array([len(qv)]), int(width or len(qv)))[0]
     return out
 
