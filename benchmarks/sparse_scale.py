@@ -41,6 +41,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+from sparse_encode import splade_flags  # noqa: E402
+
 from harness.model import Query  # noqa: E402
 from retrievers.learned import tie_topk  # noqa: E402
 from retrievers.sparse import InvertedIndex, Splade, SpladeSpec  # noqa: E402
@@ -87,16 +89,14 @@ def pct(x: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(x) * 1000, q))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default=os.environ.get("SPLADE_MODEL"), help="SPLADE folder (or $SPLADE_MODEL)")
+def _own_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--sample", type=int, default=1000)
-    ap.add_argument("--doc-max-length", type=int, default=256)
     ap.add_argument("--queries", type=int, default=100)
-    args = ap.parse_args()
-    if not args.model:
-        ap.error("give --model (or $SPLADE_MODEL)")
+
+
+def main() -> None:
+    args = splade_flags(__doc__, _own_flags)
     import faiss
 
     faiss.omp_set_num_threads(1)  # one query per call on one thread, as the sparse index runs
