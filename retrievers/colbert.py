@@ -456,7 +456,6 @@ class Colbert(LearnedRetriever):
         self.store: TokenStore | None = None
         self._delta: list[TokenSegment] = []
         self._held: HeldDocs | None = None
-        self._pos: dict[str, int] = {}
         self._encode_seconds = 0.0
         self._docs_per_s: float | None = None
         self._cache_hit: float | None = None
@@ -479,7 +478,6 @@ class Colbert(LearnedRetriever):
     # ------------------------------------------------------------------ documents
     def index(self, corpus: Sequence[Document]) -> None:
         cols = Corpus.of(corpus)
-        self._pos = {str(d): i for i, d in enumerate(cols.ids.tolist())}
         self._held, self._delta = HeldDocs(cols), []
         key = digest({**self.identity, "corpus": corpus_digest(cols)})
         folder = (self._cache_dir / "colbert_store" / key) if self._cache_dir is not None else None
@@ -612,8 +610,9 @@ class Colbert(LearnedRetriever):
         """Re-score the top ``top_n`` of the one input run by MaxSim; the tail keeps its order below."""
         if len(runs) != 1:
             raise RetrieverError(f"colbert reranks one input run, got {len(runs)}")
-        if self.store is None:
+        if self.store is None or self._held is None:
             raise RuntimeError("Colbert.transform called before index()")
+        where = self._held.where
         qids = [q.id for q in queries]
         run = runs[0].subset(qids)
         n = min(self.spec.top_n, run.depth)
@@ -626,7 +625,7 @@ class Colbert(LearnedRetriever):
             cols = np.flatnonzero(valid[r])
             docs = []
             for d in run.doc_ids[head_idx[r, cols]].tolist():
-                pos = self._pos.get(str(d))
+                pos = where.get(str(d))
                 if pos is None:
                     raise RetrieverError(f"colbert: document {d!r} (query {qids[r]!r}) is not in the indexed corpus")
                 docs.append(self.store.doc(pos))
