@@ -275,9 +275,45 @@ def test_ctrl_c_keeps_completed_checkpoints_and_marks_the_folder_incomplete(tmp_
     assert doc["complete"] is False
     assert [c["checkpoint"] for c in doc["retrievers"]["slow"]["checkpoints"]] == [0, 1]
     assert sorted(doc["files"]) == ["report.html", "runbook.jsonl", "runs/slow-cp0.trec", "runs/slow-cp1.trec"]
-    assert not (tmp_path / ".out.harness-next").exists()
+    assert not list(tmp_path.glob(".out.*"))  # neither the staging folder nor the lock is left
     assert main(["report", str(out)]) == 2
     assert main(["report", str(out), "--allow-incomplete"]) == 0
+
+
+def test_a_second_stream_to_the_same_out_is_refused_and_the_first_loses_nothing(tmp_path: Path, capsys) -> None:
+    """Two commands, one ``--out`` (fault D5): the second is refused in one line while the first writes;
+    the first's folder is whole (every file it lists there, as it wrote it)."""
+    stop = tmp_path / "stopped"
+    team = f"  slow: {{type: python, class: 'stream_team:Overlap', params: {{stop_file: '{stop}'}}}}"
+    cfg = _config(tmp_path, team, "  steps: 3\n  probes: 2\n  poll_s: 0.02\n  delete: 0\n  update: 0")
+    other = tmp_path / "other.yaml"
+    other.write_text("dataset: demo\nmetrics: [ndcg@10]\nretrievers:\n  bm25: {type: bm25}\nstream: {steps: 1}\n")
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "stream", "--config", str(cfg), "--out", str(out)],
+                            env=env, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)  # fmt: skip
+    try:
+        for _ in range(2400):
+            if stop.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert stop.exists(), proc.communicate()[1]
+        capsys.readouterr()
+        assert main(["stream", "--config", str(other), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("error:") == 1 and f"pid {proc.pid}" in err and "is writing this folder" in err, err
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=300)
+    finally:
+        proc.kill() if proc.poll() is None else None
+    assert proc.returncode == 130
+    doc = json.loads((out / "stream.json").read_text())
+    assert list(doc["retrievers"]) == ["slow"]  # the first's, and nothing of the second
+    assert sorted(doc["files"]) == sorted(
+        str(f.relative_to(out)) for f in out.rglob("*") if f.is_file() and f.name != "stream.json"
+    )
+    assert main(["report", str(out), "--allow-incomplete"]) == 0  # every listed file as it was written
+    assert "changed" not in capsys.readouterr().err
 
 
 @pytest.mark.slow

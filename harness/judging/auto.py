@@ -35,6 +35,7 @@ from harness.endpoint.client import Outcome
 from harness.endpoint.fanout import ReplyCache, Tally, ask_many, reply_key
 from harness.endpoint.settings import EndpointSettings
 from harness.errors import InputError
+from harness.io import staged
 from harness.io.append_log import sha256_text
 from harness.judging import umbrela
 from harness.judging.judge import Judge, Pair, check_judge, judge_class, make_judge
@@ -153,9 +154,8 @@ def check_out(out: str | os.PathLike[str]) -> Path:
     p = Path(out)
     if p.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
         raise InputError("the grade file must end in .csv or .jsonl", field="--out")
-    if p.exists() and not _is_auto_file(p):
-        raise InputError("exists and was not written by `harness judge auto`; choose a new file", path=p, field="--out")
-    return p
+    theirs = "exists and was not written by `harness judge auto`; choose a new file"
+    return staged.check_out(p, "owned", file=True, owned_by=_is_auto_file, not_ours=theirs)
 
 
 def check_theirs(p: Path, judge: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness import clock
 from harness.errors import InputError
-from harness.io import atomic
+from harness.io import atomic, staged
 from harness.io.trec import read_qrels, write_qrels
 from harness.judging.pool import read_pool
 from harness.model import Qrels
@@ -97,10 +97,11 @@ def merge_line(pool: str | os.PathLike[str], qrels: str | os.PathLike[str] | Non
 def check_out(qrels: str | os.PathLike[str] | None, out: str | os.PathLike[str]) -> Path:
     """Refuse, before any work, an ``out`` that exists (above all the judgments themselves)."""
     out_p = Path(out)
-    if out_p.exists() or provenance_path(out_p).exists():
-        same = qrels is not None and out_p.exists() and out_p.resolve() == Path(qrels).resolve()
-        why = "it is the judgments being merged (they are never modified)" if same else "it exists"
-        raise InputError(f"will not write here: {why}; choose a new file", path=out_p, field="--out")
+    if qrels is not None and out_p.exists() and out_p.resolve() == Path(qrels).resolve():
+        raise InputError("will not write here: it is the judgments being merged (they are never modified); choose a "
+                         "new file", path=out_p, field="--out")  # fmt: skip
+    staged.check_out(out_p, "new", file=True)
+    staged.check_out(provenance_path(out_p), "new", file=True)
     return out_p
 
 

@@ -10,11 +10,11 @@ file, unless told ``--allow-incomplete``, in which case each problem is a warnin
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 
 from harness.errors import InputError
+from harness.io.staged import sha256_file
 from harness.results import Results
 from harness.results.folder import run_file
 from harness.results.record import RunRecord
@@ -22,15 +22,6 @@ from harness.results.record import RunRecord
 log = logging.getLogger("harness")
 
 ALLOW_FLAG = "--allow-incomplete"
-_CHUNK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def problems(results: Results) -> list[tuple[str, str]]:

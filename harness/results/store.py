@@ -11,35 +11,32 @@ Layout of ``DIR``:
 
 Writing into a folder that already holds results (a fresh run, or a ``--resume`` of complete
 results) goes to a staging folder beside it (``.DIR.harness-next``), swapped in when the run completes
-(one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux): until then the old results stay whole, however
+(one atomic ``renameat2(RENAME_EXCHANGE)`` on Linux, :func:`harness.io.staged.exchange`): until then
+the old results stay whole, however
 the process dies, and a killed run's finished retrievers wait in the staging folder for ``--resume``.
 The user's files in the folder are carried over (:mod:`harness.results.folder`): a re-run replaces
 only what the harness wrote, which ``results.json`` lists under ``files``.
 
 Ownership: a folder is the harness's when it is new or empty, or when its ``results.json`` carries the
 harness's schema marker (or is a schema 1 results file). Anything else is refused and left as it is.
-A lock file beside the folder stops two runs writing it at once.
+A lock file beside the folder (:func:`harness.io.staged.lock`, the one every folder-writing command
+takes) stops two commands writing it at once.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import errno
 import hashlib
 import logging
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.efficiency import Cost
 from harness.errors import InputError
-from harness.io import atomic
+from harness.io import atomic, staged
 from harness.io.trec import format_run, read_qrels, read_run, write_qrels
 from harness.model import Qrels
 from harness.outcome import Outcome
@@ -64,22 +61,11 @@ RESULTS = "results.json"
 
 def check_out_dir(out: Path) -> None:
     """Refuse, before any work, a ``--out`` that is not ours or cannot be written."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError("output path exists and is not a folder", path=out)
-    if out.is_dir() and not owned(out):
-        raise InputError(
-            "output folder is not empty and holds files the harness did not write (no results.json with the harness's "
-            "schema marker); choose a new or empty folder (nothing there is touched)",
-            path=out,
-        )
-    probe_dir = out if out.is_dir() else _existing_parent(out)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".harness-probe-", dir=probe_dir)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as e:
-        raise InputError(f"cannot write results here ({e.strerror or e})", path=probe_dir) from None
+    staged.check_out(
+        out, "owned", owned_by=owned, field=None,
+        not_ours="output folder is not empty and holds files the harness did not write (no results.json with the "
+        "harness's schema marker); choose a new or empty folder (nothing there is touched)",
+    )  # fmt: skip
 
 
 def owned(folder: Path) -> bool:
@@ -92,15 +78,7 @@ def owned(folder: Path) -> bool:
     return (folder / RESULTS).is_file() and is_results_file(folder / RESULTS)
 
 
-def _existing_parent(p: Path) -> Path:
-    p = p.resolve()
-    while not p.exists():
-        p = p.parent
-    return p
-
-
-class FolderLocked(InputError):
-    pass
+FolderLocked = staged.FolderLocked
 
 
 class RunStore:
@@ -111,7 +89,7 @@ class RunStore:
         # swaps the real folder, not a link to it
         self.out = Path(out).expanduser().resolve()
         self.resume = resume
-        self._lock_fd: int | None = None
+        self._lock: contextlib.ExitStack | None = None
         self.staged = False
         self.dir = self.out
         self._qrels_written = False
@@ -120,7 +98,7 @@ class RunStore:
     # ------------------------------------------------------------------ open / close
     def __enter__(self) -> RunStore:
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self._lock()
+        self._lock_out()
         try:
             check_out_dir(self.out)
             has_results = (self.out / RESULTS).is_file()
@@ -155,33 +133,15 @@ class RunStore:
     def __exit__(self, *exc: object) -> None:
         self._unlock()
 
-    def _lock(self) -> None:
-        import fcntl
-
-        path = self.out.parent / f".{self.out.name}.harness-lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666 & ~atomic.umask())
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
-            os.close(fd)
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                raise FolderLocked(
-                    f"another harness run (pid {holder}) is writing this folder; wait for it or choose another --out",
-                    path=self.out,
-                ) from None
-            raise
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode("ascii"))
-        self._lock_fd = fd
-        self._lock_path = path
+    def _lock_out(self) -> None:
+        stack = contextlib.ExitStack()
+        stack.enter_context(staged.lock(self.out))
+        self._lock = stack
 
     def _unlock(self) -> None:
-        if self._lock_fd is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._lock_path)
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     # ------------------------------------------------------------------ runs
     def save(self, outcome: Outcome, *, config_hash: str | None, spec: Mapping[str, Any], inputs: list[str]) -> None:
@@ -278,7 +238,7 @@ class RunStore:
         self.write_results(results)
         if self.staged:
             carry_user_files(self.out, self.dir)
-            _swap(self.dir, self.out)
+            staged.exchange(self.dir, self.out)
             rescue_then_remove(self.dir, self.out)  # now the previous results
             self.dir = self.out
             self.staged = False
@@ -330,23 +290,6 @@ def _chmod_dir(path: Path) -> None:
     """mkdtemp-style folders are 0700; a results folder is as readable as any other."""
     with contextlib.suppress(OSError):
         os.chmod(path, 0o777 & ~atomic.umask())
-
-
-def _swap(staged: Path, target: Path) -> None:
-    """Exchange two folders in one step (Linux renameat2 RENAME_EXCHANGE); elsewhere two renames."""
-    libc_name = ctypes.util.find_library("c")
-    if libc_name:
-        libc = ctypes.CDLL(libc_name, use_errno=True)
-        fn = getattr(libc, "renameat2", None)
-        if fn is not None:
-            at_fdcwd, rename_exchange = -100, 2
-            if fn(at_fdcwd, os.fsencode(staged), at_fdcwd, os.fsencode(target), rename_exchange) == 0:
-                return
-    old = target.with_name(f".{target.name}.harness-old")
-    shutil.rmtree(old, ignore_errors=True)
-    os.rename(target, old)
-    os.rename(staged, target)
-    os.rename(old, staged)
 
 
 __all__ = ["SCHEMA", "FolderLocked", "RunStore", "check_out_dir", "owned", "read_runs", "run_stem", "save"]

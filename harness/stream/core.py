@@ -33,7 +33,7 @@ from harness.paths import cache_dir_of
 from harness.registry import BuildContext, strict_scalar_problem
 from harness.stream import probes
 from harness.stream.engines import Engine, build_engines, check_changeable, exact_reference
-from harness.stream.folder import RUNBOOK, SCHEMA, StreamFolder, check_out, run_name
+from harness.stream.folder import RUNBOOK, StreamFolder, check_out, run_name
 from harness.stream.runbook import WRITES, Op, Visible, draw, format_runbook, read_runbook, version_of
 from harness.stream.spec import StreamSpec
 from harness.validate import check_dataset_usable
@@ -277,7 +277,6 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
                        depth=config.depth, show_progress=False)  # fmt: skip
     engines = build_engines(specs, ctx)
     doc: dict[str, Any] = {
-        "schema": SCHEMA,
         "version": __version__,
         "dataset": {"name": ds.name, "source": ds.source, "split": ds.split, "documents": len(ds.corpus)},
         "queries": len(ds.queries),
@@ -287,19 +286,27 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
         "runbook": str(opts.runbook) if opts.runbook else None,
         "retrievers": {},
     }
-    folder = StreamFolder(out).open()
-    streamer = Streamer(ds, ops, spec, list(config.metrics), config.depth, ctx, folder, doc)
     try:
-        folder.write(RUNBOOK, format_runbook(ops).encode("utf-8"))
-        for engine in engines.values():
-            try:
-                streamer.play(engine)
-            finally:
-                engine.close()
+        folder = StreamFolder(out).__enter__()  # the lock: a second stream to this --out is refused here
     except BaseException:
         for engine in engines.values():
             engine.close()
-        folder.finish(doc, complete=False)
         raise
-    folder.finish(doc, complete=True)
-    return doc
+    try:
+        streamer = Streamer(ds, ops, spec, list(config.metrics), config.depth, ctx, folder, doc)
+        try:
+            folder.write(RUNBOOK, format_runbook(ops).encode("utf-8"))
+            for engine in engines.values():
+                try:
+                    streamer.play(engine)
+                finally:
+                    engine.close()
+        except BaseException:
+            for engine in engines.values():
+                engine.close()
+            folder.finish(doc, complete=False)
+            raise
+        folder.finish(doc, complete=True)
+    finally:
+        folder.__exit__(None, None, None)
+    return folder.envelope(doc, complete=True)

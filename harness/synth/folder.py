@@ -1,84 +1,47 @@
 """The synthetic set's folder: a BEIR folder every command reads, plus ``synth.json``.
 
-It is written whole or not at all: everything goes into a hidden folder beside ``OUT`` and is
-renamed to ``OUT`` at the end, so an error, Ctrl-C or a kill leaves no half-written ``OUT`` (at most
-the hidden folder, removed on every exit this process sees, and by the next run for the same ``OUT``
-after a SIGKILL). An existing ``OUT`` is refused before
-any work. The corpus is hard-linked from the source folder where the filesystem allows (no copy of
-a large corpus), else copied.
+It is written whole or not at all (:class:`harness.io.staged.Staged`): everything goes into a hidden
+folder beside ``OUT`` and is renamed to ``OUT`` at the end, so an error, Ctrl-C or a kill leaves no
+half-written ``OUT`` (at most the hidden folder, removed on every exit this process sees, and by the
+next run for the same ``OUT`` after a SIGKILL). An existing ``OUT`` is refused before any work. The
+corpus is hard-linked from the source folder where the filesystem allows (no copy of a large
+corpus), else copied. ``synth.json`` is the folder's envelope (each file's sha256); ``bias.json`` is
+not listed there: ``synth bias`` writes it again whenever asked.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from harness import defaults
 from harness.errors import InputError
-from harness.io import atomic
+from harness.io import staged
 
 #: the provenance file of a synthetic set
 SYNTH_FILE = "synth.json"
 #: the bias figures ``synth bias`` (and ``synth generate``) leave in the folder; report.html reads them
 BIAS_FILE = "bias.json"
-FORMAT = "harness-synth"
-VERSION = 1
+KIND = "synth"
+#: 2: the common envelope (``schema: retrieval-harness/synth``, ``files``, ``complete``); 1 was
+#: ``format: harness-synth``, ``version: 1``
+VERSION = 2
 
 
 def check_out(out: str | os.PathLike[str]) -> Path:
     """``OUT`` must not exist (nothing a user wrote is overwritten) and its parent must."""
-    p = Path(out).expanduser()
-    if p.exists() or p.is_symlink():
-        raise InputError("already exists; choose a new folder (nothing is overwritten)", path=p, field="--out")
-    if not p.parent.is_dir():
-        raise InputError("the folder it goes in does not exist", path=p.parent, field="--out")
-    return p
+    return staged.check_out(out, "new")
 
 
-@contextlib.contextmanager
-def staging(out: Path) -> Iterator[Path]:
-    """A hidden folder beside ``out`` to write into; renamed to ``out`` when the block ends without
-    an exception, removed otherwise."""
-    _remove_stale(out)
-    tmp = out.parent / f".{out.name}.synth-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        yield tmp
-        if out.exists():
-            raise InputError("appeared while the set was being made; nothing was overwritten", path=out)
-        os.rename(tmp, out)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _remove_stale(out: Path) -> None:
-    """Hidden folders of earlier runs for ``out`` whose process is gone (a SIGKILL while writing)."""
-    for old in out.parent.glob(f".{out.name}.synth-*"):
-        pid = old.name.rsplit("-", 1)[-1]
-        if not (pid.isascii() and pid.isdigit()) or int(pid) == os.getpid():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(old, ignore_errors=True)
-        except (PermissionError, OverflowError):
-            continue
-
-
-def link_or_copy(src: Path, dst: Path) -> str:
-    """``dst`` a hard link to ``src`` where the filesystem allows, else a copy; which it was."""
-    try:
-        os.link(src, dst)
-        return "hard link"
-    except OSError:
-        shutil.copyfile(src, dst)
-        return "copy"
+def staging(out: Path) -> staged.Staged:
+    """The set's folder being written (:class:`~harness.io.staged.Staged`): renamed to ``out`` by
+    :func:`write_set`'s ``synth.json``, removed if the block ends first."""
+    return staged.Staged(out, KIND, VERSION, mode="new")
 
 
 def _line(rec: dict[str, Any]) -> str:
@@ -91,31 +54,38 @@ def _line(rec: dict[str, Any]) -> str:
 
 
 def write_set(
-    folder: Path,
+    folder: staged.Staged,
     corpus_file: Path,
     queries: Sequence[tuple[str, str, str, dict[str, Any]]],
-    provenance: dict[str, Any],
 ) -> str:
-    """``corpus.jsonl`` (linked), ``queries.jsonl``, ``qrels/test.tsv`` (each question's source,
-    grade 1) and ``synth.json`` under ``folder``. ``queries``: ``(id, text, source id, metadata)``.
-    Returns how the corpus got there (also ``provenance["corpus"]["how"]``)."""
-    how = provenance.setdefault("corpus", {})["how"] = link_or_copy(corpus_file, folder / "corpus.jsonl")
+    """``corpus.jsonl`` (linked), ``queries.jsonl`` and ``qrels/test.tsv`` (each question's source,
+    grade 1) in ``folder``; ``synth.json`` is written by :func:`finish`. ``queries``: ``(id, text,
+    source id, metadata)``. Returns how the corpus got there."""
+    how = folder.link("corpus.jsonl", corpus_file)
     lines = [_line({"_id": qid, "text": text, "metadata": meta}) for qid, text, _, meta in queries]
-    atomic.write_text(folder / "queries.jsonl", "".join(line + "\n" for line in lines))
+    folder.write("queries.jsonl", "".join(line + "\n" for line in lines).encode("utf-8"))
     rows = ["query-id\tcorpus-id\tscore", *(f"{qid}\t{src}\t1" for qid, _, src, _ in queries)]
-    atomic.write_text(folder / "qrels" / f"{defaults.SPLIT}.tsv", "\n".join(rows) + "\n")
-    write_json(folder / SYNTH_FILE, provenance)
+    folder.write(f"qrels/{defaults.SPLIT}.tsv", ("\n".join(rows) + "\n").encode("utf-8"))
     return how
+
+
+def finish(folder: staged.Staged, provenance: dict[str, Any]) -> Path:
+    """``synth.json`` (the provenance, in the envelope) last; the folder moved into place."""
+    return folder.finish(SYNTH_FILE, provenance)
 
 
 def write_json(path: Path, obj: Any) -> None:
     """JSON written atomically; a lone surrogate in a string is kept as an escape."""
-    text = json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(obj, indent=1, allow_nan=False)
-    atomic.write_text(path, text + "\n")
+    staged.write_json(path, obj)
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """A synth.json written before the common envelope (``format: harness-synth``, ``version: 1``)
+    as schema version 1 (no ``files``: nothing to check)."""
+    if doc.get("format") == "harness-synth" and doc.get("version") == 1:
+        rest = {k: v for k, v in doc.items() if k not in ("format", "version")}
+        return {"schema": staged.schema(KIND), "schema_version": 1, **rest}
+    return doc
 
 
 def read_synth(folder: str | os.PathLike[str]) -> dict[str, Any]:
@@ -123,14 +93,13 @@ def read_synth(folder: str | os.PathLike[str]) -> dict[str, Any]:
     p = Path(folder).expanduser() / SYNTH_FILE
     if not p.is_file():
         raise InputError(f"no {SYNTH_FILE}: not a folder `harness synth generate` wrote", path=p.parent)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise InputError(f"not valid JSON ({e})", path=p) from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise InputError(f"not a {FORMAT} file (format: {FORMAT!r} expected)", path=p, field="format")
-    check_synth(data, p)
-    return data
+    doc = staged.open_envelope(p, KIND, _Loose, version=VERSION, upgrade=upgrade).model_dump()
+    check_synth(doc, p)
+    return doc
+
+
+class _Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
 
 
 def _int(x: Any) -> bool:

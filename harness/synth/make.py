@@ -166,10 +166,12 @@ def generate(
     provenance = _provenance(dataset, corpus, s, client, drawn, candidates, counts, tally)
     queries = [(q["id"], c.text, q["source"], {"source": q["source"], "style": c.style})
                for q, c in zip((q for q in provenance["queries"] if q["kept"]), kept)]  # fmt: skip
-    with W.staging(target) as tmp:
-        W.write_set(tmp, corpus_file, queries, provenance)
-        figures = bias_of(tmp, provenance, target.name)
-        W.write_json(tmp / W.BIAS_FILE, figures)
+    with W.staging(target) as folder:
+        provenance["corpus"]["how"] = W.write_set(folder, corpus_file, queries)
+        figures = bias_of(folder.dir, provenance, target.name)
+        W.write_json(folder.dir / W.BIAS_FILE, figures)
+        provenance = folder.envelope(provenance, complete=True)
+        W.finish(folder, provenance)
     provenance["bias"] = figures
     return provenance
 
@@ -244,8 +246,6 @@ def _provenance(
     settings = asdict(s)
     settings.pop("model")
     return {
-        "format": W.FORMAT,
-        "version": W.VERSION,
         "generator": s.generator,
         "model": s.model if s.generator == "http" else None,
         "endpoint": client.public if client is not None else None,

@@ -1,8 +1,9 @@
 """What ``harness traces import`` writes into its folder.
 
-The folder is written whole or not at all, as ``harness synth``'s is (:func:`harness.synth.folder.
-staging`: a hidden sibling of ``OUT`` renamed into place at the end; ``OUT`` must not exist, so
-nothing a user wrote is overwritten).
+The folder is written whole or not at all (:class:`harness.io.staged.Staged`: a hidden sibling of
+``OUT`` renamed into place at the end; ``OUT`` must not exist, so nothing a user wrote is
+overwritten); ``traces.json`` is its envelope (``schema: retrieval-harness/traces``, each file's
+sha256).
 
 ``runs/production.trec``: each query's latest ranking in the order production returned it (the
 order its span listed the documents in, which is what the user was shown). The score column keeps
@@ -24,7 +25,9 @@ from harness.traces.aggregate import QueryRecord
 
 TRACES_FILE = "traces.json"
 RUN_NAME = "production"
-FORMAT, VERSION = "harness-traces", 1
+KIND = "traces"
+#: 2: the common envelope; 1 was ``format: harness-traces``, ``version: 1`` (no ``files``)
+VERSION = 2
 
 
 def iso(ns: int) -> str | None:

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from harness import progress
 from harness.errors import InputError
+from harness.io import staged
 from harness.io.lines import iter_lines
-from harness.synth.folder import check_out, link_or_copy, staging
 from harness.traces import folder as F
 from harness.traces.aggregate import Aggregate, QueryRecord
 from harness.traces.conventions import RetrievalSpan, read_retrieval
@@ -127,30 +127,35 @@ def import_traces(
     """Read ``options.spans``, write the folder ``options.out``; returns what ``traces.json`` says."""
     o = options
     check_paths(o.spans)
-    out = check_out(o.out)
+    out = staged.check_out(o.out, "new")
     since, until = _time_bound(o.since, "--since"), _time_bound(o.until, "--until")
     if since is not None and until is not None and since > until:
         raise InputError("--since is after --until", field="--since")
     corpus = _corpus_file(o.corpus) if o.corpus else None
     known = _corpus_ids(corpus) if corpus else None
     redactor = Redactor(o.redact)
-    with staging(out) as tmp, progress.session(stream, enabled=show_progress) as bar:
-        (tmp / "runs").mkdir()
-        with (tmp / "corpus.jsonl").open("w", encoding="utf-8") as corpus_fh:
+    with staged.Staged(out, F.KIND, F.VERSION) as folder, progress.session(stream, enabled=show_progress) as bar:
+        with folder.path("corpus.jsonl").open("w", encoding="utf-8") as corpus_fh:
             on_content = None if corpus else (lambda i, c: corpus_fh.write(F.corpus_line(i, c)))
             agg = Aggregate(redactor, on_content)
             counts = _stream(o, agg, redactor, since, until, bar)
         chosen = _choose(agg, o, counts)
         if corpus is not None:
-            os.unlink(tmp / "corpus.jsonl")
+            os.unlink(folder.path("corpus.jsonl"))
             _check_known(chosen, known or set(), corpus)
-            link_or_copy(corpus, tmp / "corpus.jsonl")
-        with (tmp / "queries.jsonl").open("w", encoding="utf-8") as fh:
+            folder.link("corpus.jsonl", corpus)
+        else:
+            folder.add("corpus.jsonl")
+        with folder.path("queries.jsonl").open("w", encoding="utf-8") as fh:
             F.write_queries(fh, chosen)
-        with (tmp / "runs" / f"{F.RUN_NAME}.trec").open("w", encoding="utf-8") as fh:
+        folder.add("queries.jsonl")
+        run = f"runs/{F.RUN_NAME}.trec"
+        with folder.path(run).open("w", encoding="utf-8") as fh:
             rankings = F.write_run(fh, chosen)
-        summary = _summary(o, agg, counts, chosen, rankings, redactor, corpus is not None)
-        (tmp / F.TRACES_FILE).write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        folder.add(run)
+        summary = folder.envelope(_summary(o, agg, counts, chosen, rankings, redactor, corpus is not None),
+                                  complete=True)  # fmt: skip
+        folder.finish(F.TRACES_FILE, summary)
     return ImportReport(out=str(out), summary=summary)
 
 
@@ -249,8 +254,6 @@ def _check_known(records: list[QueryRecord], known: set[str], corpus: Path) -> N
 
 def _summary(o, agg: Aggregate, c: dict[str, Any], chosen, rankings, redactor: Redactor, team_corpus: bool):
     return {
-        "format": F.FORMAT,
-        "version": F.VERSION,
         "spans": {"read": c["read"], "imported": c["imported"], "truncated_at_max_spans": c["truncated"]},
         "skipped": dict(sorted(c["skipped"].items())),
         "documents_dropped": dict(sorted(c["documents_dropped"].items())),
