@@ -111,7 +111,7 @@ def main() -> None:
         doc = run_stream(StreamOptions(config=cfg, out=out))
         wall = time.perf_counter() - t0
         print(to_text(doc))
-        print(table(doc))
+        print(table(doc.to_json()))
         vis = Visible()
         for line in (out / "runbook.jsonl").read_text().splitlines():
             row = json.loads(line)

@@ -121,7 +121,7 @@ def test_exact_engines_match_exact_and_a_static_run(tmp_path: Path) -> None:
 
     cfg = _config(tmp_path, "  bm25: {type: bm25}\n  dense: {type: dense}", STREAM)
     out = tmp_path / "out"
-    doc = run_stream(StreamOptions(config=cfg, out=out))
+    doc = run_stream(StreamOptions(config=cfg, out=out)).to_json()
     ds = load_dataset("demo")
     assert _recompute(out, ds, doc) == 2 * 5
     visibles = _replay(out)
@@ -156,7 +156,7 @@ def test_a_team_retriever_that_ignores_deletes_has_ghost_hits(tmp_path: Path) ->
     team = "  ghosts: {type: python, class: 'stream_team:Overlap', params: {ignore_deletes: true}}"
     cfg = _config(tmp_path, team, STREAM)
     out = tmp_path / "out"
-    doc = run_stream(StreamOptions(config=cfg, out=out))
+    doc = run_stream(StreamOptions(config=cfg, out=out)).to_json()
     cps = doc["retrievers"]["ghosts"]["checkpoints"]
     assert sum(c["ghost_hits"]["hits"] for c in cps) > 0
     visibles = _replay(out)
@@ -172,7 +172,7 @@ def test_an_insert_visible_after_3_s_is_retrievable_after_3_s(tmp_path: Path) ->
     poll = 0.2
     team = "  late: {type: python, class: 'stream_team:Overlap', params: {delay_s: 3.0}}"
     stream = f"  steps: 1\n  insert: 0.05\n  delete: 0\n  update: 0\n  probes: 4\n  poll_s: {poll}\n  settle: false"
-    doc = run_stream(StreamOptions(config=_config(tmp_path, team, stream), out=tmp_path / "out"))
+    doc = run_stream(StreamOptions(config=_config(tmp_path, team, stream), out=tmp_path / "out")).to_json()
     r = doc["retrievers"]["late"]["checkpoints"][1]["retrievable_s"]
     assert r["never"] == 0
     # found by the first poll that started 3 s after the acknowledgement: no earlier, and no later than
@@ -321,7 +321,7 @@ def test_a_second_stream_to_the_same_out_is_refused_and_the_first_loses_nothing(
 def test_scifact_checkpoints_recompute_with_pytrec_eval(tmp_path: Path) -> None:
     cfg = _config(tmp_path, "  bm25: {type: bm25}", "  steps: 2\n  probes: 5\n  poll_s: 0.02", dataset=str(SCIFACT))
     out = tmp_path / "out"
-    doc = run_stream(StreamOptions(config=cfg, out=out))
+    doc = run_stream(StreamOptions(config=cfg, out=out)).to_json()
     ds = load_dataset(str(SCIFACT))
     assert _recompute(out, ds, doc) == 4
     for c in doc["retrievers"]["bm25"]["checkpoints"]:

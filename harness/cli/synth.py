@@ -116,7 +116,7 @@ def bias(args: argparse.Namespace) -> int:
     from harness.datasets import load_dataset
     from harness.errors import InputError
     from harness.synth.bias import report
-    from harness.synth.folder import BIAS_FILE, read_synth, write_json
+    from harness.synth.folder import read_synth, write_bias
     from harness.synth.render import render
 
     synth = read_synth(args.folder)
@@ -139,7 +139,7 @@ def bias(args: argparse.Namespace) -> int:
     out = report(dataset, synth, human=human, results=results, metrics=metrics)
     from pathlib import Path
 
-    write_json(Path(args.folder) / BIAS_FILE, out)  # report.html of a run over the set shows them
+    write_bias(Path(args.folder), out)  # report.html of a run over the set shows them
     if args.format == "json":
         sys.stdout.write(json.dumps(out, indent=1) + "\n")
     else:

@@ -108,7 +108,7 @@ class Session:
         if retrievers:
             graph = graph.select(retrievers)
         check_corpus_needed(ds, {n: graph[n].spec.get("type") for n in graph.order})  # 0 documents: exit 2 now
-        from harness.results.page.synthetic import read_bias  # the page's package: not resident otherwise
+        from harness.results.synthetic_set import read_bias
 
         read_bias(ds.source)  # a synthetic set's hand-edited bias.json: one line now, not a page lost at the end
         rows = [f"{n}[{c}]" for c in config.chunking for n in graph.order] if config.chunking else graph.order

@@ -29,8 +29,13 @@ from harness.io import jsontext
 
 log = logging.getLogger("harness")
 
-#: every night carries this, so a history file is recognisable (and a foreign JSONL is refused)
-SCHEMA = "harness-history/1"
+#: every night carries this, so a history file is recognisable (and a foreign JSONL is refused): the
+#: common envelope's marker, as every file the harness writes (:mod:`harness.io.staged`)
+SCHEMA = "retrieval-harness/history"
+#: 2: ``schema: retrieval-harness/history`` + ``schema_version``; 1 was ``schema: harness-history/1``
+SCHEMA_VERSION = 2
+#: the marker of a night written before the common envelope (read as schema_version 1)
+SCHEMA_V1 = "harness-history/1"
 
 
 def _now() -> str:
@@ -42,6 +47,7 @@ def night(report: CheckReport, *, time: str | None = None) -> dict[str, Any]:
     git = report.current_git
     return {
         "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
         "time": time or _now(),
         "commit": git.get("commit"),
         "dirty": git.get("dirty"),
@@ -83,6 +89,7 @@ def error_night(message: str, *, baseline: str, current: str, time: str | None =
     """A night whose check could not run (bad input): recorded so the trend shows the gap."""
     return {
         "schema": SCHEMA,
+        "schema_version": SCHEMA_VERSION,
         "time": time or _now(),
         "baseline": baseline,
         "current": current,
@@ -238,8 +245,13 @@ def read(path: str | os.PathLike[str]) -> History:
         if obj is None:
             hist.skipped.append((i, "not valid JSON (a write cut short?)"))
             continue
+        obj = _upgrade(obj)
         if obj.get("schema") != SCHEMA:
             raise InputError(f'not a night written by harness check (no "schema": "{SCHEMA}")', path=p, line=i)
+        v = obj.get("schema_version")
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= SCHEMA_VERSION:
+            raise InputError(f"schema_version: must be a whole number 1..{SCHEMA_VERSION} (a newer harness wrote it?)",
+                             path=p, line=i)  # fmt: skip
         problem = _night_problem(obj)
         if problem:
             raise InputError(problem, path=p, line=i)
@@ -248,6 +260,13 @@ def read(path: str | os.PathLike[str]) -> History:
     if not hist.nights:
         raise InputError("holds no nights" + (" (every line is unreadable)" if hist.skipped else ""), path=p)
     return hist
+
+
+def _upgrade(obj: dict[str, Any]) -> dict[str, Any]:
+    """A night written before the common envelope (``harness-history/1``) as schema_version 1."""
+    if obj.get("schema") == SCHEMA_V1:
+        return {"schema": SCHEMA, "schema_version": 1, **{k: v for k, v in obj.items() if k != "schema"}}
+    return obj
 
 
 def _night_problem(obj: dict[str, Any]) -> str | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.gate import junit, render
-from harness.gate.history import SCHEMA
+from harness.gate.history import SCHEMA, SCHEMA_V1
 
 #: what a file of each kind must hold to be ours
 _MARKERS = {"summary": render.MARKER, "junit": junit.MARKER}
@@ -139,7 +139,7 @@ def is_history(path: Path) -> bool:
                     obj = json.loads(raw)
                 except (ValueError, RecursionError):
                     continue  # a line cut short: look further
-                return isinstance(obj, dict) and obj.get("schema") == SCHEMA
+                return isinstance(obj, dict) and obj.get("schema") in (SCHEMA, SCHEMA_V1)  # a night of before, too
     except OSError:
         return False
     return True

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
 
 from harness.errors import InputError
 from harness.io import atomic
@@ -296,6 +296,45 @@ def exchange(staged: Path, target: Path) -> None:
 # ----------------------------------------------------------------------------- reading
 
 
+class Ordered(BaseModel):
+    """A file's model that writes back the bytes it was read from: the keys in the order the file had
+    them (a key the model declares but the file lacked, at the end), extra keys kept."""
+
+    _order: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_order(cls, data: Any, handler: Any) -> Any:
+        obj = handler(data)
+        if isinstance(data, dict) and isinstance(obj, Ordered):
+            obj._order = [str(k) for k in data]
+        return obj
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.model_dump(mode="json", by_alias=True)
+        for name, field in type(self).model_fields.items():
+            key = field.alias or name
+            if key in d:
+                d[key] = _in_order(getattr(self, name), d[key])
+        first = {k: d[k] for k in self._order if k in d}
+        return {**first, **{k: v for k, v in d.items() if k not in first}}
+
+
+def _in_order(value: Any, dumped: Any) -> Any:
+    """``dumped`` with every :class:`Ordered` model inside ``value`` in its file's key order."""
+    if isinstance(value, Ordered):
+        return value.to_json()
+    if isinstance(value, list) and isinstance(dumped, list):
+        return [_in_order(v, x) for v, x in zip(value, dumped)]
+    if isinstance(value, dict) and isinstance(dumped, dict):
+        return {k: _in_order(value.get(k), x) for k, x in dumped.items()}
+    return dumped
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """The file, as :func:`write_json` writes every harness file."""
+        return write_json(path, self.to_json())
+
+
 def read_json(path: str | os.PathLike[str], *, what: str = "") -> Any:
     """A harness JSON file, parsed within :data:`MAX_BYTES`: missing, unreadable, too large or not JSON
     is one located line."""
@@ -318,15 +357,39 @@ def read_json(path: str | os.PathLike[str], *, what: str = "") -> Any:
         raise InputError(f"not valid JSON: {e.msg}{cut}", path=p, line=e.lineno) from None
 
 
+#: pydantic's error types in the words a user reads (the value found is added)
+_WANTED = {
+    "missing": "missing",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "list_type": "must be a list",
+    "string_type": "must be a string",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "greater_than_equal": "must be >= {ge}",
+}
+
+
 def located(e: ValidationError, path: Path) -> InputError:
-    """A pydantic error as one line naming the file and the key (``a.b[2].c``)."""
+    """A pydantic error as one line naming the file and the key (``a.b[2].c``), in a user's words."""
     err = e.errors()[0]
     key = ""
     for part in err["loc"]:
         key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "missing":
-        msg = "missing (as the harness writes it)"
+    wanted = _WANTED.get(err["type"])
+    if wanted is None:
+        msg = err["msg"].removeprefix("Value error, ")
+    elif err["type"] == "missing":
+        msg = "missing (the harness always writes it)"
+    else:
+        found = json.dumps(err.get("input"), ensure_ascii=False, default=str)
+        msg = f"{wanted.format(**(err.get('ctx') or {}))}, not {found[:60]}"
     return InputError(msg, path=path, field=key or None)
 
 
@@ -400,6 +463,7 @@ def open_envelope(
 __all__ = [
     "MAX_BYTES",
     "FolderLocked",
+    "Ordered",
     "Staged",
     "check_out",
     "exchange",

@@ -93,7 +93,8 @@ class Results(BaseModel):
     schema_: str = Field(SCHEMA, alias="schema")
     schema_version: int = SCHEMA_VERSION
     #: False while a run is still going (or was killed): the folder then holds the finished retrievers
-    complete: bool = True
+    #: (strict: a hand-edited ``"yes"`` is refused, not read as true)
+    complete: bool = Field(True, strict=True)
     manifest: dict[str, Any] = Field(default_factory=dict)
     summary: dict[str, dict[str, float]] = Field(default_factory=dict)
     query_ids: list[str] = Field(default_factory=list)

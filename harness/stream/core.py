@@ -34,6 +34,7 @@ from harness.registry import BuildContext, strict_scalar_problem
 from harness.stream import probes
 from harness.stream.engines import Engine, build_engines, check_changeable, exact_reference
 from harness.stream.folder import RUNBOOK, StreamFolder, check_out, run_name
+from harness.stream.results import StreamResults
 from harness.stream.runbook import WRITES, Op, Visible, draw, format_runbook, read_runbook, version_of
 from harness.stream.spec import StreamSpec
 from harness.validate import check_dataset_usable
@@ -256,7 +257,7 @@ def _means(qrels: Qrels, run: Any, metrics: list[str]) -> dict[str, float | None
     return {m: float(v) for m, v in evaluate_run(qrels, run, metrics).means().items()}
 
 
-def run_stream(opts: StreamOptions) -> dict[str, Any]:
+def run_stream(opts: StreamOptions) -> StreamResults:
     """Check everything (config, runbook, folder, retrievers) before any work, then play the runbook
     against each retriever and write the folder; returns ``stream.json``'s content. Ctrl-C: the
     checkpoints completed so far are written (``complete: false``) and the interrupt goes on."""
@@ -309,4 +310,4 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
         folder.finish(doc, complete=True)
     finally:
         folder.__exit__(None, None, None)
-    return folder.envelope(doc, complete=True)
+    return StreamResults.model_validate(folder.envelope(doc, complete=True))

@@ -19,15 +19,11 @@ from typing import Any
 
 from harness.io import staged
 from harness.results.folder import run_stem
+from harness.stream.results import KIND, STREAM, VERSION, StreamResults
 
-STREAM = "stream.json"
 RUNBOOK = "runbook.jsonl"
 RUNS = "runs"
 PAGE = "report.html"
-KIND = "stream"
-#: 2: the common envelope (``schema: retrieval-harness/stream``); 1 was ``schema: retrieval-harness/stream/1``
-VERSION = 2
-SCHEMA = staged.schema(KIND)
 
 
 def check_out(out: str | os.PathLike[str]) -> Path:
@@ -51,7 +47,7 @@ class StreamFolder(staged.Staged):
         """The page, then ``stream.json`` last, then the folder moved into place."""
         from harness.stream.page import to_html
 
-        self.write(PAGE, to_html({**doc, "complete": complete}).encode("utf-8"))
+        self.write(PAGE, to_html(StreamResults.model_validate(self.envelope(doc, complete=complete))).encode("utf-8"))
         return super().finish(STREAM, doc, complete=complete)
 
 
@@ -59,24 +55,6 @@ def is_stream_folder(folder: str | os.PathLike[str]) -> bool:
     return (Path(folder) / STREAM).is_file()
 
 
-def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
-    """A stream.json written before the common envelope (``retrieval-harness/stream/1``) as version 1."""
-    if doc.get("schema") == "retrieval-harness/stream/1":
-        rest = {k: v for k, v in doc.items() if k != "schema"}
-        return {"schema": SCHEMA, "schema_version": 1, **rest}
-    return doc
-
-
-def read_stream(folder: str | os.PathLike[str], *, allow_incomplete: bool = False) -> dict[str, Any]:
-    """``stream.json``, refused (exit 2, naming the file) when the stream was interrupted or a file it
-    lists is missing or changed since, unless ``allow_incomplete`` (then each is a warning)."""
-    from pydantic import BaseModel, ConfigDict
-
-    class _Any(BaseModel):
-        model_config = ConfigDict(extra="allow")
-
-    p = Path(folder) / STREAM
-    staged.open_envelope(p, KIND, _Any, version=VERSION, upgrade=upgrade, allow_incomplete=allow_incomplete,
-                         incomplete="incomplete: the stream was interrupted; the checkpoints shown are the ones it "
-                         "completed", by="the stream")  # fmt: skip
-    return upgrade(staged.read_json(p))
+def read_stream(folder: str | os.PathLike[str], *, allow_incomplete: bool = False) -> StreamResults:
+    """``stream.json`` typed (:meth:`StreamResults.read`)."""
+    return StreamResults.read(folder, allow_incomplete=allow_incomplete)

@@ -4,7 +4,8 @@ metric) and time to retrievable, drawn as inline SVG (no script, no download), w
 from __future__ import annotations
 
 import html
-from typing import Any
+
+from harness.stream.results import StreamResults
 
 W, H, PAD = 520, 220, 40
 
@@ -44,16 +45,16 @@ def _chart(title: str, series: list[tuple[str, list[float | None], str, str]], n
     )
 
 
-def to_html(doc: dict[str, Any]) -> str:
-    metric = (doc.get("metrics") or ["ndcg@10"])[0]
+def to_html(doc: StreamResults) -> str:
+    metric = doc.metric
     parts = []
-    for name, rec in doc.get("retrievers", {}).items():
-        cps = rec.get("checkpoints", [])
-        eng = [c["metrics"].get(metric) for c in cps]
-        ex = [c["exact"].get(metric) for c in cps]
-        p50 = [c["retrievable_s"]["p50"] for c in cps]
-        p99 = [c["retrievable_s"]["p99"] for c in cps]
-        parts.append(f"<h2>{html.escape(name)} ({html.escape(str(rec.get('type')))})</h2>")
+    for name, rec in doc.retrievers.items():
+        cps = rec.checkpoints
+        eng = [c.metrics.get(metric) for c in cps]
+        ex = [c.exact.get(metric) for c in cps]
+        p50 = [c.retrievable_s.p50 for c in cps]
+        p99 = [c.retrievable_s.p99 for c in cps]
+        parts.append(f"<h2>{html.escape(name)} ({html.escape(rec.type)})</h2>")
         parts.append(_chart(f"{metric}", [("engine", eng, "#1f77b4", ""),
                                           ("exact over the same visible documents", ex, "#d62728",
                                            'stroke-dasharray="5,4"')], len(cps)))  # fmt: skip
@@ -67,7 +68,7 @@ def to_html(doc: dict[str, Any]) -> str:
         f"served, old versions); what both lack against a run over the whole corpus is the corpus's, the "
         f"documents not inserted yet. {metric} is over the queries with a visible relevant document."
     )
-    state = "" if doc.get("complete") else "<p><b>Incomplete</b>: the stream was interrupted.</p>"
+    state = "" if doc.complete else "<p><b>Incomplete</b>: the stream was interrupted.</p>"
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>harness stream</title></head>"
         f"<body style='font-family:sans-serif'><h1>Quality while the index changes</h1>{state}"

@@ -33,6 +33,7 @@ from harness.errors import InputError
 from harness.inspect.text import normalize
 from harness.model import GoldenDataset
 from harness.results import Manifest
+from harness.results.synthetic_set import SynthFile
 from harness.synth.filters import analyser as default_analyser
 from harness.synth.filters import overlap as overlap_of
 from harness.synth.words import count as word_count
@@ -204,11 +205,11 @@ def check_results(results: tuple[Any, Any], synthetic: GoldenDataset, human: Gol
                          field="--human-results") from None  # fmt: skip
 
 
-def coverage(synth: Mapping[str, Any], corpus_size: int, kept_sources: Sequence[str]) -> dict[str, Any]:
+def coverage(synth: SynthFile, corpus_size: int, kept_sources: Sequence[str]) -> dict[str, Any]:
     """Share of the corpus's documents that are a kept question's source, and of the length strata."""
-    strata = int(synth.get("draw", {}).get("strata") or 0)
-    by_q = {q["id"]: q for q in synth.get("queries", []) if q.get("kept")}
-    drawn = sorted({int(q["stratum"]) for q in by_q.values() if "stratum" in q})
+    strata = synth.draw.strata
+    by_q = {q.id: q for q in synth.queries if q.kept}
+    drawn = sorted({q.stratum for q in by_q.values() if q.stratum is not None})
     return {
         "documents": len(set(kept_sources)) / corpus_size if corpus_size else 0.0,
         "strata": len(drawn) / strata if strata else None,
@@ -294,7 +295,7 @@ def _best(systems: Mapping[str, Any], metric: str, side: int) -> list[str]:
 
 def report(
     synthetic: GoldenDataset,
-    synth: Mapping[str, Any],
+    synth: SynthFile,
     *,
     human: GoldenDataset | None = None,
     results: tuple[Any, Any] | None = None,
@@ -305,10 +306,10 @@ def report(
 
     analyser = default_analyser()
     figures, lens = set_figures(synthetic, analyser)
-    out: dict[str, Any] = {"n_queries": figures["n_queries"], "filtered": dict(synth.get("filtered") or {})}
+    out: dict[str, Any] = {"n_queries": figures["n_queries"], "filtered": dict(synth.filtered)}
     # how the set was made: the headline's advice depends on it (no "use paraphrase" to whoever did)
-    out["generator"] = synth.get("generator")
-    out["style"] = (synth.get("settings") or {}).get("style")
+    out["generator"] = synth.generator
+    out["style"] = synth.settings.get("style")
     out |= {k: figures[k] for k in ("overlap", "leaked", "source_rank", "length")}
     out["length"] = {**out["length"], "ks": None}
     src = sources_of(synthetic)

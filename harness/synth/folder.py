@@ -17,20 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from harness import defaults
 from harness.errors import InputError
 from harness.io import staged
+from harness.results.synthetic_set import BIAS_FILE, SYNTH_FILE, SYNTH_KIND, SYNTH_VERSION, SynthFile, write_bias
 
-#: the provenance file of a synthetic set
-SYNTH_FILE = "synth.json"
-#: the bias figures ``synth bias`` (and ``synth generate``) leave in the folder; report.html reads them
-BIAS_FILE = "bias.json"
-KIND = "synth"
-#: 2: the common envelope (``schema: retrieval-harness/synth``, ``files``, ``complete``); 1 was
-#: ``format: harness-synth``, ``version: 1``
-VERSION = 2
+KIND, VERSION = SYNTH_KIND, SYNTH_VERSION
 
 
 def check_out(out: str | os.PathLike[str]) -> Path:
@@ -74,74 +66,9 @@ def finish(folder: staged.Staged, provenance: dict[str, Any]) -> Path:
     return folder.finish(SYNTH_FILE, provenance)
 
 
-def write_json(path: Path, obj: Any) -> None:
-    """JSON written atomically; a lone surrogate in a string is kept as an escape."""
-    staged.write_json(path, obj)
-
-
-def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
-    """A synth.json written before the common envelope (``format: harness-synth``, ``version: 1``)
-    as schema version 1 (no ``files``: nothing to check)."""
-    if doc.get("format") == "harness-synth" and doc.get("version") == 1:
-        rest = {k: v for k, v in doc.items() if k not in ("format", "version")}
-        return {"schema": staged.schema(KIND), "schema_version": 1, **rest}
-    return doc
-
-
-def read_synth(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """``synth.json`` of a synthetic set; a located error when it is missing or not ours."""
-    p = Path(folder).expanduser() / SYNTH_FILE
-    if not p.is_file():
-        raise InputError(f"no {SYNTH_FILE}: not a folder `harness synth generate` wrote", path=p.parent)
-    doc = staged.open_envelope(p, KIND, _Loose, version=VERSION, upgrade=upgrade).model_dump()
-    check_synth(doc, p)
-    return doc
-
-
-class _Loose(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-def _int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def check_synth(data: dict[str, Any], path: Path) -> None:
-    """The parts of ``synth.json`` the commands read have the shape ``synth generate`` writes: a
-    hand-edited file is one located line (the field named), never a crash halfway through."""
-
-    def bad(field: str, what: str) -> InputError:
-        return InputError(f"must be {what} (as `harness synth generate` writes it)", path=path, field=field)
-
-    draw = data.get("draw")
-    if not isinstance(draw, dict):
-        raise bad("draw", "an object")
-    strata = draw.get("strata")
-    if not _int(strata) or strata < 1:
-        raise bad("draw.strata", "a whole number >= 1")
-    filtered = data.get("filtered", {})
-    if not isinstance(filtered, dict):
-        raise bad("filtered", "an object of counts")
-    for k, v in filtered.items():
-        if not _int(v) or v < 0:
-            raise bad(f"filtered.{k}", "a count (a whole number >= 0)")
-    for k in ("settings", "requests"):
-        if not isinstance(data.get(k, {}), dict):
-            raise bad(k, "an object")
-    if not isinstance(data.get("generator"), (str, type(None))):
-        raise bad("generator", "a string")
-    queries = data.get("queries")
-    if not isinstance(queries, list):
-        raise bad("queries", "a list of the questions")
-    for i, q in enumerate(queries):
-        if not isinstance(q, dict):
-            raise bad(f"queries[{i}]", "an object")
-        if not isinstance(q.get("kept"), bool):
-            raise bad(f"queries[{i}].kept", "true or false")
-        if q["kept"] and not isinstance(q.get("id"), str):
-            raise bad(f"queries[{i}].id", "a string (a kept question's id)")
-        if "stratum" in q and (not _int(q["stratum"]) or not 0 <= q["stratum"] < strata):
-            raise bad(f"queries[{i}].stratum", f"a stratum 0..{strata - 1} (draw.strata is {strata})")
+def read_synth(folder: str | os.PathLike[str]) -> SynthFile:
+    """``synth.json`` of a synthetic set, typed (:meth:`SynthFile.read`)."""
+    return SynthFile.read(folder)
 
 
 def corpus_path(dataset: str) -> Path:
@@ -156,3 +83,7 @@ def corpus_path(dataset: str) -> Path:
     if not f.is_file():
         raise InputError("no corpus.jsonl in the folder", path=root, field="--dataset")
     return f
+
+
+__all__ = ["BIAS_FILE", "SYNTH_FILE", "check_out", "corpus_path", "finish", "read_synth", "staging", "write_bias",
+           "write_set"]  # fmt: skip

@@ -169,7 +169,7 @@ def generate(
     with W.staging(target) as folder:
         provenance["corpus"]["how"] = W.write_set(folder, corpus_file, queries)
         figures = bias_of(folder.dir, provenance, target.name)
-        W.write_json(folder.dir / W.BIAS_FILE, figures)
+        W.write_bias(folder.dir, figures)
         provenance = folder.envelope(provenance, complete=True)
         W.finish(folder, provenance)
     provenance["bias"] = figures
@@ -179,10 +179,11 @@ def generate(
 def bias_of(folder: Path, provenance: dict[str, Any], name: str) -> dict[str, Any]:
     """The set's own bias figures (no human set), as ``synth bias`` computes them."""
     from harness.datasets import load_dataset
+    from harness.results.synthetic_set import SynthFile
     from harness.synth.bias import report
 
     ds = load_dataset(folder, name=name)
-    return report(ds, provenance)
+    return report(ds, SynthFile.model_validate(provenance))
 
 
 def _check_failed(jobs: Sequence[G.Job], replies: Sequence[G.Reply], tally: G.Tally, s: Settings, client: Any) -> None:

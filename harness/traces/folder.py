@@ -17,10 +17,16 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import IO, Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.errors import InputError
+from harness.io import staged
 from harness.traces.aggregate import QueryRecord
 
 TRACES_FILE = "traces.json"
@@ -28,6 +34,78 @@ RUN_NAME = "production"
 KIND = "traces"
 #: 2: the common envelope; 1 was ``format: harness-traces``, ``version: 1`` (no ``files``)
 VERSION = 2
+
+_OPEN = ConfigDict(extra="allow", populate_by_name=True)  # a key a later version adds is kept
+Count = Field(ge=0)
+
+
+class Spans(BaseModel):
+    model_config = _OPEN
+    read: int = Count
+    imported: int = Count
+    truncated_at_max_spans: bool
+
+
+class Window(BaseModel):
+    model_config = _OPEN
+    first: str | None
+    last: str | None
+
+
+class QueryCounts(BaseModel):
+    model_config = _OPEN
+    distinct: int = Count
+    below_min_count: int = Count
+    sampled_out: int = Count
+    written: int = Count
+
+
+class CorpusCounts(BaseModel):
+    model_config = _OPEN
+    from_: str = Field(alias="from")
+    documents_with_content: int = Count
+    listings_without_content: int = Count
+
+
+class TracesFile(staged.Ordered):
+    """``traces.json``: what ``harness traces import`` read, kept, skipped and wrote (docs/traces.md)."""
+
+    model_config = _OPEN
+    schema_: str = Field(staged.schema(KIND), alias="schema")
+    schema_version: int = VERSION
+    spans: Spans
+    skipped: dict[str, int]
+    documents_dropped: dict[str, int]
+    window: Window
+    services: dict[str, int]
+    data_sources: dict[str, int]
+    conventions: dict[str, int]
+    top_k: dict[str, int]
+    queries: QueryCounts
+    rankings: dict[str, int]
+    corpus: CorpusCounts
+    redactions: dict[str, int]
+    options: dict[str, Any]
+    problems: list[Any]
+    complete: bool = True
+    files: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def read(cls, folder: str | os.PathLike[str]) -> TracesFile:
+        """``DIR/traces.json``: one located line (file, key) and exit 2 when it is not the shape
+        ``traces import`` writes, or a file it lists is missing or changed since."""
+        p = Path(folder) / TRACES_FILE
+        if not p.is_file():
+            raise InputError(f"not a folder `harness traces import` wrote (no {TRACES_FILE})", path=p.parent)
+        return staged.open_envelope(p, KIND, cls, version=VERSION, upgrade=upgrade, by="traces import")
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """A traces.json written before the common envelope (``format: harness-traces``, ``version: 1``)."""
+    if doc.get("format") == "harness-traces" and doc.get("version") == 1:
+        rest = {k: v for k, v in doc.items() if k not in ("format", "version")}
+        return {"schema": staged.schema(KIND), "schema_version": 1, **rest}
+    return doc
 
 
 def iso(ns: int) -> str | None:

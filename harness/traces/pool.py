@@ -18,7 +18,7 @@ from harness.errors import InputError
 from harness.io.beir import read_corpus, read_queries
 from harness.io.trec import read_qrels, read_run
 from harness.judging.pool import SEP, PoolRow, pooled, write_pool
-from harness.traces.folder import RUN_NAME
+from harness.traces.folder import RUN_NAME, TracesFile
 
 
 def pool_traces(
@@ -32,6 +32,7 @@ def pool_traces(
 ) -> list[PoolRow]:
     """Write the pool of production's and ``runs``' (name -> TREC file) top ``depth`` to ``out``."""
     root = Path(folder)
+    TracesFile.read(root)  # ours, whole, and every file as the import wrote it
     production = root / "runs" / f"{RUN_NAME}.trec"
     if not production.is_file() or not (root / "queries.jsonl").is_file():
         raise InputError("not a folder `harness traces import` wrote (no runs/production.trec)", path=root)

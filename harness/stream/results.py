@@ -1,0 +1,116 @@
+"""``stream.json`` typed: what ``harness stream`` writes and ``harness report DIR`` reads back.
+
+The file was a dict read key by key, so a hand-edited one (a checkpoint's ``metrics`` removed) ended in
+``internal error (KeyError: 'metrics')``. Read through :class:`StreamResults` it is one line naming the
+file and the key (``stream.json: retrievers.bm25.checkpoints[1].metrics: missing ...``), exit 2, and the
+text and the page read attributes, never keys. A file written before the common envelope
+(``retrieval-harness/stream/1``) is upgraded on load; :meth:`StreamResults.write` gives back the bytes
+it was read from.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.io import staged
+
+STREAM = "stream.json"
+KIND = "stream"
+#: 2: the common envelope (``schema: retrieval-harness/stream``); 1 was ``schema: retrieval-harness/stream/1``
+VERSION = 2
+SCHEMA = staged.schema(KIND)
+
+_OPEN = ConfigDict(extra="allow", populate_by_name=True)  # a key a later version adds is kept, not refused
+
+
+class Probed(BaseModel):
+    model_config = _OPEN
+    probes: int = Field(ge=0)
+    hits: int = Field(ge=0)
+
+
+class Retrievable(BaseModel):
+    """Seconds from a write's acknowledgement to the first search that found it (None: no probe)."""
+
+    model_config = _OPEN
+    p50: float | None
+    p95: float | None
+    p99: float | None
+    never: float | None
+
+
+class Latency(BaseModel):
+    model_config = _OPEN
+    p50: float | None
+    p99: float | None
+
+
+class Checkpoint(BaseModel):
+    """One checkpoint of one retriever (docs/streaming.md, "The figures")."""
+
+    model_config = _OPEN
+    checkpoint: int = Field(ge=0)
+    visible: int = Field(ge=0)
+    queries_scored: int = Field(ge=0)
+    metrics: dict[str, float | None]
+    exact: dict[str, float | None]
+    ghost_hits: Probed
+    stale_hits: Probed
+    short_results: int = Field(ge=0)
+    blinks: int = Field(ge=0)
+    retrievable_s: Retrievable
+    write_rate: float | None
+    latency_ms: Latency
+    queries_left_out: int = Field(ge=0)
+
+
+class RetrieverStream(BaseModel):
+    model_config = _OPEN
+    type: str
+    checkpoints: list[Checkpoint]
+
+
+class StreamResults(staged.Ordered):
+    """The whole of ``stream.json``."""
+
+    model_config = _OPEN
+    schema_: str = Field(SCHEMA, alias="schema")
+    schema_version: int = VERSION
+    version: str
+    dataset: dict[str, Any]
+    queries: int = Field(ge=0)
+    metrics: list[str]
+    depth: int
+    stream: dict[str, Any]
+    runbook: str | None
+    retrievers: dict[str, RetrieverStream]
+    complete: bool
+    files: dict[str, str]
+
+    @property
+    def metric(self) -> str:
+        """The metric the tables and the page show (the config's first)."""
+        return self.metrics[0] if self.metrics else "ndcg@10"
+
+    @classmethod
+    def read(cls, folder: str | os.PathLike[str], *, allow_incomplete: bool = False) -> StreamResults:
+        """``DIR/stream.json``, refused (exit 2, naming the file and the key) when it is not the shape
+        ``harness stream`` writes, when the stream was interrupted, or when a file it lists is missing or
+        changed since, unless ``allow_incomplete`` (then the last two are warnings)."""
+        return staged.open_envelope(
+            Path(folder) / STREAM, KIND, cls, version=VERSION, upgrade=upgrade, allow_incomplete=allow_incomplete,
+            incomplete="incomplete: the stream was interrupted; the checkpoints shown are the ones it completed",
+            by="the stream",
+        )  # fmt: skip
+
+
+def upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    """A stream.json written before the common envelope (``retrieval-harness/stream/1``) as version 1."""
+    if doc.get("schema") == "retrieval-harness/stream/1":
+        rest = {k: v for k, v in doc.items() if k != "schema"}
+        return {"schema": SCHEMA, "schema_version": 1, **rest}
+    return doc
