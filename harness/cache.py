@@ -21,7 +21,6 @@ copy per chunk, straight into the output array.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
@@ -137,8 +136,7 @@ class VectorCache:
         log.warning("ignoring corrupt cache chunk %s (%s); its rows will be recomputed", npy, why)
         self.corrupt.append(npy)
         for f in (npy.with_suffix(".keys"), npy):
-            with contextlib.suppress(OSError):
-                os.replace(f, f.with_name(f.name + ".corrupt"))
+            atomic.set_aside(f)
 
     def _load_index(self) -> dict[str, tuple[int, int]]:
         if self._index is None:

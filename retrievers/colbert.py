@@ -50,7 +50,7 @@ from pydantic import Field
 from harness import progress as harness_progress
 from harness.cache import digest, text_key
 from harness.errors import InputError, RetrieverError
-from harness.io import atomic
+from harness.io import atomic, staged
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
 from harness.run import PAD, Run
@@ -328,10 +328,7 @@ def write_store(folder: Path, blocks: Any, precision: str, dim: int) -> TokenSto
         atomic.write_json(work / "store.json", {"dtype": precision, "tokens": int(offsets[-1]), "dim": dim})
         if folder.exists() and TokenStore.open(folder) is None:
             shutil.rmtree(folder, ignore_errors=True)  # an unusable store (cut short, corrupt): replaced
-        try:
-            os.replace(work, folder)
-        except OSError:  # another run put a complete store there first
-            shutil.rmtree(work, ignore_errors=True)
+        staged.publish(work, folder)  # False: another run put a complete store there first
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

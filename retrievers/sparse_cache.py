@@ -15,7 +15,6 @@ NaN or infinite value is logged, set aside as ``*.corrupt`` and its rows recompu
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import logging
@@ -72,8 +71,7 @@ class SparseRowCache:
     def _set_aside(self, npz: Path, why: object) -> None:
         log.warning("ignoring corrupt cache chunk %s (%s); its rows will be recomputed", npz, why)
         for f in (npz.with_suffix(".keys"), npz):
-            with contextlib.suppress(OSError):
-                os.replace(f, f.with_name(f.name + ".corrupt"))
+            atomic.set_aside(f)
 
     def _read(self, c: int, n_keys: int) -> Any:
         """Chunk ``c`` as a scipy CSR matrix, checked; raises ``ValueError`` when it cannot be trusted."""

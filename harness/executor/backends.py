@@ -26,6 +26,7 @@ import numpy as np
 
 from harness.errors import InputError
 from harness.extras import absent as _absent
+from harness.io import atomic
 
 log = logging.getLogger("harness")
 
@@ -112,7 +113,7 @@ def export_onnx(model: Any, path: Path) -> Path:
                 opset_version=17,
                 dynamo=False,
             )
-        os.replace(tmp, path)
+        atomic.move(tmp, path)
     finally:
         model.train(was_training)
         with contextlib.suppress(OSError):
@@ -135,7 +136,7 @@ def quantize_int8(src: Path, dst: Path) -> Path:
         quantize_dynamic(
             str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True, op_types_to_quantize=["MatMul"]
         )
-        os.replace(tmp, dst)
+        atomic.move(tmp, dst)
     finally:
         root.setLevel(level)
         with contextlib.suppress(OSError):

@@ -52,6 +52,18 @@ def _atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) ->
     return target
 
 
+def move(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """A finished file renamed over ``dst`` in one step (``os.replace``): the one way a file is moved
+    into place (folders: :mod:`harness.io.staged`)."""
+    os.replace(src, dst)
+
+
+def set_aside(path: Path, suffix: str = ".corrupt") -> None:
+    """``path`` renamed out of the way (``NAME.corrupt``) so nothing reads it again; gone already: nothing."""
+    with contextlib.suppress(OSError):
+        os.replace(path, path.with_name(path.name + suffix))
+
+
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return _atomic(path, lambda fh: fh.write(data))
 

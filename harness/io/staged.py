@@ -293,6 +293,41 @@ def exchange(staged: Path, target: Path) -> None:
     os.rename(old, staged)
 
 
+def publish(work: Path, target: Path) -> bool:
+    """A finished folder renamed to ``target`` in one step; False (and ``work`` removed) when another
+    process published a folder there first (a shared cache's store: theirs is as good as ours)."""
+    try:
+        os.replace(work, target)
+        return True
+    except OSError:
+        shutil.rmtree(work, ignore_errors=True)
+        return False
+
+
+def replace_dir(new: Path, target: Path) -> None:
+    """``target`` replaced by the finished folder ``new``: the old one set aside, the new one renamed
+    in, the old one removed (a kill in between leaves the old or the new one whole, beside)."""
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(new, target)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def move_in(src: Path, dst: Path) -> bool:
+    """A user's file or folder moved from a folder the harness is done with into the live one (never
+    over anything: False when ``dst`` exists or the move fails)."""
+    if os.path.lexists(dst):
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(src, dst)
+        return True
+    except OSError:
+        return False
+
+
 # ----------------------------------------------------------------------------- reading
 
 
@@ -471,8 +506,11 @@ __all__ = [
     "link_or_copy",
     "located",
     "lock",
+    "move_in",
     "open_envelope",
+    "publish",
     "read_json",
+    "replace_dir",
     "schema",
     "sha256_file",
     "validate",

@@ -27,13 +27,15 @@ def coverage(results: Results) -> tuple[str | None, list[str]]:
     """``(the column to show or None, note lines for the legend)``."""
     judged = {n: v for n, v in results.judged_at_10.items() if n in results.summary and v is not None}
     notes: list[str] = []
-    config = results.manifest.get("config") or {}
+    from harness.results.manifest import Manifest
+
+    config = Manifest.of(results).config
     if isinstance(config, dict) and config.get("judged_only"):
         notes.append(
             "Judged-only (trec_eval -J): unjudged documents were removed from each ranking before scoring; "
             f"{COLUMN} is measured on the full ranking."
         )
-    rescored = results.manifest.get("rescored")
+    rescored = Manifest.of(results).rescored
     if isinstance(rescored, dict) and rescored.get("qrels"):
         notes.append(
             f"Re-scored from the stored runs against {rescored['qrels']} (no retriever ran; efficiency is as "

@@ -145,7 +145,9 @@ class Results(BaseModel):
 
     @property
     def baseline(self) -> str | None:
-        return (self.manifest.get("config") or {}).get("baseline")
+        from harness.results.manifest import Manifest
+
+        return Manifest(self.manifest).baseline
 
     @property
     def metrics(self) -> list[str]:

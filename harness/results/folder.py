@@ -25,6 +25,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness.io import staged
 from harness.results.record import RunRecord
 from harness.results.record import run_stem as run_stem  # where the folder's other readers import it from
 
@@ -186,13 +187,7 @@ def rescue_then_remove(old: Path, live: Path) -> None:
     moved = 0
     if live.is_dir():
         for rel in user_files(old):
-            target = live / rel.rstrip("/")
-            if os.path.lexists(target):
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with contextlib.suppress(OSError):
-                os.rename(old / rel.rstrip("/"), target)
-                moved += 1
+            moved += staged.move_in(old / rel.rstrip("/"), live / rel.rstrip("/"))
     if moved:
         log.info("moved %d of your files from %s into %s", moved, old, live)
     shutil.rmtree(old, ignore_errors=True)

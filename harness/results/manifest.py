@@ -116,6 +116,9 @@ class Manifest:
     config = _Section()
     git = _Section()
     retrievers = _Section()
+    #: the library versions the run used; what a re-score was made against (``qrels``), when it was one
+    versions = _Section()
+    rescored = _Section()
 
     @property
     def baseline(self) -> str | None:

@@ -152,11 +152,14 @@ def fmt_plain(x: float) -> str:
 
 def write_plots(results: Results, folder: Path) -> list[Path]:
     """Every plot the attached runs (and efficiency figures) allow; returns the files written."""
+    from harness.results.manifest import Manifest
+
     written: list[Path] = []
-    title = (results.manifest.get("dataset") or {}).get("name") or ""
+    m = Manifest.of(results)
+    title = m.dataset.data.get("name") or ""
     runs, qrels = results.runs, results._qrels
     if runs and qrels:
-        depth = int((results.manifest.get("config") or {}).get("depth") or max(r.depth for r in runs.values()))
+        depth = int(m.config.get("depth") or max(r.depth for r in runs.values()))
         depth = max(1, min(depth, max(r.depth for r in runs.values())))
         written.append(plot_metric_at_k(metric_at_k(runs, qrels, depth), folder / CURVES_FILE, title))
     scatter = plot_quality_latency(results, folder / SCATTER_FILE, title)

@@ -96,7 +96,9 @@ def tags_of_results(results: Results) -> dict[str, list[str]]:
 
     if results.query_tags:  # recorded by the run (schema 2)
         return {q: list(results.query_tags.get(q, [])) for q in results.query_ids}
-    ds = results.manifest.get("dataset") or {}
+    from harness.results.manifest import Manifest
+
+    ds = Manifest.of(results).dataset.data
     where = ds.get("source") or ds.get("name")
     if not where:
         raise InputError("the results do not name their dataset, so their queries' tags are unknown")

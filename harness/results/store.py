@@ -305,7 +305,9 @@ def save(results: Results, folder: str | os.PathLike[str]) -> Path:
         qrels_file = results.folder / "qrels.tsv"
         qrels = read_qrels(qrels_file) if qrels_file.is_file() else None
         costs = {**_stored_costs(results), **costs}
-    meta = results.manifest.get("retrievers") or {}
+    from harness.results.manifest import Manifest
+
+    meta = Manifest.of(results).retrievers
     with RunStore(folder) as store:
         for name, run in runs.items():
             m = meta.get(name) or {}

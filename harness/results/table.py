@@ -248,7 +248,7 @@ def _mark_best(rows: list[Row], column: str, attr: str, higher: bool, fmt) -> No
 def _chunking_of(results: Results) -> Any:
     """name -> its chunking label, for rows named ``retriever[label]`` where ``label`` is one of the
     config's ``chunking:`` entries (a retriever whose own name ends in brackets is left alone)."""
-    labels = (results.manifest.get("config") or {}).get("chunking") or {}
+    labels = Manifest.of(results).config.get("chunking") or {}
     if not isinstance(labels, dict) or not labels:
         return lambda name: None
 
@@ -314,7 +314,7 @@ def build_table(results: Results) -> ComparisonTable:
             _mark_best(rows, k, "efficiency", EFFICIENCY_COLUMNS[k][1], fmt_number)
     stats = _stats_config(results)
     groups = _letters(results, rows, [m for m in metrics if m != shown], stats)
-    ds = results.manifest.get("dataset") or {}
+    ds = Manifest.of(results).dataset.data
     name = ds.get("name") or "results"
     parts = [p for p in (ds.get("split"), f"{ds['queries']} queries" if ds.get("queries") is not None else None) if p]
     title = f"{name} ({', '.join(parts)})" if parts else name

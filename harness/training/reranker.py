@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness import clock
 from harness.errors import InputError
 from harness.executor.models import predict_pairs
-from harness.io import atomic
+from harness.io import atomic, staged
 from harness.model import GoldenDataset, Query
 from harness.run import Run
 
@@ -404,12 +404,7 @@ def _save_model(model: Any, out: Path) -> None:
     if tmp.exists():
         shutil.rmtree(tmp)
     model.save(str(tmp), create_model_card=False)
-    old = out.with_name(f".{out.name}.old-{os.getpid()}")
-    if out.exists():
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old.exists():
-        shutil.rmtree(old, ignore_errors=True)
+    staged.replace_dir(tmp, out)
 
 
 def _versions() -> dict[str, str]:

@@ -112,7 +112,9 @@ def build(results: Results, *, texts: Texts | None = None, chunk: int = CHUNK) -
 
 
 def _title(results: Results) -> str:
-    ds = results.manifest.get("dataset") or {}
+    from harness.results.manifest import Manifest
+
+    ds = Manifest.of(results).dataset.data
     name = ds.get("name") or "results"
     split = ds.get("split")
     return (

@@ -82,7 +82,9 @@ def render(
         data_html = "\n".join(f'<script src="{text(name)}"></script>' for name in side)
     policy = csp([js], [css], side_files=not embedded)
     title = data.head["title"]
-    created = results.manifest.get("created") or clock.stamp()
+    from harness.results.manifest import Manifest
+
+    created = Manifest.of(results).created or clock.stamp()
     base = table.baseline
     n = len(results.summary)
     sub = [f"{len(results.query_ids):,} queries", f"{n} retriever{'s' if n != 1 else ''}"]

@@ -155,14 +155,17 @@ def plots(files: Iterable[Path], captions: dict[str, str]) -> str:
 
 def manifest(results: Results) -> str:
     """The manifest (dataset fingerprint, versions, config) folded: there when a reviewer asks."""
-    ds = results.manifest.get("dataset") or {}
+    from harness.results.manifest import Manifest
+
+    m = Manifest.of(results)
+    ds = m.dataset.data
     facts = [
         ("dataset", ds.get("name")),
         ("split", ds.get("split")),
         ("fingerprint", ds.get("fingerprint")),
-        ("harness", (results.manifest.get("versions") or {}).get("retrieval-harness")),
-        ("commit", (results.manifest.get("git") or {}).get("commit")),
-        ("created", results.manifest.get("created")),
+        ("harness", m.versions.get("retrieval-harness")),
+        ("commit", m.git.get("commit")),
+        ("created", m.created),
     ]
     dl = "".join(f"<dt>{text(k)}</dt><dd>{text(v)}</dd>" for k, v in facts if v)
     body = json.dumps(results.manifest, indent=1, ensure_ascii=False, default=str)

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 
 def bias_of(results: Results) -> BiasFigures | None:
     """The dataset folder's ``bias.json`` (a synthetic set's figures), or None for another dataset."""
-    return read_bias((results.manifest.get("dataset") or {}).get("source"))
+    from harness.results.manifest import Manifest
+
+    return read_bias(Manifest.of(results).dataset.data.get("source"))
 
 
 def _pct(x: Any) -> str:
