@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError, model_validator
 
 from harness.errors import InputError
 from harness.io import atomic
@@ -332,8 +332,11 @@ def move_in(src: Path, dst: Path) -> bool:
 
 
 class Ordered(BaseModel):
-    """A file's model that writes back the bytes it was read from: the keys in the order the file had
-    them (a key the model declares but the file lacked, at the end), extra keys kept."""
+    """A file's model (or a part of one) that writes back the bytes it was read from: the keys in the
+    order the file had them (a key the model declares but the file lacked, at the end), and a key a
+    later version adds kept, not refused."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     _order: list[str] = PrivateAttr(default_factory=list)
 

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness.errors import InputError
 from harness.io import staged
@@ -28,13 +28,10 @@ SYNTH_VERSION = 2
 #: bias.json 2: ``schema: retrieval-harness/bias``; 1 had no marker
 BIAS_VERSION = 2
 
-_OPEN = ConfigDict(extra="allow", populate_by_name=True)
-
 
 class SynthQuery(staged.Ordered):
     """One question drawn: kept (with its id) or dropped (with its text and the filter)."""
 
-    model_config = _OPEN
     id: str | None = None
     kept: bool = Field(strict=True)
     stratum: int | None = Field(None, ge=0, strict=True)
@@ -47,14 +44,12 @@ class SynthQuery(staged.Ordered):
 
 
 class SynthDraw(staged.Ordered):
-    model_config = _OPEN
     strata: int = Field(ge=1, strict=True)
 
 
 class SynthFile(staged.Ordered):
     """``synth.json``: what was asked, drawn, filtered and kept (docs/synth.md)."""
 
-    model_config = _OPEN
     schema_: str = Field(staged.schema(SYNTH_KIND), alias="schema")
     schema_version: int = SYNTH_VERSION
     generator: str | None = None
@@ -121,7 +116,6 @@ class BiasFigures(staged.Ordered):
     """``bias.json``: the share BM25 solves at rank 1 and in its top 10, the word overlap with the
     source, the verbatim copies (and the human set's, beside): the parts a page reads checked."""
 
-    model_config = _OPEN
     schema_: str = Field(staged.schema(BIAS_KIND), alias="schema")
     schema_version: int = BIAS_VERSION
     source_rank: dict[str, Any]

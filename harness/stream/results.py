@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.io import staged
 
@@ -24,35 +24,29 @@ KIND = "stream"
 VERSION = 2
 SCHEMA = staged.schema(KIND)
 
-_OPEN = ConfigDict(extra="allow", populate_by_name=True)  # a key a later version adds is kept, not refused
 
-
-class Probed(BaseModel):
-    model_config = _OPEN
+class Probed(staged.Ordered):
     probes: int = Field(ge=0)
     hits: int = Field(ge=0)
 
 
-class Retrievable(BaseModel):
+class Retrievable(staged.Ordered):
     """Seconds from a write's acknowledgement to the first search that found it (None: no probe)."""
 
-    model_config = _OPEN
     p50: float | None
     p95: float | None
     p99: float | None
     never: float | None
 
 
-class Latency(BaseModel):
-    model_config = _OPEN
+class Latency(staged.Ordered):
     p50: float | None
     p99: float | None
 
 
-class Checkpoint(BaseModel):
+class Checkpoint(staged.Ordered):
     """One checkpoint of one retriever (docs/streaming.md, "The figures")."""
 
-    model_config = _OPEN
     checkpoint: int = Field(ge=0)
     visible: int = Field(ge=0)
     queries_scored: int = Field(ge=0)
@@ -68,8 +62,7 @@ class Checkpoint(BaseModel):
     queries_left_out: int = Field(ge=0)
 
 
-class RetrieverStream(BaseModel):
-    model_config = _OPEN
+class RetrieverStream(staged.Ordered):
     type: str
     checkpoints: list[Checkpoint]
 
@@ -77,7 +70,6 @@ class RetrieverStream(BaseModel):
 class StreamResults(staged.Ordered):
     """The whole of ``stream.json``."""
 
-    model_config = _OPEN
     schema_: str = Field(SCHEMA, alias="schema")
     schema_version: int = VERSION
     version: str

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from harness.errors import InputError
 from harness.io import staged
@@ -35,33 +35,28 @@ KIND = "traces"
 #: 2: the common envelope; 1 was ``format: harness-traces``, ``version: 1`` (no ``files``)
 VERSION = 2
 
-_OPEN = ConfigDict(extra="allow", populate_by_name=True)  # a key a later version adds is kept
 Count = Field(ge=0)
 
 
-class Spans(BaseModel):
-    model_config = _OPEN
+class Spans(staged.Ordered):
     read: int = Count
     imported: int = Count
     truncated_at_max_spans: bool
 
 
-class Window(BaseModel):
-    model_config = _OPEN
+class Window(staged.Ordered):
     first: str | None
     last: str | None
 
 
-class QueryCounts(BaseModel):
-    model_config = _OPEN
+class QueryCounts(staged.Ordered):
     distinct: int = Count
     below_min_count: int = Count
     sampled_out: int = Count
     written: int = Count
 
 
-class CorpusCounts(BaseModel):
-    model_config = _OPEN
+class CorpusCounts(staged.Ordered):
     from_: str = Field(alias="from")
     documents_with_content: int = Count
     listings_without_content: int = Count
@@ -70,7 +65,6 @@ class CorpusCounts(BaseModel):
 class TracesFile(staged.Ordered):
     """``traces.json``: what ``harness traces import`` read, kept, skipped and wrote (docs/traces.md)."""
 
-    model_config = _OPEN
     schema_: str = Field(staged.schema(KIND), alias="schema")
     schema_version: int = VERSION
     spans: Spans
