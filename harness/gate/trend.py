@@ -25,7 +25,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.gate.history import History
 from harness.gate.verdict import FAILING
-from harness.io import atomic, png
+from harness.io import atomic, png, staged
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -182,6 +182,13 @@ def _ours(path: Path) -> bool:
 
 
 def render(history: History, out: str | Path, *, source: str = "", metrics: Sequence[str] | None = None) -> list[Path]:
+    """Under the lock of ``out`` (:func:`harness.io.staged.lock`): a second command given the same
+    folder while this one writes is refused in one line, never mixed in. See :func:`_render`."""
+    with staged.lock(out):
+        return _render(history, out, source=source, metrics=metrics)
+
+
+def _render(history: History, out: str | Path, *, source: str = "", metrics: Sequence[str] | None = None) -> list[Path]:
     """Write one trend PNG per metric and ``index.html`` into ``out``; returns the files written.
 
     Refuses (:class:`InputError`) before writing anything when ``out`` holds a file of the same name

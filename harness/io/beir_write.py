@@ -18,7 +18,7 @@ from typing import Literal
 
 from harness import defaults
 from harness.errors import InputError
-from harness.io import atomic
+from harness.io import atomic, staged
 from harness.io.beir import check_split_name
 from harness.model import GoldenDataset
 
@@ -26,6 +26,13 @@ KeywordMode = Literal["resolve", "keep"]
 
 
 def write_beir(dataset: GoldenDataset, out: str | os.PathLike[str], *, keywords: KeywordMode = "resolve") -> Path:
+    """Under the lock of ``out`` (:func:`harness.io.staged.lock`): a second command given the same
+    folder while this one writes is refused in one line, never mixed in. See :func:`_write_beir`."""
+    with staged.lock(out):
+        return _write_beir(dataset, out, keywords=keywords)
+
+
+def _write_beir(dataset: GoldenDataset, out: str | os.PathLike[str], *, keywords: KeywordMode = "resolve") -> Path:
     """Write ``dataset`` under ``out`` (created; must not hold a BEIR folder already: nothing a
     user wrote is overwritten). Returns the folder."""
     root = Path(out).expanduser()

@@ -357,6 +357,10 @@ class Ordered(BaseModel):
         first = {k: d[k] for k in self._order if k in d}
         return {**first, **{k: v for k, v in d.items() if k not in first}}
 
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """The file, as :func:`write_json` writes every harness file."""
+        return write_json(path, self.to_json())
+
 
 def _in_order(value: Any, dumped: Any) -> Any:
     """``dumped`` with every :class:`Ordered` model inside ``value`` in its file's key order."""
@@ -367,10 +371,6 @@ def _in_order(value: Any, dumped: Any) -> Any:
     if isinstance(value, dict) and isinstance(dumped, dict):
         return {k: _in_order(value.get(k), x) for k, x in dumped.items()}
     return dumped
-
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        """The file, as :func:`write_json` writes every harness file."""
-        return write_json(path, self.to_json())
 
 
 def read_json(path: str | os.PathLike[str], *, what: str = "") -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
-from harness.io import atomic
+from harness.io import atomic, staged
 
 LOAD_FILE = "load.json"
 TABLE_FILE = "load.md"
@@ -325,6 +325,13 @@ def check_load_folder(folder: str | os.PathLike[str]) -> Path:
 
 
 def write_load(result: Mapping[str, Any], folder: str | os.PathLike[str]) -> list[Path]:
+    """Under the lock of ``folder`` (:func:`harness.io.staged.lock`): a second command given the same
+    folder while this one writes is refused in one line, never mixed in. See :func:`_write_load`."""
+    with staged.lock(folder):
+        return _write_load(result, folder)
+
+
+def _write_load(result: Mapping[str, Any], folder: str | os.PathLike[str]) -> list[Path]:
     out = check_load_folder(folder)
     out.mkdir(parents=True, exist_ok=True)
     written = [

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.config import RunConfig, parse_config, read_config_file
 from harness.errors import InputError
-from harness.io import atomic
+from harness.io import atomic, staged
 from harness.sweep.core import SweepResult, run_sweep
 from harness.sweep.spec import DEFAULT_MAX_POINTS, SweepSpec, parse_sweep
 from harness.sweep.validate import validate_plan
@@ -51,6 +51,13 @@ def load_sweep_config(
 
 
 def write_sweep(result: SweepResult, folder: str | os.PathLike[str]) -> list[Path]:
+    """Under the lock of ``folder`` (:func:`harness.io.staged.lock`): a second command given the same
+    folder while this one writes is refused in one line, never mixed in. See :func:`_write_sweep`."""
+    with staged.lock(folder):
+        return _write_sweep(result, folder)
+
+
+def _write_sweep(result: SweepResult, folder: str | os.PathLike[str]) -> list[Path]:
     """``sweep.json`` (everything), ``sweep.md`` (the tables) and a heatmap per 2-D grid.
 
     A folder that holds anything else is refused: nothing the user wrote is overwritten.

@@ -403,8 +403,9 @@ def _save_model(model: Any, out: Path) -> None:
     tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
     if tmp.exists():
         shutil.rmtree(tmp)
-    model.save(str(tmp), create_model_card=False)
-    staged.replace_dir(tmp, out)
+    with staged.lock(out):  # two trainings to one folder: the second refused, not interleaved
+        model.save(str(tmp), create_model_card=False)
+        staged.replace_dir(tmp, out)
 
 
 def _versions() -> dict[str, str]:
