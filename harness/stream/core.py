@@ -26,6 +26,7 @@ from harness import __version__
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
+from harness.io import staged
 from harness.io.trec import format_run, read_run
 from harness.metrics.evaluate import evaluate_run
 from harness.model import Document, GoldenDataset, Qrels
@@ -33,7 +34,7 @@ from harness.paths import cache_dir_of
 from harness.registry import BuildContext, strict_scalar_problem
 from harness.stream import probes
 from harness.stream.engines import Engine, build_engines, check_changeable, exact_reference
-from harness.stream.folder import RUNBOOK, StreamFolder, check_out, run_name
+from harness.stream.folder import RUNBOOK, StreamFolder, run_name
 from harness.stream.results import StreamResults
 from harness.stream.runbook import WRITES, Op, Visible, draw, format_runbook, read_runbook, version_of
 from harness.stream.spec import StreamSpec
@@ -271,7 +272,7 @@ def run_stream(opts: StreamOptions) -> StreamResults:
             raise
         p, text, _ = read_config_file(opts.config)  # a share the corpus cannot take: located in the config
         raise _located(e.message, tuple(e.field.split(".")), str(p), text) from None
-    out = check_out(opts.out)
+    out = staged.check_out(opts.out, "new_or_empty")  # refused before any work; the lock comes with the folder
     specs = config.specs(config_dir=base)
     check_changeable(specs)
     ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,

@@ -26,11 +26,6 @@ RUNS = "runs"
 PAGE = "report.html"
 
 
-def check_out(out: str | os.PathLike[str]) -> Path:
-    """Refuse, before any work, a ``--out`` that exists and is not an empty folder."""
-    return staged.check_out(out, "new_or_empty")
-
-
 def run_name(retriever: str, checkpoint: int) -> str:
     """``runs/<retriever>-cp<N>.trec``; a name that is not file-safe is made so (with its hash)."""
     safe = retriever if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}", retriever) else run_stem(retriever)

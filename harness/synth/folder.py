@@ -25,11 +25,6 @@ from harness.results.synthetic_set import BIAS_FILE, SYNTH_FILE, SYNTH_KIND, SYN
 KIND, VERSION = SYNTH_KIND, SYNTH_VERSION
 
 
-def check_out(out: str | os.PathLike[str]) -> Path:
-    """``OUT`` must not exist (nothing a user wrote is overwritten) and its parent must."""
-    return staged.check_out(out, "new")
-
-
 def staging(out: Path) -> staged.Staged:
     """The set's folder being written (:class:`~harness.io.staged.Staged`): renamed to ``out`` by
     :func:`write_set`'s ``synth.json``, removed if the block ends first."""
@@ -85,5 +80,5 @@ def corpus_path(dataset: str) -> Path:
     return f
 
 
-__all__ = ["BIAS_FILE", "SYNTH_FILE", "check_out", "corpus_path", "finish", "read_synth", "staging", "write_bias",
+__all__ = ["BIAS_FILE", "SYNTH_FILE", "corpus_path", "finish", "read_synth", "staging", "write_bias",
            "write_set"]  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import progress as progress_mod
 from harness.errors import InputError
+from harness.io import staged
 from harness.io.beir import read_corpus
 from harness.model import Corpus, GoldenDataset
 from harness.synth import draw as D
@@ -120,7 +121,7 @@ def generate(
 ) -> dict[str, Any]:
     """Make the set; returns its ``synth.json`` with the bias figures under ``bias``."""
     check(s)
-    target = W.check_out(out)
+    target = staged.check_out(out, "new")
     corpus_file = W.corpus_path(dataset)
     corpus = read_corpus(corpus_file)
     if len(corpus) == 0:
