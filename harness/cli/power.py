@@ -20,6 +20,7 @@ from harness import defaults
 from harness.cli import power_pairs
 from harness.cli.command import add_allow_incomplete, add_command
 from harness.errors import InputError
+from harness.metrics.names import folder_spelling
 from harness.stats import planning
 from harness.stats import power as pw
 from harness.stats.levels import check_level
@@ -142,18 +143,7 @@ def _rows(results: Any, wanted: list[str] | None, alpha: float, args: argparse.N
     if not names:
         raise InputError("holds no per-query scores: nothing to size", path=results.folder or args.folder)
     have = list(dict.fromkeys(m for r in names for m in results.per_query[r]))
-    if wanted is None:
-        metrics = have
-    else:
-        from harness.gate.tolerances import metric_key
-
-        by_key = {metric_key(m): m for m in have}
-        absent = [m for m in wanted if metric_key(m) not in by_key]
-        if absent:
-            raise InputError(
-                f"no per-query scores for metric(s) {', '.join(absent)} (it has: {', '.join(have)})", field="--metrics"
-            )
-        metrics = [by_key[metric_key(m)] for m in wanted]
+    metrics = have if wanted is None else folder_spelling(wanted, have, "no per-query scores for metric(s)")
     reference = results.baseline if results.baseline in names else names[0]
     values = {r: {m: results.scores(r)[m] for m in metrics if m in results.per_query[r]} for r in names}
     metrics = [m for m in metrics if all(m in values[r] for r in names)]

@@ -23,7 +23,8 @@ from harness import defaults
 from harness.errors import InputError
 from harness.gate import power as power_gate
 from harness.gate._scores import Scores
-from harness.gate.tolerances import DEFAULT_ALPHA, Settings, Tolerances, check_alpha, check_tolerance, metric_key
+from harness.gate.tolerances import DEFAULT_ALPHA, Settings, Tolerances, check_alpha, check_tolerance
+from harness.metrics.names import folder_spelling
 from harness.results import Results
 from harness.stats.weighted import paired_mean, randomization_tests_w, t_test_w
 
@@ -379,16 +380,7 @@ def _select_metrics(baseline: Scores, names: list[str], metrics: Iterable[str] |
     have = list(dict.fromkeys(m for n in names for m in baseline.summary[n]))
     if metrics is None:
         return have
-    by_key = {metric_key(m): m for m in have}
-    out = []
-    for m in metrics:
-        if not str(m).strip():
-            continue
-        key = metric_key(m)
-        if key not in by_key:
-            raise InputError(f"{label}: no scores for metric {m!r} (it has: {', '.join(have)})", field="metrics")
-        out.append(by_key[key])
-    return list(dict.fromkeys(out))
+    return folder_spelling(metrics, have, f"{label}: no scores for metric(s)", field="metrics")
 
 
 def _dataset_check(baseline: Scores, current: Scores, allowed: bool) -> DatasetCheck:
