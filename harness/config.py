@@ -94,6 +94,16 @@ class DatasetConfig(BaseModel):
     #: weighted by it (docs/traces.md); unweighted when unset
     weights: str | None = None
 
+    @property
+    def label(self) -> str:
+        """What a default results folder is named after: ``name``, else the golden file's stem
+        (``{corpus, golden}``: ``path`` is then the unused default ``demo``), else the folder or id."""
+        if self.name:
+            return self.name
+        if self.golden:
+            return Path(str(self.golden)).stem or "golden"
+        return Path(str(self.path)).name or "dataset"
+
 
 class StatsConfig(BaseModel):
     """Statistics against the baseline (significance tests and confidence intervals)."""

@@ -23,6 +23,17 @@ log = logging.getLogger("harness")
 HOST = "127.0.0.1"
 
 
+def serve_until_interrupted(server: Any) -> None:
+    """Serve ``server`` (a ``socketserver`` server) until Ctrl-C, then close its socket: the page
+    commands (``judge serve``, ``report --serve``) stop the same quiet way, without a traceback."""
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
 def make_server(page: Page, port: int = 0) -> ThreadingHTTPServer:
     """A server for ``page`` on 127.0.0.1:``port`` (0: any free port); not yet serving."""
     files = {"/": page.html.encode("utf-8"), "/report.html": page.html.encode("utf-8")}
