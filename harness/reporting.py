@@ -37,23 +37,24 @@ class ReportOptions:
     write: bool = False
     #: the old flag, accepted so existing scripts keep working (printing only is the default now)
     no_write: bool = False
+    html: bool = False
+    brief: bool = False
+    serve: bool = False
+    judged_only: bool = False
+    allow_incomplete: bool = False
     worst: int | None = None
+    docs: int = 3
     retriever: str | None = None
     metric: str | None = None
-    baseline: str | None = None
-    docs: int = 3
-    qrels: str | None = None
-    judged_only: bool = False
-    by: str | None = None
-    brief: bool = False
-    html: bool = False
-    serve: bool = False
     port: int = 8766
-    allow_incomplete: bool = False
-    #: prediction-powered intervals (docs/judging.md): a judge's qrels, the labelled sample, 1 - coverage
+    baseline: str | None = None
+    by: str | None = None
+    #: ``qrels``: judgments to re-score against (people's, beside a judge's ``auto_qrels`` for prediction-powered
+    #: intervals, docs/judging.md, at ``alpha``, over the ``labelled`` sample)
+    alpha: float = 0.05
+    qrels: str | None = None
     auto_qrels: str | None = None
     labelled: str | None = None
-    alpha: float = 0.05
 
 
 def report(o: ReportOptions) -> int:

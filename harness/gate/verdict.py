@@ -23,7 +23,7 @@ from harness import defaults
 from harness.errors import InputError
 from harness.gate import power as power_gate
 from harness.gate._scores import Scores
-from harness.gate.tolerances import DEFAULT_ALPHA, Settings, Tolerances, check_alpha, check_tolerance
+from harness.gate.tolerances import DEFAULT_ALPHA, CheckSettings, Tolerances, check_alpha, check_tolerance
 from harness.metrics.names import folder_spelling
 from harness.results import Results
 from harness.stats.weighted import paired_mean, randomization_tests_w, t_test_w
@@ -279,7 +279,7 @@ def check(
     if non_inferiority is not None:
         check_tolerance(non_inferiority, "non_inferiority")
     alpha = check_alpha(alpha if alpha is not None else (tol.alpha if tol.alpha is not None else DEFAULT_ALPHA))
-    s = Settings.model_construct(
+    s = CheckSettings.model_construct(
         tolerances=tol,
         alpha=alpha,
         test=test,
@@ -298,7 +298,7 @@ def check(
 def report(
     baseline: Results | Scores,
     current: Results | Scores,
-    s: Settings,
+    s: CheckSettings,
     *,
     baseline_label: str = "baseline",
     current_label: str = "current",
@@ -412,7 +412,7 @@ def _check_retriever(
     baseline: Scores,
     current: Scores,
     tol: dict[tuple[str, str], float],
-    s: Settings,
+    s: CheckSettings,
 ) -> tuple[list[CheckRow], int]:
     if name in current.failures or name not in current.summary:
         if name in current.failures:
