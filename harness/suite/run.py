@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.config import RunConfig
 from harness.engine import check_out_dir
 from harness.errors import InputError
 from harness.io import atomic
@@ -60,7 +61,7 @@ def check_suite_dir(out: str | os.PathLike[str], datasets: list[str]) -> Path:
 
 
 def run_suite_config(
-    config: Any,
+    config: RunConfig,
     config_dir: Path,
     run_one: RunOne,
     *,
@@ -70,7 +71,7 @@ def run_suite_config(
     resume: bool,
     out_given: bool,
 ) -> SuiteResults:
-    """``harness run`` of a suite config (a :class:`~harness.config.RunConfig` with ``datasets:``):
+    """``harness run`` of a suite config (``datasets:``):
     every flag and dataset checked and the folder guarded before any work, then :func:`run_suite`.
     ``datasets``: run only these (``--datasets``); ``dataset`` (``--dataset``) is refused here."""
     from harness.suite.plan import plan_suite, preflight
