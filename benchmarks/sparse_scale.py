@@ -14,7 +14,7 @@ Rows:
 
 - ``splade``: :class:`retrievers.sparse.InvertedIndex` (what the retriever searches) over the rows:
   its CSR bytes, and per query the float64 scores of every document plus the exact top 100
-  (``tie_topk``), each query timed alone (p50, p95);
+  (``retrievers.ties.top_k``), each query timed alone (p50, p95);
 - ``dense flat``: FAISS ``IndexFlatIP`` over as many random unit 384-d float32 rows (all-MiniLM-L6-v2's
   width): its bytes, and one query per ``search`` call for 100, on one thread (FAISS's OpenMP threads
   spin on a loaded machine: 0.7 s per query at 100k on this one with two).
@@ -44,8 +44,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from sparse_encode import splade_flags  # noqa: E402
 
 from harness.model import Query  # noqa: E402
-from retrievers.learned import tie_topk  # noqa: E402
 from retrievers.sparse import InvertedIndex, Splade, SpladeSpec  # noqa: E402
+from retrievers.ties import top_k  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "scifact"
 
@@ -122,7 +122,7 @@ def main() -> None:
             lo, hi = q.indptr[r], q.indptr[r + 1]
             t0 = time.perf_counter()
             s = index.scores(q.indices[lo:hi].astype(np.int64), q.data[lo:hi])
-            tie_topk(s, 100, rank)
+            top_k(s, 100, rank)
             lat.append(time.perf_counter() - t0)
         print(
             f"| {n:,} | splade inverted index ({index.nnz:,} non-zeros, built in {build:.1f} s) | "

@@ -31,7 +31,7 @@ from sparse_table import DATA, colbert_shaped  # noqa: E402
 import retrievers.colbert as cb  # noqa: E402
 from harness.datasets import load_dataset  # noqa: E402
 from harness.registry import BuildContext, spec_class  # noqa: E402
-from harness.stream.engines import Engine, exact_reference  # noqa: E402
+from harness.stream.engines import StreamedRetriever, exact_reference  # noqa: E402
 
 
 def main() -> None:
@@ -50,7 +50,7 @@ def main() -> None:
     spec = spec_class("colbert").model_validate({"type": "colbert", "model": str(model)})
     with tempfile.TemporaryDirectory() as tmp:
         ctx = BuildContext(cache_dir=Path(tmp) / "row", show_progress=False)
-        engine = Engine("colbert", spec, spec.build(ctx))
+        engine = StreamedRetriever("colbert", spec, spec.build(ctx))
         n = len(docs)
         held = {d.id: d for d in docs[: n // 2]}
         engine.index(list(held.values()))

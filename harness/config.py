@@ -44,7 +44,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness import defaults, extras
+from harness import defaults, extras, retriever_types
 from harness.chunking.spec import parse_chunking
 from harness.errors import InputError, register_secret
 from harness.io import yamltext
@@ -93,6 +93,16 @@ class DatasetConfig(BaseModel):
     #: a numeric field of queries.jsonl (``count`` from ``harness traces import``): every figure is
     #: weighted by it (docs/traces.md); unweighted when unset
     weights: str | None = None
+
+    @property
+    def label(self) -> str:
+        """What a default results folder is named after: ``name``, else the golden file's stem
+        (``{corpus, golden}``: ``path`` is then the unused default ``demo``), else the folder or id."""
+        if self.name:
+            return self.name
+        if self.golden:
+            return Path(str(self.golden)).stem or "golden"
+        return Path(str(self.path)).name or "dataset"
 
 
 class StatsConfig(BaseModel):
@@ -247,9 +257,10 @@ class RunConfig(BaseModel):
         chunkers = ("semantic_text_splitter", "tokenizers")  # in the dense extra: for chunking, not for a retriever
         for name, raw in self.retrievers.items():
             kind = str(raw.get("type"))
-            if name in objects or kind not in extras.TYPES:
+            entry = retriever_types.extra_of(kind)
+            if name in objects or entry is None:
                 continue
-            subject, extra = extras.TYPES[kind]
+            subject, extra = entry
             modules = [m for m in extras.EXTRAS[extra].modules if m not in chunkers]
             if kind in ("dense", "mmr") and raw.get("model") not in (None, *PACKAGED_MODEL_NAMES):
                 modules = [m for m in modules if m not in packaged]  # a model of its own: no packaged one needed

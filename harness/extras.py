@@ -22,6 +22,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from harness import retriever_types
+
 #: The distribution name in every install hint.
 DIST = "retrieval-harness"
 
@@ -57,19 +59,6 @@ EXTRAS: dict[str, Extra] = {
         Extra("ray", ("ray", "pyarrow"), "executor: ray"),
         Extra("golden", ("pyarrow", "datasets", "ir_datasets"), "golden sets as Parquet, HF datasets, ir_datasets"),
     )
-}
-
-#: Retriever type -> (what the line calls it, the extra). Types not here are core.
-TYPES: dict[str, tuple[str, str]] = {
-    "dense": ("dense retrievers", "dense"),
-    "mmr": ("MMR stages", "dense"),
-    "rerank": ("rerank stages", "rerank"),
-    "splade": ("splade retrievers", "sparse"),
-    "colbert": ("colbert retrievers", "multivector"),
-    "lancedb": ("lancedb retrievers", "lancedb"),
-    "chroma": ("chroma retrievers", "chroma"),
-    "qdrant": ("qdrant retrievers", "qdrant"),
-    "pgvector": ("pgvector retrievers", "pgvector"),
 }
 
 #: Encoder ``backend:`` values and ``executor:`` types that need an extra (``torch`` comes with the type's own).
@@ -155,7 +144,7 @@ def message(
 
 def type_extra(type_name: str) -> str | None:
     """The extra a retriever type needs, or ``None`` for a core type (plugins: ``None``)."""
-    entry = TYPES.get(type_name)
+    entry = retriever_types.extra_of(type_name)
     return entry[1] if entry else None
 
 

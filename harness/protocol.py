@@ -95,3 +95,86 @@ class Updatable(Protocol):
     retriever without it is updated by ``delete`` then ``add``."""
 
     def update(self, docs: Sequence[Document]) -> None: ...
+
+
+@runtime_checkable
+class PreparesQueries(Protocol):
+    """``prepare_queries(queries)``: the query-only work (encoding) done once before the timed
+    search, timed by the retriever itself (dense, splade, colbert, a vector database)."""
+
+    def prepare_queries(self, queries: Sequence[Query]) -> None: ...
+
+
+@runtime_checkable
+class Serving(Protocol):
+    """``serving_mode(enabled)``: a load test is on (memoised query embeddings off or on), so the
+    figures are the retriever's, not the memo's (``harness load``)."""
+
+    def serving_mode(self, enabled: bool = True) -> None: ...
+
+
+@runtime_checkable
+class Tunable(Protocol):
+    """``set_search_param(name, value)``: a search-time knob (``nprobe``, ``ef_search``) changed on
+    the built index, so ``harness load --frontier`` sweeps it without indexing again."""
+
+    def set_search_param(self, name: str, value: object) -> None: ...
+
+
+@runtime_checkable
+class Settles(Protocol):
+    """``settle()``: the index's own maintenance after writes (LanceDB optimize, pgvector VACUUM),
+    timed by ``harness stream`` apart from the writes."""
+
+    def settle(self) -> None: ...
+
+
+@runtime_checkable
+class Closeable(Protocol):
+    """``close()``: let go of what the component holds (connections, a child process, a client)
+    once the command is done with it."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class HasExactSpec(Protocol):
+    """On a *spec*: ``exact_spec()``, the spec of the same retriever searching exactly (dense's flat
+    index over the same embeddings), or None; the reference an approximate index is scored against
+    (``harness stream``, ``harness load --frontier``)."""
+
+    def exact_spec(self) -> object | None: ...
+
+
+# ---------------------------------------------------------------------------------------------
+# A judge's optional hooks (the judge itself: :class:`harness.judging.judge.Judge`).
+
+
+@runtime_checkable
+class GradesWithCost(Protocol):
+    """``outcomes(pairs, stop)``: grades with what each cost (tokens, requests) and a stop the fill
+    loop honours, instead of plain ``grade(pairs)`` (the endpoint judge)."""
+
+    def outcomes(self, pairs: Sequence[object], stop: object = None) -> list[object]: ...
+
+
+@runtime_checkable
+class CacheIdentity(Protocol):
+    """``cache_identity()``: what, beside the pair, decides a judge's grade (URL, model, prompt
+    version), the key of its cached grades; None: never cached nor resumed. Without it: its name."""
+
+    def cache_identity(self) -> list[object] | None: ...
+
+
+@runtime_checkable
+class Batched(Protocol):
+    """``batch_size``: pairs a judge grades per call (default 32)."""
+
+    batch_size: int
+
+
+@runtime_checkable
+class Concurrent(Protocol):
+    """``concurrency``: calls a judge takes at once (default 1)."""
+
+    concurrency: int

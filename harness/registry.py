@@ -39,7 +39,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness import defaults
+from harness import defaults, retriever_types
 from harness.errors import InputError, register_secret, scrub, url_secrets
 from harness.imports import NoAttribute, import_target
 
@@ -52,22 +52,8 @@ SET = "<set>"
 #: the template, never the value. Filled by :func:`harness.config.expand_env`.
 ENV_TEMPLATES: dict[str, str] = {}
 
-BUILTIN: dict[str, str] = {
-    "bm25": "retrievers.bm25:BM25Spec",
-    "dense": "retrievers.dense:DenseSpec",
-    "splade": "retrievers.sparse:SpladeSpec",
-    "colbert": "retrievers.colbert:ColbertSpec",
-    "hybrid": "retrievers.hybrid:HybridSpec",
-    "rerank": "retrievers.rerank:RerankSpec",
-    "mmr": "retrievers.mmr:MMRSpec",
-    "python": "retrievers.custom:PythonSpec",
-    "http": "retrievers.http:HttpSpec",
-    "run_file": "retrievers.run_file:RunFileSpec",
-    "lancedb": "retrievers.vectordb.lance:LanceDBSpec",
-    "chroma": "retrievers.vectordb.chroma:ChromaSpec",
-    "qdrant": "retrievers.vectordb.qdrant:QdrantSpec",
-    "pgvector": "retrievers.vectordb.pgvector:PgvectorSpec",
-}
+#: ``type:`` -> ``module:Class`` of the built-in specs (one record per type: :mod:`harness.retriever_types`)
+BUILTIN: dict[str, str] = {name: t.spec for name, t in retriever_types.TYPES.items()}
 
 
 class SpecBase(BaseModel):

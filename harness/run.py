@@ -114,7 +114,7 @@ class Run:
         # block) stay small however many rows tie (a 1 GB run file can tie in every row)
         step = max(1, _TIE_BLOCK // max(1, idx.shape[1]))
         # many tied entries: rank the whole vocabulary once rather than each block's ids
-        full_rank = _lexicographic_rank(self.doc_ids) if all_ties.size * idx.shape[1] > len(self.doc_ids) else None
+        full_rank = id_rank(self.doc_ids) if all_ties.size * idx.shape[1] > len(self.doc_ids) else None
         for start in range(0, all_ties.size, step):
             tie_rows = all_ties[start : start + step]
             # ties: doc id descending (trec_eval compares docnos with strcmp)
@@ -124,9 +124,9 @@ class Run:
             else:
                 # rank only the ids in tied rows, not the whole (possibly huge) vocabulary
                 used = np.unique(sub_idx[sub_idx >= 0])
-                rank = _lexicographic_rank(self.doc_ids[used])
+                rank = id_rank(self.doc_ids[used])
                 docrank = np.where(sub_idx >= 0, rank[np.searchsorted(used, np.maximum(sub_idx, 0))], -1)
-            order = np.lexsort((-docrank, -sub_key), axis=1)
+            order = rule_order(sub_key, docrank)
             idx[tie_rows] = np.take_along_axis(sub_idx, order, axis=1)
             sc[tie_rows] = np.take_along_axis(sub_sc, order, axis=1)
         return idx, sc
@@ -317,13 +317,15 @@ class Run:
         return f"Run(name={self.name!r}, queries={len(self)}, depth={self.depth})"
 
 
-def rank_key(scores: np.ndarray, valid: np.ndarray) -> np.ndarray:
+def rank_key(scores: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
     """The value a ranking is sorted by: the score rounded to float32, because trec_eval stores scores
-    as C ``float`` (scores equal in float32 tie and go by doc id there too); NaN for padding, which
-    every numpy sort puts last. The stored scores stay float64."""
+    as C ``float`` (scores equal in float32 tie and go by doc id there too; a finite score beyond
+    float32's range becomes an infinity of its sign, and ties there); NaN for padding (``~valid``),
+    which every numpy sort puts last. The stored scores stay float64."""
     with np.errstate(over="ignore"):
         key = np.asarray(scores, dtype=np.float64).astype(np.float32)
-    key[~valid] = np.nan
+    if valid is not None:
+        key[~valid] = np.nan
     return key
 
 
@@ -341,8 +343,16 @@ def sort_rows_descending(key: np.ndarray, *arrays: np.ndarray) -> None:
             a[rows] = np.take_along_axis(a[rows], order, axis=1)
 
 
-def _lexicographic_rank(doc_ids: np.ndarray) -> np.ndarray:
-    """rank[i] = position of doc_ids[i] in code-point order (== UTF-8 byte order, trec_eval's strcmp)."""
+def rule_order(key: np.ndarray, docrank: np.ndarray) -> np.ndarray:
+    """Along the last axis, the order that sorts entries by the ranking rule: ``key``
+    (:func:`rank_key`) descending, NaN padding last, ties by ``docrank`` (:func:`id_rank`) descending."""
+    return np.lexsort((-docrank, -key), axis=-1)
+
+
+def id_rank(doc_ids: Sequence[str] | np.ndarray) -> np.ndarray:
+    """``rank[i]`` = position of ``doc_ids[i]`` in code-point order (== UTF-8 byte order, trec_eval's
+    strcmp): what the ranking rule breaks a tie by (the larger id first). Every cut by the rule
+    (:mod:`retrievers.ties`) ranks ids here too."""
     order = np.argsort(np.asarray(doc_ids, dtype=object), kind="stable")
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order))

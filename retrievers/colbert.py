@@ -53,16 +53,16 @@ from harness.errors import InputError, RetrieverError
 from harness.io import atomic, staged
 from harness.model import Corpus, Document, Query
 from harness.registry import BuildContext, SpecBase
-from harness.run import PAD, Run
+from harness.run import Run
 from retrievers.held import HeldDocs
 from retrievers.learned import (
     LearnedRetriever,
     load_encoder,
     prompt_of,
     require_sentence_transformers,
-    rerank_tail,
     resolve_location,
 )
+from retrievers.ties import rerank
 
 log = logging.getLogger("harness")
 
@@ -627,12 +627,7 @@ class Colbert(LearnedRetriever):
                     raise RetrieverError(f"colbert: document {d!r} (query {qids[r]!r}) is not in the indexed corpus")
                 docs.append(self.store.doc(pos))
             head[r, cols] = maxsim_pairs(qv[r], docs, width)
-        scores = run.scores.copy()
-        scores[:, :n] = head
-        if run.depth > n:
-            scores[:, n:] = rerank_tail(head, valid, run.indices[:, n:] >= 0)
-        out = Run(qids, run.doc_ids, np.where(run.indices >= 0, run.indices, PAD), scores, name=self.name)
-        return out.cut(k) if out.depth > k else out
+        return rerank(run, head, k, self.name)
 
     def efficiency_extra(self, k: int) -> dict[str, Any]:
         """``encode_seconds`` (documents and queries encoded), ``encode_docs_per_s`` (None when no

@@ -22,8 +22,8 @@ import numpy as np
 
 from harness.filters import Filter, group_by_filter, has_filters
 from harness.model import Corpus, Query
-from harness.run import Run
-from retrievers.learned import doc_rank, tie_topk
+from harness.run import Run, id_rank
+from retrievers.ties import top_k
 
 #: masks of distinct filters kept before they are all dropped (the latency loop repeats a few)
 MAX_MASKS = 4096
@@ -54,7 +54,7 @@ class HeldDocs:
     def rank(self) -> np.ndarray:
         """Each position's place in lexicographic id order (recomputed after a write, once)."""
         if self._rank is None:
-            self._rank = doc_rank(self.ids)
+            self._rank = id_rank(self.ids)
         return self._rank
 
     @property
@@ -116,7 +116,7 @@ class HeldDocs:
 
     def top_k(self, queries: Sequence[Query], k: int, score_rows: ScoreRows, name: str) -> Run:
         """Each query's exact top ``k`` of the documents it may be answered from, with the harness's
-        tie rule (:func:`retrievers.learned.tie_topk`); ``score_rows`` scores every position."""
+        ranking rule (:func:`retrievers.ties.top_k`); ``score_rows`` scores every position."""
         kk = min(k, self.live)
         idx = np.full((len(queries), kk), -1, dtype=np.int64)
         scores = np.full((len(queries), kk), -np.inf)
@@ -127,6 +127,6 @@ class HeldDocs:
             for r, s in score_rows(rows):
                 if allowed is not None:
                     s = np.where(allowed, s, -np.inf)
-                pos, sc = tie_topk(s, kk, rank)
+                pos, sc = top_k(s, kk, rank)
                 idx[r, : len(pos)], scores[r, : len(pos)] = pos, sc
         return Run([q.id for q in queries], self.ids, idx, scores, name=name)

@@ -1,11 +1,6 @@
 """What the learned sparse (``splade``) and multi-vector (``colbert``) types share: where their model
-is, which sentence-transformers they need, the exact top k with the harness's tie rule, and the
-tail of a rerank stage.
-
-Ties are broken as the harness's canonical run order breaks them (trec_eval's: score descending,
-scores equal in float32 are a tie, ties by document id descending), also at the cut: when the
-k-th and (k+1)-th documents tie, the one with the larger id is kept, so the top k is the first k
-of the full ranking, whatever order the documents were indexed in.
+is and which sentence-transformers they need. Their exact top k and a rerank stage's tail follow the
+harness's ranking rule through :mod:`retrievers.ties`.
 """
 
 from __future__ import annotations
@@ -15,8 +10,6 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from harness import extras
 from harness.errors import InputError
@@ -155,39 +148,3 @@ def prompt_of(model: Any, names: tuple[str, ...]) -> str | None:
         if prompts.get(name):
             return str(prompts[name])
     return None
-
-
-def doc_rank(doc_ids: np.ndarray) -> np.ndarray:
-    """Each document's position in lexicographic id order (what the tie rule compares)."""
-    ids = np.asarray([str(d) for d in doc_ids])
-    rank = np.empty(len(ids), dtype=np.int64)
-    rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
-    return rank
-
-
-def tie_topk(scores: np.ndarray, k: int, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(positions, scores)`` of the top ``k`` of one query's float64 ``scores`` (``-inf`` = not a
-    candidate), in the canonical order: float32 score descending, ties by document id descending."""
-    key = scores.astype(np.float32)
-    n = len(key)
-    kk = min(k, n)
-    if kk == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    if kk < n:
-        kth = np.partition(key, n - kk)[n - kk]
-        cand = np.flatnonzero(key >= kth)
-    else:
-        cand = np.arange(n)
-    cand = cand[np.isfinite(key[cand])]
-    order = np.lexsort((-rank[cand], -key[cand]))[:kk]
-    pos = cand[order]
-    return pos, scores[pos]
-
-
-def rerank_tail(head: np.ndarray, valid: np.ndarray, tail_valid: np.ndarray) -> np.ndarray:
-    """Scores for the documents below a reranked head: their input order, strictly below the lowest
-    head score of their query (as the cross-encoder ``rerank`` stage keeps its tail)."""
-    floor = np.where(valid, head, np.inf).min(axis=1, initial=np.inf)
-    floor = np.where(np.isfinite(floor), floor, 0.0)
-    steps = np.arange(1, tail_valid.shape[1] + 1, dtype=np.float64)[None, :]
-    return np.where(tail_valid, floor[:, None] - steps, -np.inf)

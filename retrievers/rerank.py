@@ -42,7 +42,8 @@ from harness.executor.models import predict_pairs
 from harness.fusion import normalize_rows
 from harness.model import Document, Query
 from harness.registry import BuildContext, SpecBase
-from harness.run import PAD, Run
+from harness.run import Run
+from retrievers.ties import rerank
 
 log = logging.getLogger("harness")
 
@@ -299,17 +300,8 @@ class Rerank:
             ce_n = np.where(valid, normalize_rows(ce, valid, "minmax"), 0.0)
             first_n = np.where(valid, normalize_rows(first, valid, "minmax"), 0.0)
             head = np.where(valid, a * ce_n + (1 - a) * first_n, -np.inf)
-        scores = run.scores.copy()
-        scores[:, :n] = head
-        if run.depth > n:
-            # the tail keeps its order, strictly below the lowest head score of its query
-            floor = np.where(valid, head, np.inf).min(axis=1, initial=np.inf)
-            floor = np.where(np.isfinite(floor), floor, 0.0)
-            steps = np.arange(1, run.depth - n + 1, dtype=np.float64)[None, :]
-            tail_valid = run.indices[:, n:] >= 0
-            scores[:, n:] = np.where(tail_valid, floor[:, None] - steps, -np.inf)
-        out = Run(qids, run.doc_ids, np.where(run.indices >= 0, run.indices, PAD), scores, name=self.name)
-        return out.cut(k) if out.depth > k else out
+        # the tail keeps its order, strictly below the lowest head score of its query (retrievers.ties)
+        return rerank(run, head, k, self.name)
 
     def efficiency_extra(self, k: int) -> dict[str, float]:
         """Share of the batched call's pairs read from the cache (its search time is that much cheaper)."""

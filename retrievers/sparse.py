@@ -10,7 +10,7 @@ weight per vocabulary entry, ``log(1 + relu(logit))`` maxed over its tokens; mos
 document's score for a query is the dot product of the two vectors, so the index is an inverted
 index: for each vocabulary entry, the documents that weigh it. Search is exact: every posting of
 every query term is added up, in float64 (``np.bincount``), and the top k is cut with the harness's
-tie rule (:func:`retrievers.learned.tie_topk`).
+ranking rule (:func:`retrievers.ties.top_k`).
 
 Documents are encoded by the pipeline dense uses (:mod:`retrievers.encode_pipeline`: tokenization
 on a thread ahead of the model, length-sorted batches), the model's output pruned exactly as the

@@ -1,11 +1,17 @@
-"""The cut at depth k by the ranking rule, not by a library's top-k: one helper every built-in
-retriever's search goes through.
+"""The cut at depth k by the ranking rule, for both shapes a built-in retriever holds its scores in,
+and the tail below a reranked head: the one home of the rule outside :class:`harness.run.Run`.
 
-A library's top-k (bm25s, FAISS, a vector database) picks *some* k documents when more than k tie
-at the k-th score: bm25s kept the last ones of a 300-copy corpus, FAISS the first ones. The harness's
-ranking rule (docs/metrics.md, "Rules": score descending, ties by doc id descending, scores compared as
-float32 as trec_eval stores them) says which ones, so which copy of a duplicated document is
-retrieved, and so every metric, must not depend on the library. :func:`cut_by_rule` asks the
+The rule (docs/metrics.md, "Rules"): score descending, scores compared as float32 as trec_eval
+stores them (:func:`harness.run.rank_key`), ties by doc id descending (:func:`harness.run.id_rank`),
+in the order :func:`harness.run.rule_order` gives. Three entry points:
+
+- :func:`cut_by_rule`: over a library's own top k (bm25s, FAISS, a vector database);
+- :func:`top_k`: over one query's full score vector (``splade``, ``colbert``: every document scored);
+- :func:`rerank`: a run whose head a stage re-scored, its tail kept in order below the head.
+
+A library's top-k picks *some* k documents when more than k tie at the k-th score: bm25s kept the
+last ones of a 300-copy corpus, FAISS the first ones. The rule says which ones, so which copy of a
+duplicated document is retrieved, and so every metric, must not depend on the library. :func:`cut_by_rule` asks the
 library for one document more than k; only where that one still ties with the k-th does it ask
 again for those rows (doubling the depth until the tie ends or the corpus does) and cut the fetched
 ranking by the rule. Without a tie at the cut the cost is one extra document per query.
@@ -20,7 +26,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from harness.run import Run, rank_key
+from harness.run import PAD, Run, rank_key, rule_order
 
 #: ``search(rows, depth) -> (scores, positions)``, each ``(len(rows), depth)``: the library's own
 #: top ``depth`` for the query rows ``rows`` (positions into the corpus; ``-1`` for none)
@@ -82,3 +88,39 @@ def _rule_cut(scores: np.ndarray, idx: np.ndarray, kk: int, doc_ids: np.ndarray)
     i = np.full((len(idx), kk), -1, dtype=np.int64)
     s[:, : min(kk, width)], i[:, : min(kk, width)] = run.scores[:, :kk], run.indices[:, :kk]
     return s, i
+
+
+def top_k(scores: np.ndarray, k: int, rank: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, scores)`` of the top ``k`` of one query's float64 ``scores`` over every document
+    (``-inf``: not a candidate), best first by the rule; ``rank`` is :func:`harness.run.id_rank` of
+    the documents' ids. Shorter than ``k`` only where fewer documents are candidates: a finite score
+    beyond float32's range is a candidate whose key is an infinity (ties there go by id)."""
+    key = rank_key(scores)
+    n = len(key)
+    kk = min(k, n)
+    if kk == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    if kk < n:  # non-candidates key as -inf, below every candidate but those that tie them there
+        cand = np.flatnonzero(key >= np.partition(key, n - kk)[n - kk])
+    else:
+        cand = np.arange(n)
+    cand = cand[np.isfinite(scores[cand])]  # a candidate is a finite float64 score, whatever its key
+    pos = cand[rule_order(key[cand], rank[cand])[:kk]]
+    return pos, scores[pos]
+
+
+def rerank(run: Run, head: np.ndarray, k: int, name: str) -> Run:
+    """``run`` with its first ``head.shape[1]`` documents re-scored by ``head`` (``-inf`` past a row's
+    end), cut to ``k``. The tail keeps its input order strictly below the lowest head score of its
+    query (one less per place), so a stage reranks its head and never reorders what it did not score."""
+    n = head.shape[1]
+    scores = run.scores.copy()
+    scores[:, :n] = head
+    if run.depth > n:
+        valid = run.indices[:, :n] >= 0
+        floor = np.where(valid, head, np.inf).min(axis=1, initial=np.inf)
+        floor = np.where(np.isfinite(floor), floor, 0.0)
+        steps = np.arange(1, run.depth - n + 1, dtype=np.float64)[None, :]
+        scores[:, n:] = np.where(run.indices[:, n:] >= 0, floor[:, None] - steps, -np.inf)
+    out = Run(run.query_ids, run.doc_ids, np.where(run.indices >= 0, run.indices, PAD), scores, name=name)
+    return out.cut(k) if out.depth > k else out

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.run import dataset_label
 from harness.config import DatasetConfig
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import evaluate_run
@@ -115,10 +114,10 @@ def test_data_warnings_are_repeated_after_the_table_and_strict_makes_them_errors
 
 # ---------------------------------------------------------------------- default folder names
 def test_a_corpus_golden_dataset_names_its_folder_after_the_golden_file():
-    assert dataset_label(DatasetConfig(corpus="docs/", golden="support/questions.csv")) == "questions"
-    assert dataset_label(DatasetConfig(corpus="docs/", golden="q.jsonl", name="support")) == "support"
-    assert dataset_label(DatasetConfig(path="../data/scifact")) == "scifact"
-    assert dataset_label(DatasetConfig()) == "demo"
+    assert DatasetConfig(corpus="docs/", golden="support/questions.csv").label == "questions"
+    assert DatasetConfig(corpus="docs/", golden="q.jsonl", name="support").label == "support"
+    assert DatasetConfig(path="../data/scifact").label == "scifact"
+    assert DatasetConfig().label == "demo"
 
 
 @pytest.mark.slow

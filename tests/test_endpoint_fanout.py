@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from harness.endpoint.client import Outcome
+from harness.endpoint.client import Answer
 from harness.endpoint.fanout import Tally, ask_many
 from harness.judging.auto import auto_cache, fill
 from harness.judging.pool import PoolRow
@@ -87,10 +87,10 @@ def test_ask_many_tallies_every_item_once_in_batches():
     def ask(batch, stop):
         with lock:
             seen.extend(batch)
-        return [Outcome(x if x % 3 else None, None if x % 3 else ("unparsable" if x % 2 else "failed: no"), 1 + x % 2)
+        return [Answer(x if x % 3 else None, None if x % 3 else ("unparsable" if x % 2 else "failed: no"), 1 + x % 2)
                 for x in batch]  # fmt: skip
 
-    got: dict[int, Outcome] = {}
+    got: dict[int, Answer] = {}
     tally = ask_many(list(range(20)), ask, lambda i, o: got.__setitem__(i, o), tally=Tally(items=20), batch=3,
                      concurrency=2)  # fmt: skip
     assert sorted(seen) == list(range(20)) and sorted(got) == list(range(20))

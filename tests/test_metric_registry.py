@@ -360,3 +360,20 @@ def test_hits_agrees_with_ranx(seed):
         scores = rr.scores[f"hits@{k}"]
         for q in common:
             assert got[q][f"hits@{k}"] == pytest.approx(scores[q], abs=1e-12), (q, k)
+
+
+def test_folder_spelling_finds_the_folders_name_of_each_metric_asked_and_names_every_one_it_lacks():
+    """The one pick gate, power and the all-pairs tests share: ``NDCG@10`` finds the folder's
+    ``ndcg@10``, in the order asked, each once, blanks skipped; every missing name in one line."""
+    from harness.metrics.names import folder_spelling
+
+    have = ["ndcg@10", "recall@100", "MRR@10"]
+    assert folder_spelling(["Recall@100", "NDCG@10", " ", "ndcg@10", "mrr@10"], have, "x") == [
+        "recall@100",
+        "ndcg@10",
+        "MRR@10",
+    ]
+    with pytest.raises(InputError) as e:
+        folder_spelling(["map@100", "ndcg@10", "P@5"], have, "no per-query scores for metric(s)")
+    assert str(e.value).endswith("no per-query scores for metric(s) map@100, P@5 (it has: ndcg@10, recall@100, MRR@10)")
+    assert e.value.field == "--metrics"

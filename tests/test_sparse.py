@@ -43,20 +43,6 @@ def test_inverted_index_scores_are_the_float64_dot_product(n_docs, width, densit
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, -np.inf]), min_size=1, max_size=30), st.integers(1, 35))
-def test_top_k_keeps_the_first_k_of_the_canonical_order_even_across_a_tie_at_the_cut(values, k):
-    from retrievers.learned import doc_rank, tie_topk
-
-    scores = np.asarray(values, dtype=np.float64)
-    ids = np.asarray([f"d{i:02d}" for i in range(len(scores))][::-1], dtype=object)  # indexed out of id order
-    pos, sc = tie_topk(scores, k, doc_rank(ids))
-    finite = [i for i in range(len(scores)) if np.isfinite(scores[i])]
-    want = sorted(finite, key=lambda i: (-np.float32(scores[i]), tuple(-ord(c) for c in ids[i])))[:k]
-    assert pos.tolist() == want
-    assert sc.tolist() == scores[want].tolist()
-
-
 def test_sparse_row_cache_round_trips_and_sets_a_corrupt_chunk_aside(tmp_path):
     import scipy.sparse as sp
 

@@ -1,6 +1,7 @@
 """Tests for retrievers.ties: the cut at depth k follows the ranking rule (score descending, ties by doc
 id descending) in every built-in retriever, not the library's own top-k, so which copy of a duplicated
-document is retrieved, and every metric, is the same whatever the engine."""
+document is retrieved, and every metric, is the same whatever the engine; both shapes (a library's top
+k, a full score vector) agree with a plain sort by the rule, scores beyond float32's range included."""
 
 from __future__ import annotations
 
@@ -132,3 +133,50 @@ def test_cut_by_rule_asks_one_more_only_where_nothing_ties_past_the_cut():
     _, idx = cut_by_rule(library, 1, 10, np.array([f"d{i}" for i in range(100)], dtype=object))
     assert asked == [11]
     assert idx.tolist() == [list(range(10))]
+
+
+#: scores that tie in float32 but not in float64, finite scores beyond float32's range (an infinity
+#: of their sign as trec_eval stores them, so tied there), and -inf (no candidate, full-vector shape)
+HOSTILE = [0.0, 1.0, 1.0 + 1e-12, 2.0, -1.0, float(np.finfo(np.float32).max), 3.5e38, 1e300, -3.5e38, -1e300, -np.inf]
+
+
+def _plain_sort(scores: np.ndarray, ids: np.ndarray, k: int) -> list[int]:
+    """The rule written as plainly as it reads: candidates (finite scores) by float32 score
+    descending, then by id descending (Python compares strings by code point, as strcmp bytes)."""
+    live = [i for i in range(len(scores)) if np.isfinite(scores[i])]
+    with np.errstate(over="ignore"):
+        keys = {i: float(np.float32(scores[i])) for i in live}
+    return sorted(live, key=lambda i: (keys[i], ids[i]), reverse=True)[:k]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=30), st.integers(1, 35), st.randoms(use_true_random=False)
+)
+def test_both_shapes_of_the_cut_agree_with_a_plain_sort_by_the_rule(values, k, rnd):
+    from harness.run import id_rank
+    from retrievers.ties import cut_by_rule, top_k
+
+    scores = np.asarray(values, dtype=np.float64)
+    ids = np.array([f"d{rnd.randrange(10**6)}-{i}" for i in range(len(scores))], dtype=object)  # not in id order
+    want = _plain_sort(scores, ids, k)
+
+    # a full score vector: the rule's order itself, never short of the candidates
+    pos, sc = top_k(scores, k, id_rank(ids))
+    assert pos.tolist() == want
+    assert sc.tolist() == scores[want].tolist()
+
+    # a library's top k: the candidates by float64 score, its ties in an order of its own
+    live = np.flatnonzero(np.isfinite(scores))
+
+    def library(rows: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        perm = np.array(rnd.sample(live.tolist(), len(live)), dtype=np.int64)
+        top = perm[np.argsort(-scores[perm], kind="stable")][:depth]
+        idx = np.full((len(rows), depth), -1, dtype=np.int64)
+        idx[:, : len(top)] = top
+        return np.where(idx >= 0, scores[np.maximum(idx, 0)], -np.inf), idx
+
+    s, i = cut_by_rule(library, 1, k, ids)
+    # the same documents; their order is the Run's job, as for any retriever
+    assert Run(["q"], ids, i, s).indices[0, : len(want)].tolist() == want
+    assert int((i >= 0).sum()) == len(want)

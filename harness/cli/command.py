@@ -34,14 +34,3 @@ ALLOW_INCOMPLETE = (
 def add_allow_incomplete(p: argparse.ArgumentParser) -> None:
     """``--allow-incomplete`` (:data:`ALLOW_INCOMPLETE`) on a command that reads a results folder."""
     p.add_argument("--allow-incomplete", action="store_true", help=ALLOW_INCOMPLETE)
-
-
-def serve_until_interrupted(server: Any) -> None:
-    """Serve ``server`` (a ``socketserver`` server) until Ctrl-C, then close its socket: the page
-    commands (``judge serve``, ``report --serve``) stop the same quiet way, without a traceback."""
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()

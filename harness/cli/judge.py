@@ -7,7 +7,7 @@ import argparse
 import logging
 import sys
 
-from harness.cli.command import add_command, serve_until_interrupted
+from harness.cli.command import add_command
 
 log = logging.getLogger("harness")
 
@@ -50,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     from harness.judging.server import open_page
+    from harness.results.page.serve import serve_until_interrupted
 
     judging, server, url = open_page(args.pool, args.port, args.order, args.against, args.seed)
     try:

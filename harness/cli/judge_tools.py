@@ -121,18 +121,6 @@ def print_ppi(args: argparse.Namespace, runs: dict, metrics: list[str], *, fmt: 
     return 0
 
 
-def report_ppi(args: argparse.Namespace, results) -> int:
-    """``harness report DIR --qrels HUMAN --auto-qrels JUDGE``: the folder's stored runs and metrics,
-    differences against the folder's baseline."""
-    from harness.judging.folder_runs import scorable, stored_runs
-    from harness.judging.ppi import render
-
-    runs = stored_runs(results)
-    base = results.baseline if results.baseline in runs else None
-    sys.stdout.write(render(_ppi(args, runs, scorable(results.metrics), baseline=base)))
-    return 0
-
-
 def auto(args: argparse.Namespace) -> int:
     """``harness judge auto``: everything checked, then graded; the summary lines at the end."""
     from harness.cli.endpoint import endpoint_settings

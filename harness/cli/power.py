@@ -1,29 +1,15 @@
-"""``harness power``: how many queries are enough (docs/power.md).
-
-``harness power DIR`` (a results folder or a suite folder): per retriever x metric against the
-baseline, the set size, the sd of the per-query differences, the minimum detectable effect at power
-0.8 and the queries a difference needs. ``harness power --sd S --delta D`` is the planning calculator
-for a golden set not built yet. Every figure is the two-sided paired t-test's, by the noncentral t
-(:mod:`harness.stats.power`); ``--simulate N`` adds a resampling estimate beside it.
-"""
+"""``harness power``: how many queries are enough (docs/power.md). The flags parsed into
+:class:`~harness.results.power.PowerOptions`; the report: :func:`harness.results.power.power`."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
-from pathlib import Path
-from typing import Any
 
 from harness import defaults
-from harness.cli import power_pairs
 from harness.cli.command import add_allow_incomplete, add_command
-from harness.errors import InputError
-from harness.stats import planning
+from harness.results.pairs import DRAWS, SWAP_DRAWS
 from harness.stats import power as pw
-from harness.stats.levels import check_level
-from harness.stats.planning import PlanRow
 
 #: ``harness power --help``: its line in ``harness --help``, a blank line, its description
 ABOUT = """how many queries are enough: minimum detectable effect and queries needed
@@ -57,198 +43,46 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--sd-scores", type=float, metavar="S", help="planning: one system's per-query sd (uses sqrt(2) x S)"
     )
     p.add_argument("--format", choices=["text", "json"], default="text", help="stdout: a table or JSON")
-    power_pairs.add_arguments(p)
+    _add_pairs_arguments(p)
     add_allow_incomplete(p)
     p.set_defaults(func=run)
 
 
-def _check_args(args: argparse.Namespace) -> None:
-    """Every option checked before anything is read: one line, exit 2."""
-    if not (0 < args.power < 1):
-        raise InputError(f"must be a number in (0, 1), got {args.power:g}", field="--power")
-    if args.alpha is not None:
-        check_level(args.alpha, "--alpha")
-    if args.alpha is not None and args.power <= args.alpha:
-        raise InputError(f"must be above alpha ({args.alpha:g}), got {args.power:g}", field="--power")
-    if args.delta is not None and not (math.isfinite(args.delta) and args.delta > 0):
-        raise InputError(f"must be a positive difference, got {args.delta:g}", field="--delta")
-    if args.queries is not None and args.queries < 2:
-        raise InputError(f"must be at least 2 queries, got {args.queries}", field="--queries")
-    if args.simulate < 0:
-        raise InputError(f"must be >= 0 sets, got {args.simulate}", field="--simulate")
-    for name in ("sd", "sd_scores"):
-        v = getattr(args, name)
-        if v is not None and not (math.isfinite(v) and v > 0):
-            raise InputError(f"must be a positive number, got {v:g}", field=f"--{name.replace('_', '-')}")
-    planning_flags = args.sd is not None or args.sd_scores is not None
-    if args.folder and planning_flags:
-        raise InputError("give a results folder or --sd/--sd-scores, not both", field="--sd")
-    if args.sd is not None and args.sd_scores is not None:
-        raise InputError("give --sd or --sd-scores, not both", field="--sd-scores")
-    if not args.folder and not planning_flags:
-        raise InputError("give a results folder (DIR), or --sd S with --delta D or --queries N to plan one")
-    if planning_flags and args.delta is None and args.queries is None:
-        raise InputError("planning needs --delta D (queries needed) or --queries N (the mde at N)", field="--delta")
-    if planning_flags and args.simulate:
-        raise InputError("--simulate resamples real differences: it needs a results folder", field="--simulate")
+def _add_pairs_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``--all-pairs`` options (docs/power.md, "All pairs"; the report: :mod:`harness.results.pairs`)."""
+    p.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="every pair of retrievers: Tukey HSD, randomized Tukey HSD, groups, discriminative power, swap rate",
+    )
+    p.add_argument("--draws", type=int, metavar="B", help=f"with --all-pairs: randomized draws (default {DRAWS:,})")
+    p.add_argument("--seed", type=int, help="with --all-pairs: random seed (default: the results' seed)")
+    p.add_argument(
+        "--sizes",
+        metavar="N1,N2",
+        help="with --all-pairs: set sizes of the swap rate (default 5, 10, 25, 50, 100, ... up to half the queries)",
+    )
+    p.add_argument(
+        "--swap-draws",
+        type=int,
+        metavar="D",
+        help=f"with --all-pairs: draws of two disjoint query sets per size (default {SWAP_DRAWS:,}; 0: no swap rate)",
+    )
+    p.add_argument(
+        "--groups-from",
+        choices=["randomized", "tukey"],
+        help="with --all-pairs: the test the letter groups follow (default randomized)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    power_pairs.check_args(args)  # --all-pairs and its options (docs/power.md, "All pairs")
-    _check_args(args)
-    if not args.folder:
-        return _plan_only(args)
-    from harness.suite import is_suite
+    from harness.results.power import PowerOptions, power
 
-    if is_suite(args.folder):
-        from harness.suite import SuiteResults
-
-        suite = SuiteResults.load(args.folder)
-        sections = [(d, suite.results(d)) for d in suite.datasets]
-    else:
-        from harness.results import Results
-
-        sections = [(None, Results.open(args.folder, allow_incomplete=args.allow_incomplete, what="results"))]
-    if args.all_pairs:
-        return power_pairs.run(args, sections, _alpha)
-    wanted = [m.strip() for m in (args.metrics or "").split(",") if m.strip()] or None
-    out: list[tuple[str | None, float, str | None, list[PlanRow]]] = []
-    for name, results in sections:
-        alpha = args.alpha if args.alpha is not None else _alpha(results)
-        if args.power <= alpha:
-            raise InputError(f"must be above alpha ({alpha:g}), got {args.power:g}", field="--power")
-        out.append((name, alpha, *_rows(results, wanted, alpha, args)))
-    if args.format == "json":
-        payload = {
-            "power": args.power,
-            "test": "two-sided paired t-test (noncentral t); " + pw.LABEL,
-            "datasets" if len(out) > 1 or out[0][0] else "results": _json_sections(out),
-        }
-        sys.stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
-        return 0
-    for name, alpha, note, rows in out:
-        sys.stdout.write(_text(name, alpha, note, rows, args))
+    metrics = [m.strip() for m in (args.metrics or "").split(",") if m.strip()] or None
+    sys.stdout.write(power(PowerOptions(
+        folder=args.folder, delta=args.delta, power=args.power, alpha=args.alpha, queries=args.queries,
+        metrics=metrics, simulate=args.simulate, sd=args.sd, sd_scores=args.sd_scores, format=args.format,
+        allow_incomplete=args.allow_incomplete, all_pairs=args.all_pairs, draws=args.draws, seed=args.seed,
+        sizes=args.sizes, swap_draws=args.swap_draws, groups_from=args.groups_from,
+    )).render())  # fmt: skip
     return 0
-
-
-def _alpha(results: Any) -> float:
-    from harness.results.manifest import Manifest
-
-    return Manifest.of(results).alpha
-
-
-def _rows(results: Any, wanted: list[str] | None, alpha: float, args: argparse.Namespace):
-    names = [r for r in results.summary if r in results.per_query]
-    if not names:
-        raise InputError("holds no per-query scores: nothing to size", path=results.folder or args.folder)
-    have = list(dict.fromkeys(m for r in names for m in results.per_query[r]))
-    if wanted is None:
-        metrics = have
-    else:
-        from harness.gate.tolerances import metric_key
-
-        by_key = {metric_key(m): m for m in have}
-        absent = [m for m in wanted if metric_key(m) not in by_key]
-        if absent:
-            raise InputError(
-                f"no per-query scores for metric(s) {', '.join(absent)} (it has: {', '.join(have)})", field="--metrics"
-            )
-        metrics = [by_key[metric_key(m)] for m in wanted]
-    reference = results.baseline if results.baseline in names else names[0]
-    values = {r: {m: results.scores(r)[m] for m in metrics if m in results.per_query[r]} for r in names}
-    metrics = [m for m in metrics if all(m in values[r] for r in names)]
-    note = None
-    if len(names) == 1:
-        note = (
-            f"one retriever ({reference}): no differences to measure; the figures use sqrt(2) x the sd of its "
-            "per-query scores, the conservative estimate for two uncorrelated systems"
-        )
-    elif results.baseline not in names:
-        note = f"no baseline in the config: compared with the first retriever, {reference}"
-    rows = planning.plan(
-        values,
-        reference,
-        metrics,
-        alpha=alpha,
-        target=args.power,
-        delta=args.delta,
-        queries=args.queries,
-        simulate=args.simulate,
-    )
-    return note, rows
-
-
-def _plan_only(args: argparse.Namespace) -> int:
-    alpha = args.alpha if args.alpha is not None else defaults.ALPHA
-    sd = args.sd if args.sd is not None else math.sqrt(2.0) * args.sd_scores
-    try:
-        figures = planning.planning(sd, alpha=alpha, target=args.power, delta=args.delta, queries=args.queries)
-    except ValueError as e:  # a difference too small against the sd for any practical set size
-        raise InputError(f"{args.delta:g} with sd {sd:.4g}: {e}", field="--delta") from None
-    figures["sd_source"] = "--sd" if args.sd is not None else f"sqrt(2) x --sd-scores {args.sd_scores:g}"
-    if args.format == "json":
-        sys.stdout.write(json.dumps(figures, indent=2) + "\n")
-        return 0
-    head = (
-        f"two-sided paired t-test, alpha {alpha:g}, power {args.power:g}, sd of per-query differences {sd:.4g} "
-        f"({figures['sd_source']})"
-    )
-    lines = [head]
-    if args.delta is not None:
-        lines.append(
-            f"queries needed to detect a mean difference of {args.delta:g}: {figures['queries_needed']:,} "
-            f"(n = {figures['n_exact']:.2f}, rounded up)"
-        )
-    if args.queries is not None:
-        lines.append(f"with {args.queries:,} queries the smallest detectable difference is {figures['mde']:.4f}")
-    sys.stdout.write("\n".join(lines) + "\n")
-    return 0
-
-
-def _json_sections(out: list[tuple[str | None, float, str | None, list[PlanRow]]]) -> Any:
-    def one(alpha: float, note: str | None, rows: list[PlanRow]) -> dict[str, Any]:
-        return {"alpha": alpha, "note": note, "rows": [r.to_json() for r in rows]}
-
-    if len(out) == 1 and out[0][0] is None:
-        return one(*out[0][1:])
-    return {name: one(alpha, note, rows) for name, alpha, note, rows in out}
-
-
-def _f(x: float | None, fmt: str = ".4f") -> str:
-    return "—" if x is None else format(x, fmt)
-
-
-def _text(name: str | None, alpha: float, note: str | None, rows: list[PlanRow], args: argparse.Namespace) -> str:
-    at = f"mde@{args.queries}" if args.queries is not None else "mde"
-    want = f"n for {args.delta:g}" if args.delta is not None else "n for Δ"
-    header = ["retriever", "vs", "metric", "n", "Δ", "sd_diff", at, want]
-    if args.simulate:
-        header.append("sim. power")
-    body = []
-    for r in rows:
-        cells = [r.retriever, r.baseline or "—", r.metric, str(r.n), _f(r.delta, "+.4f"), _f(r.sd_diff), _f(r.mde)]
-        cells.append("—" if r.queries_needed is None else f"{r.queries_needed:,}")
-        if args.simulate:
-            cells.append(_f(r.simulated_power, ".3f"))
-        body.append(cells)
-    widths = [max(len(x) for x in col) for col in zip(header, *body)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
-
-    out = [
-        f"harness power: {Path(args.folder) / name if name else args.folder}",
-        f"two-sided paired t-test at alpha {alpha:g}, power {args.power:g} ({pw.LABEL}); "
-        f"{at}: smallest true difference detected; {want}: queries needed"
-        + ("" if args.delta is not None else " to detect the observed difference"),
-    ]
-    if note:
-        out.append(f"note: {note}")
-    out += ["", line(header), line(["-" * w for w in widths]), *map(line, body)]
-    out += [f"note: {r.retriever} {r.metric}: {r.reason}" for r in rows if r.reason]
-    if args.simulate:
-        out.append(
-            f"sim. power: share of {args.simulate:,} resampled sets (differences centred and shifted to the mde) the "
-            "paired t-test rejects; normal theory is off where it is far from the power asked for"
-        )
-    return "\n".join(out) + "\n\n"

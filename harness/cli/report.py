@@ -1,19 +1,13 @@
 """``harness report DIR``: print a results folder's table (``--write`` re-renders its files);
-``--worst N`` drills down to the queries where a retriever loses most against the baseline."""
+``--worst N`` drills down to the queries where a retriever loses most against the baseline. The flags
+parsed into :class:`~harness.reporting.ReportOptions`; the folder's kind and its report:
+:func:`harness.reporting.report`."""
 
 from __future__ import annotations
 
 import argparse
-import logging
-from typing import TYPE_CHECKING
 
-from harness.cli.command import add_allow_incomplete, add_command, serve_until_interrupted
-
-if TYPE_CHECKING:
-    from harness.results import Results
-
-log = logging.getLogger("harness")
-
+from harness.cli.command import add_allow_incomplete, add_command
 
 #: ``harness report --help``: its line in ``harness --help``, a blank line, its description
 ABOUT = """print a results folder's table; --worst N lists the queries that lose most
@@ -71,102 +65,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.errors import InputError
-    from harness.results import Results
-    from harness.results.drilldown import attach_folder, drilldown, print_drilldown
-    from harness.results.render import write_renderings
-    from harness.results.terminal import make_console, print_results
-    from harness.suite import is_suite
+    from harness.reporting import ReportOptions, report
 
-    if is_suite(args.folder):  # a suite folder: its suite table (docs/suites.md)
-        from harness.cli.suite import report_suite
-
-        return report_suite(args)
-    from harness.stream import is_stream_folder
-
-    if is_stream_folder(args.folder):  # a stream folder: its table per retriever (docs/streaming.md)
-        from harness.stream import read_stream, to_text
-
-        print(to_text(read_stream(args.folder, allow_incomplete=args.allow_incomplete)), end="")
-        return 0
-    if args.worst is not None and args.worst < 1:
-        raise InputError("--worst needs a positive number of queries", field="--worst")
-    if args.docs < 0:
-        raise InputError("--docs needs a number of documents >= 0", field="--docs")
-    if args.write and args.no_write:
-        raise InputError("--write and --no-write contradict each other", field="--write")
-    if args.auto_qrels:  # before anything is read
-        from harness.stats.levels import check_level
-
-        check_level(args.alpha, "--alpha")
-
-    results = Results.open(args.folder, allow_incomplete=args.allow_incomplete)
-    if args.auto_qrels:  # prediction-powered intervals over the stored runs (docs/judging.md)
-        from harness.cli.judge_tools import report_ppi
-
-        return report_ppi(args, results)
-    if args.qrels or args.judged_only:
-        from harness.engine.rescore import rescore
-
-        if args.write or args.html or args.serve:
-            flag = "--write" if args.write else "--html" if args.html else "--serve"
-            raise InputError(f"{flag} renders the folder as it was scored; a re-score is printed only", field=flag)
-        results = rescore(results, args.qrels, judged_only=args.judged_only)
-    if args.serve:
-        return serve_page(results, args.port)
-    console = make_console()
-    if args.html and not args.write:
-        from harness.results.page.render import write_report_page
-
-        folder = results.folder
-        images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
-        written = write_report_page(attach_folder(results), folder, images)
-        log.info("wrote %s in %s", ", ".join(p.name for p in written), results.folder)
-    if args.write:
-        attach_folder(results)
-        written = write_renderings(results, results.folder)
-        log.info("re-wrote %s in %s", ", ".join(p.name for p in written), results.folder)
-    print_results(results, console, detail=not args.brief)
-    if args.brief:
-        from harness.results.page.render import PAGE_FILE
-
-        page = results.folder / PAGE_FILE if results.folder is not None else None
-        if page is not None and page.is_file():
-            console.print(f"page: {page} (open it in a browser: every query, every ranking, the tests behind ▲/▼)")
-        elif results.folder is not None:
-            console.print(f"no page yet: `harness report {results.folder} --html` writes {PAGE_FILE}")
-    if args.by == "tag":
-        from harness.results.slices import print_by_tag
-
-        print_by_tag(results, console)
-    if args.worst is not None:
-        found, metric, baseline, notes = drilldown(
-            results, n=args.worst, metric=args.metric, retriever=args.retriever, baseline=args.baseline, docs=args.docs
-        )
-        print_drilldown(found, metric, baseline, notes, console)
-    return 0
-
-
-def serve_page(results: Results, port: int) -> int:
-    """``--serve``: the folder's page (built now, not read from disk) on 127.0.0.1 until Ctrl-C."""
-    from harness.errors import InputError
-    from harness.results.drilldown import attach_folder
-    from harness.results.page.render import CAPTIONS, PAGE_FILE, read_check_section, render
-    from harness.results.page.serve import make_server
-
-    if not 0 <= port <= 65535:
-        raise InputError("must be 0..65535", field="--port")
-    folder = results.folder
-    images = [folder / f for f in ("metric_at_k.png", "quality_latency.png") if (folder / f).is_file()]
-    images += sorted(folder.glob("perquery_*.png"))
-    page = render(
-        attach_folder(results), images=images, captions=CAPTIONS, check_section=read_check_section(folder / PAGE_FILE)
-    )
-    try:
-        server = make_server(page, port)
-    except OSError as e:
-        raise InputError(f"cannot listen on 127.0.0.1:{port} ({e.strerror or e})", field="--port") from None
-    host, bound = server.server_address[:2]
-    print(f"report of {folder} at http://{host}:{bound}/ - Ctrl-C stops", flush=True)
-    serve_until_interrupted(server)
-    return 0
+    return report(ReportOptions(
+        folder=args.folder, write=args.write, no_write=args.no_write, worst=args.worst, retriever=args.retriever,
+        metric=args.metric, baseline=args.baseline, docs=args.docs, qrels=args.qrels, judged_only=args.judged_only,
+        by=args.by, brief=args.brief, html=args.html, serve=args.serve, port=args.port,
+        allow_incomplete=args.allow_incomplete, auto_qrels=args.auto_qrels, labelled=args.labelled, alpha=args.alpha,
+    ))  # fmt: skip

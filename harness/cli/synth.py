@@ -75,11 +75,11 @@ def generate(args: argparse.Namespace) -> int:
     from harness.endpoint.client import EndpointStopped
     from harness.errors import InputError
     from harness.synth import generate as G
-    from harness.synth.make import Settings, check
+    from harness.synth.make import SynthSettings, check
     from harness.synth.make import generate as make
     from harness.synth.render import headline
 
-    s = Settings(
+    s = SynthSettings(
         queries=args.queries, seed=args.seed, per_doc=args.per_doc, style=args.style, generator=args.generator,
         strata=args.strata, exclude_dataset=args.exclude_dataset, drop_leaked=args.drop_leaked,
         max_overlap=args.max_overlap, max_failed=args.max_failed, model=args.model,

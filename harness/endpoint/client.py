@@ -90,7 +90,7 @@ def endpoint(url: str) -> str:
 
 
 @dataclass
-class Outcome:
+class Answer:
     """One item's result after its retries: what the reply reader read (``value``; None: nothing
     usable), why not, how many requests, tokens spent."""
 
@@ -256,9 +256,9 @@ class ChatClient:
 
     def ask(
         self, content: str, parse: Callable[[str], Any], stop: threading.Event | None = None
-    ) -> tuple[Outcome, str | None]:
+    ) -> tuple[Answer, str | None]:
         """Send ``content`` as the user message until ``parse`` reads something other than None from
-        a reply (in ``Outcome.value``), or the retries are spent; also the text of the reply that
+        a reply (in ``Answer.value``), or the retries are spent; also the text of the reply that
         parsed. :class:`EndpointStopped` (carrying the requests sent for this message in ``requests``)
         when the endpoint cannot answer anything."""
         body = {
@@ -268,7 +268,7 @@ class ChatClient:
             "max_tokens": self.max_tokens,
         }
         data = json.dumps(body).encode("ascii")  # \u escapes: lone surrogates stay valid JSON
-        out = Outcome()
+        out = Answer()
         last = "failed"
         for attempt in range(self.retries + 1):
             if stop is not None and stop.is_set():
@@ -370,7 +370,7 @@ def _read_body(chunks: Iterable[bytes], headers: dict[str, str]) -> bytes:
         raise _Attempt(str(e)) from None
 
 
-def _count_usage(out: Outcome, reply: object) -> None:
+def _count_usage(out: Answer, reply: object) -> None:
     """Add the reply's ``usage`` tokens to ``out``; a count that is not an integer in
     0..:data:`MAX_USAGE_TOKENS` refuses the reply's whole usage (counted in ``usage_refused``)."""
     usage = reply.get("usage") if isinstance(reply, dict) else None

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from harness.endpoint.client import EndpointStopped, Outcome
+from harness.endpoint.client import Answer, EndpointStopped
 from harness.io.append_log import AppendLog, sha256_text
 
 T = TypeVar("T")
@@ -46,7 +46,7 @@ class ReplyCache(Generic[V]):
         path: Path,
         identity: Sequence[Any],
         read: Callable[[dict[str, Any]], V | None],
-        record: Callable[[V, Outcome], dict[str, Any]],
+        record: Callable[[V, Answer], dict[str, Any]],
     ) -> None:
         self.path, self.identity, self._record = path, list(identity), record
         self._log: AppendLog[V] = AppendLog(path, read)
@@ -57,7 +57,7 @@ class ReplyCache(Generic[V]):
     def get(self, key: str) -> V | None:
         return self._log.get(key)
 
-    def put(self, key: str, value: V, outcome: Outcome) -> None:
+    def put(self, key: str, value: V, outcome: Answer) -> None:
         self._log.append(key, value, self._record(value, outcome))
 
 
@@ -79,7 +79,7 @@ class Tally:
     stopped: str | None = None  # why the endpoint stopped the run (EndpointStopped)
     interrupted: bool = False  # Ctrl-C
 
-    def add(self, o: Outcome) -> None:
+    def add(self, o: Answer) -> None:
         """One item's outcome: answered, unparsable, or failed (and why)."""
         self.requests += o.requests
         self.tokens_in += o.tokens_in
@@ -108,8 +108,8 @@ class Tally:
 
 def ask_many(
     items: Sequence[T],
-    ask: Callable[[list[T], threading.Event], list[Outcome]],
-    on_reply: Callable[[int, Outcome], None],
+    ask: Callable[[list[T], threading.Event], list[Answer]],
+    on_reply: Callable[[int, Answer], None],
     *,
     tally: Tally,
     cache: ReplyCache | None = None,
@@ -121,7 +121,7 @@ def ask_many(
     phase: str = "asking about {n} items",
 ) -> Tally:
     """Each item's answer: from ``cache`` under ``keys[i]`` without asking, the rest through ``ask``
-    (a batch of items and the stop event -> one :class:`Outcome` per item), ``concurrency`` batches
+    (a batch of items and the stop event -> one :class:`Answer` per item), ``concurrency`` batches
     at a time. ``on_reply(i, outcome)`` runs in the calling thread for every item answered, cached or
     not (``outcome.requests == 0`` for a cached one); ``on_wait`` after every wait for a batch (at
     most a second apart: periodic saves); ``phase`` the progress display's label. Items a stop or Ctrl-C
@@ -135,7 +135,7 @@ def ask_many(
             continue
         tally.from_cache += 1
         tally.answered += 1
-        on_reply(i, Outcome(hit))
+        on_reply(i, Answer(hit))
     if progress is not None:
         progress.phase(phase.format(n=len(todo)), len(todo))
     batches = iter([todo[s : s + batch] for s in range(0, len(todo), batch)])

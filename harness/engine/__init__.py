@@ -3,7 +3,7 @@ once), then scored by one pure function; a :class:`Session` owns one run end to 
 docs/architecture.md."""
 
 from harness.engine.graph import Graph, Node
-from harness.engine.schedule import DEFAULT_TIMEOUT_S, Outcome, Settings, execute
+from harness.engine.schedule import DEFAULT_TIMEOUT_S, Outcome, ScheduleSettings, execute
 from harness.engine.score import score
 from harness.engine.session import Session, run_graph
 from harness.results.store import RunStore, check_out_dir, owned, run_stem
@@ -14,8 +14,8 @@ __all__ = [
     "Node",
     "Outcome",
     "RunStore",
+    "ScheduleSettings",
     "Session",
-    "Settings",
     "check_out_dir",
     "execute",
     "owned",

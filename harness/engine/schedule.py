@@ -35,7 +35,7 @@ from harness.engine.graph import Graph, Node
 from harness.errors import HarnessError, RetrieverError, scrub
 from harness.model import GoldenDataset
 from harness.outcome import Outcome
-from harness.protocol import Cancellable, HasParams, ReportsCost, Retriever, Stage
+from harness.protocol import Cancellable, HasParams, PreparesQueries, ReportsCost, Retriever, Stage
 from harness.run import Run
 from harness.validate import validate_output
 
@@ -51,7 +51,7 @@ _QPS_BUDGET_S = 1.0
 
 
 @dataclass
-class Settings:
+class ScheduleSettings:
     """How every node is run and timed."""
 
     depth: int = defaults.DEPTH
@@ -68,7 +68,7 @@ class TimeoutExceeded(RetrieverError):
 def execute(
     graph: Graph,
     dataset: GoldenDataset,
-    settings: Settings | None = None,
+    settings: ScheduleSettings | None = None,
     *,
     reuse: Mapping[str, Outcome] | None = None,
 ) -> Iterator[Outcome]:
@@ -77,7 +77,7 @@ def execute(
     ``reuse`` maps node names to outcomes read back from a results folder (``--resume``): those
     nodes are not run again, and the nodes built on them get their stored runs as inputs.
     """
-    settings = settings or Settings()
+    settings = settings or ScheduleSettings()
     reuse = dict(reuse or {})
     seed_everything(settings.seed)
     sample = latency_sample(dataset, settings.latency_queries, settings.seed)
@@ -117,7 +117,7 @@ def execute(
 def _run_node(
     node: Node,
     dataset: GoldenDataset,
-    settings: Settings,
+    settings: ScheduleSettings,
     done: Mapping[str, Outcome],
     sample: list[Any],
     doc_ids: np.ndarray,
@@ -159,7 +159,7 @@ def _cancel(component: list[Any]) -> None:
 def _execute(
     node: Node,
     ds: GoldenDataset,
-    settings: Settings,
+    settings: ScheduleSettings,
     done: Mapping[str, Outcome],
     sample: list[Any],
     doc_ids: np.ndarray,
@@ -194,9 +194,8 @@ def _execute(
         return validate_output(result, qs, k, doc_ids, node.name, allow_unknown_docs=allow_unknown)
 
     def timed_phase() -> tuple[Run, Any, np.ndarray]:
-        prepare = getattr(obj, "prepare_queries", None)
-        if not is_stage and callable(prepare):  # query-only work (encoding), timed by the retriever itself
-            prepare(queries)
+        if not is_stage and isinstance(obj, PreparesQueries):  # query-only work (encoding), timed by itself
+            obj.prepare_queries(queries)
         for q in queries[: settings.warmup_queries]:
             call([q])
         reporter.phase("searching", total=len(queries))

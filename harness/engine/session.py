@@ -26,7 +26,7 @@ from harness.datasets import load_dataset, load_from_config, query_weights
 from harness.efficiency import Cost
 from harness.engine.fingerprint import content_fingerprint
 from harness.engine.graph import Graph, Node
-from harness.engine.schedule import Settings, execute
+from harness.engine.schedule import ScheduleSettings, execute
 from harness.engine.score import score
 from harness.errors import InputError
 from harness.manifest import build_manifest
@@ -56,7 +56,7 @@ class Session:
 
     graph: Graph
     dataset: GoldenDataset
-    settings: Settings
+    settings: ScheduleSettings
     metrics: list[str]
     baseline: str | None
     stats: dict[str, Any]
@@ -126,7 +126,7 @@ class Session:
         return cls(
             graph=graph,
             dataset=ds,
-            settings=Settings(
+            settings=ScheduleSettings(
                 depth=config.depth,
                 seed=config.seed,
                 latency_queries=config.latency_queries,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from harness.errors import InputError
 from harness.gate import junit as gate_junit
 from harness.gate import render as gate_render
-from harness.gate.tolerances import Settings
+from harness.gate.tolerances import CheckSettings
 from harness.gate.verdict import CheckReport, report
 from harness.results import Results
 from harness.results.suite import SuiteResults, is_suite
@@ -59,7 +59,11 @@ class SuiteCheck:
 
 
 def check_suites(
-    baseline: str | os.PathLike[str], current: str | os.PathLike[str], s: Settings, *, allow_incomplete: bool = False
+    baseline: str | os.PathLike[str],
+    current: str | os.PathLike[str],
+    s: CheckSettings,
+    *,
+    allow_incomplete: bool = False,
 ) -> SuiteCheck:
     """Check ``current`` against ``baseline`` (two suite folders) per dataset with the settings ``s``
     (:func:`harness.gate.tolerances.settings`). Each dataset's folder is read as ``harness check``

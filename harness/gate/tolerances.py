@@ -1,6 +1,6 @@
 """Tolerances: the allowed absolute drop per retriever x metric, their YAML file, and every flag of
 ``harness check`` read and checked in one call (:func:`settings`: :class:`CheckOptions` in,
-:class:`Settings` out, before anything else is read).
+:class:`CheckSettings` out, before anything else is read).
 
 A tolerance is a gate's threshold, so every value must be a finite number >= 0: ``.nan`` would make
 every comparison false (a drop never "exceeds" NaN: the gate passes everything) and ``.inf`` turns
@@ -179,7 +179,7 @@ class CheckOptions(BaseModel):
     allow_incomplete: bool = False
 
 
-class Settings(BaseModel):
+class CheckSettings(BaseModel):
     """What a check runs with, every value checked: the tolerances, the resolved alpha, the test,
     the selection, non-inferiority and power (:func:`harness.gate.verdict.report` takes it as is)."""
 
@@ -202,13 +202,13 @@ class Settings(BaseModel):
     qps_tolerance: float = DEFAULT_QPS_TOLERANCE
 
 
-#: the flags a :class:`Settings` takes as they are (their checks are the parser's choices and types)
+#: the flags a :class:`CheckSettings` takes as they are (their checks are the parser's choices and types)
 _AS_GIVEN = {
     "test", "permutations", "metrics", "retrievers", "allow_dataset_change", "latency_tolerance", "qps_tolerance"
 }  # fmt: skip
 
 
-def settings(o: CheckOptions, *, quality: bool = True) -> Settings:
+def settings(o: CheckOptions, *, quality: bool = True) -> CheckSettings:
     """Every flag of ``o`` checked, in one reading for a results folder and for a suite:
     ``--non-inferiority``, ``--ni-alpha`` and ``--require-power`` first (the latter above the alpha),
     then, where quality results are checked (not two ``load.json`` alone), the tolerances file,
@@ -232,7 +232,7 @@ def settings(o: CheckOptions, *, quality: bool = True) -> Settings:
             raise InputError("--permutations must be >= 1")
         _above_alpha(power, o.alpha if o.alpha is not None else tol.alpha)
     alpha = o.alpha if o.alpha is not None else tol.alpha
-    return Settings(
+    return CheckSettings(
         **o.model_dump(include=_AS_GIVEN),
         tolerances=tol,
         alpha=DEFAULT_ALPHA if alpha is None else alpha,

@@ -23,7 +23,8 @@ from harness import defaults
 from harness.errors import InputError
 from harness.gate import power as power_gate
 from harness.gate._scores import Scores
-from harness.gate.tolerances import DEFAULT_ALPHA, Settings, Tolerances, check_alpha, check_tolerance, metric_key
+from harness.gate.tolerances import DEFAULT_ALPHA, CheckSettings, Tolerances, check_alpha, check_tolerance
+from harness.metrics.names import folder_spelling
 from harness.results import Results
 from harness.stats.weighted import paired_mean, randomization_tests_w, t_test_w
 
@@ -278,7 +279,7 @@ def check(
     if non_inferiority is not None:
         check_tolerance(non_inferiority, "non_inferiority")
     alpha = check_alpha(alpha if alpha is not None else (tol.alpha if tol.alpha is not None else DEFAULT_ALPHA))
-    s = Settings.model_construct(
+    s = CheckSettings.model_construct(
         tolerances=tol,
         alpha=alpha,
         test=test,
@@ -297,7 +298,7 @@ def check(
 def report(
     baseline: Results | Scores,
     current: Results | Scores,
-    s: Settings,
+    s: CheckSettings,
     *,
     baseline_label: str = "baseline",
     current_label: str = "current",
@@ -379,16 +380,7 @@ def _select_metrics(baseline: Scores, names: list[str], metrics: Iterable[str] |
     have = list(dict.fromkeys(m for n in names for m in baseline.summary[n]))
     if metrics is None:
         return have
-    by_key = {metric_key(m): m for m in have}
-    out = []
-    for m in metrics:
-        if not str(m).strip():
-            continue
-        key = metric_key(m)
-        if key not in by_key:
-            raise InputError(f"{label}: no scores for metric {m!r} (it has: {', '.join(have)})", field="metrics")
-        out.append(by_key[key])
-    return list(dict.fromkeys(out))
+    return folder_spelling(metrics, have, f"{label}: no scores for metric(s)", field="metrics")
 
 
 def _dataset_check(baseline: Scores, current: Scores, allowed: bool) -> DatasetCheck:
@@ -420,7 +412,7 @@ def _check_retriever(
     baseline: Scores,
     current: Scores,
     tol: dict[tuple[str, str], float],
-    s: Settings,
+    s: CheckSettings,
 ) -> tuple[list[CheckRow], int]:
     if name in current.failures or name not in current.summary:
         if name in current.failures:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.endpoint.client import Outcome
+from harness.endpoint.client import Answer
 from harness.endpoint.fanout import ReplyCache, Tally, ask_many, reply_key
 from harness.endpoint.settings import EndpointSettings
 from harness.errors import InputError
@@ -40,6 +40,7 @@ from harness.io.append_log import sha256_text
 from harness.judging import umbrela
 from harness.judging.judge import Judge, Pair, check_judge, judge_class, make_judge
 from harness.judging.pool import COLUMNS, PoolRow, file_format, read_pool, write_pool
+from harness.protocol import Batched, CacheIdentity, Closeable, Concurrent, GradesWithCost
 
 log = logging.getLogger("harness")
 
@@ -234,8 +235,7 @@ def pair_key(identity: Sequence[Any], query: str, title: str, text: str) -> str:
 def judge_identity(judge: Any) -> list | None:
     """What, beside the pair, decides a judge's grade: its ``cache_identity()`` where it has one
     (None: never cached nor resumed), otherwise its name."""
-    ident = getattr(judge, "cache_identity", None)
-    return ident() if callable(ident) else [judge.name]
+    return judge.cache_identity() if isinstance(judge, CacheIdentity) else [judge.name]
 
 
 def auto_cache(cache_dir: Path, judge: Any) -> ReplyCache | None:
@@ -250,25 +250,24 @@ def _grade(rec: dict[str, Any]) -> int | None:
     return g if isinstance(g, int) and not isinstance(g, bool) and 0 <= g <= 3 else None
 
 
-def _record(grade: int, o: Outcome) -> dict[str, Any]:
+def _record(grade: int, o: Answer) -> dict[str, Any]:
     return {"grade": grade, "tokens_in": o.tokens_in, "tokens_out": o.tokens_out}
 
 
-def _asker(judge: Any) -> Callable[[list[Pair], threading.Event], list[Outcome]]:
+def _asker(judge: Any) -> Callable[[list[Pair], threading.Event], list[Answer]]:
     """How the fill loop asks ``judge`` about a batch: its ``outcomes`` (an endpoint: grades with what
     they cost, a stop raised) or its ``grade``, each answer checked to be a grade 0-3 or None."""
-    rich = getattr(judge, "outcomes", None)
-    if callable(rich):
-        return rich
+    if isinstance(judge, GradesWithCost):
+        return judge.outcomes  # type: ignore[return-value]
 
-    def ask(pairs: list[Pair], stop: threading.Event) -> list[Outcome]:
+    def ask(pairs: list[Pair], stop: threading.Event) -> list[Answer]:
         grades = list(judge.grade(pairs))
         if len(grades) != len(pairs) or not all(g is None or _grade({"grade": g}) is not None for g in grades):
             raise InputError(
                 f"judge {judge.name!r}: grade() must return one grade (0-3 or None) per pair; it returned "
                 f"{grades[:5]!r}{'...' if len(grades) > 5 else ''} for {len(pairs)} pairs"
             )
-        return [Outcome(g, None if g is not None else "unparsable", int(i == 0)) for i, g in enumerate(grades)]
+        return [Answer(g, None if g is not None else "unparsable", int(i == 0)) for i, g in enumerate(grades)]
 
     return ask
 
@@ -315,7 +314,7 @@ def fill(
              for i in todo]  # fmt: skip
     last_save = [clock()]
 
-    def on_reply(j: int, o: Outcome) -> None:
+    def on_reply(j: int, o: Answer) -> None:
         if o.value is not None:
             i = todo[j]
             rows[i].grade, judges[i] = o.value, name
@@ -328,14 +327,13 @@ def fill(
     try:
         ask_many(
             pairs, _asker(judge), on_reply, tally=t, cache=cache, keys=[keys[i] for i in todo],
-            batch=max(1, int(getattr(judge, "batch_size", 32))),
-            concurrency=max(1, int(getattr(judge, "concurrency", 1))),
+            batch=max(1, int(judge.batch_size if isinstance(judge, Batched) else 32)),
+            concurrency=max(1, int(judge.concurrency if isinstance(judge, Concurrent) else 1)),
             progress=progress, on_wait=on_wait, phase="grading {n} pairs",
         )  # fmt: skip
     finally:
-        close = getattr(judge, "close", None)
-        if callable(close):
-            close()
+        if isinstance(judge, Closeable):
+            judge.close()
         write_auto(out, rows, judges, keys)
     if sent_before is not None:  # every request sent, those of pairs cut short by a stop included
         t.requests = judge.requests_sent - sent_before  # type: ignore[attr-defined]

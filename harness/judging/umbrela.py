@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from harness.endpoint.client import ChatClient, Outcome
+from harness.endpoint.client import Answer, ChatClient
 from harness.errors import InputError
 from harness.io.grades import final_score
 
@@ -99,8 +99,8 @@ class UmbrelaJudge:
     def requests_sent(self) -> int:
         return self.client.requests_sent
 
-    def outcomes(self, pairs: Sequence[Any], stop: threading.Event | None = None) -> list[Outcome]:
-        """Each pair's grade (``Outcome.value``) with what asking cost; raises
+    def outcomes(self, pairs: Sequence[Any], stop: threading.Event | None = None) -> list[Answer]:
+        """Each pair's grade (``Answer.value``) with what asking cost; raises
         :class:`~harness.endpoint.client.EndpointStopped` when the endpoint cannot answer anything."""
         return [self.client.ask(prompt(p.query, "", p.text), parse, stop)[0] for p in pairs]
 

@@ -29,6 +29,7 @@ from harness.load.drivers import closed_loop
 from harness.load.targets import Target
 from harness.metrics.evaluate import CompiledQrels, evaluate_run
 from harness.model import GoldenDataset
+from harness.protocol import HasExactSpec, Serving, Tunable
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
 from harness.validate import validate_output
@@ -108,13 +109,11 @@ def sweep(
     """Every setting of ``params`` (one knob at a time, the others at the spec's value) on the
     target's built index; see the module doc."""
     obj, spec = target.obj, target.spec
-    if obj is None or spec is None or not hasattr(obj, "set_search_param"):
+    if obj is None or spec is None or not isinstance(obj, Tunable):
         raise InputError(f"retriever {target.name!r}: search settings can only be swept in process")
-    serving = getattr(obj, "serving_mode", None)
-    if callable(serving):
-        serving(False)  # memoised query embeddings: the knob's effect, not the encoder's time
-    exact_fn = getattr(spec, "exact_spec", None)
-    exact_spec = exact_fn() if callable(exact_fn) else None
+    if isinstance(obj, Serving):
+        obj.serving_mode(False)  # memoised query embeddings: the knob's effect, not the encoder's time
+    exact_spec = spec.exact_spec() if isinstance(spec, HasExactSpec) else None
     exact_run = None
     if exact_spec is not None:
         exact = exact_spec.build(ctx)
@@ -148,8 +147,8 @@ def sweep(
     front = pareto(points)
     for i, p in enumerate(points):
         p["pareto"] = i in front
-    if callable(serving):
-        serving(True)
+    if isinstance(obj, Serving):
+        obj.serving_mode(True)
     return {
         "retriever": target.name,
         "concurrency": concurrency,

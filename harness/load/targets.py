@@ -25,6 +25,7 @@ from harness.efficiency import measure
 from harness.errors import InputError, redact_urls
 from harness.load.drivers import closed_loop
 from harness.model import GoldenDataset, Query
+from harness.protocol import Closeable, Retriever, Serving
 from harness.registry import BuildContext, SpecBase
 
 #: closed-loop throughput at 2 threads over 1 thread below this: the threads took turns
@@ -107,23 +108,21 @@ def http_target(name: str, spec: SpecBase, k: int, pool: int, queries: Sequence[
 def in_process_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: GoldenDataset, k: int) -> Target:
     """Build and index the retriever (timed: ``index_seconds``), then put it in serving mode."""
     obj = spec.build(ctx)
-    if not (hasattr(obj, "index") and hasattr(obj, "search")):
+    if not isinstance(obj, Retriever):
         raise InputError(f"retriever {name!r} has no index(corpus) and search(queries, k) methods", field=name)
     with measure() as m:
         obj.index(dataset.corpus)
-    serving = getattr(obj, "serving_mode", None)
-    if callable(serving):
-        serving()
+    if isinstance(obj, Serving):
+        obj.serving_mode()
 
     def send(q: Query) -> Any:
         return obj.search([q], k)
 
-    close = getattr(obj, "close", None)
     return Target(
         name,
         "in-process",
         send,
-        close=close if callable(close) else (lambda: None),
+        close=obj.close if isinstance(obj, Closeable) else (lambda: None),
         index_seconds=m.seconds,
         obj=obj,
         spec=spec,

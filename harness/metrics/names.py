@@ -9,7 +9,7 @@ module imports so that the registry is complete whenever a name is parsed.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness import defaults
@@ -28,6 +28,22 @@ def metric_key(name: str) -> str:
         return parse_metric(name).name
     except InputError:
         return str(name).strip().lower()
+
+
+def folder_spelling(asked: Iterable[str], have: Iterable[str], lacking: str, *, field: str = "--metrics") -> list[str]:
+    """The folder's spelling of each metric asked (``NDCG@10`` finds ``ndcg@10``: a folder keeps the
+    names its run wrote, a user types them as they like), in the order asked, each once, blank names
+    skipped. Every name it lacks in one ``InputError``: ``"{lacking} a, b (it has: ...)"``. The one
+    pick the gate, ``harness power`` and the all-pairs tests share."""
+    from harness.errors import InputError
+
+    have = list(dict.fromkeys(have))
+    by_key = {metric_key(m): m for m in have}
+    wanted = [str(m) for m in asked if str(m).strip()]
+    missing = [m for m in wanted if metric_key(m) not in by_key]
+    if missing:
+        raise InputError(f"{lacking} {', '.join(missing)} (it has: {', '.join(have)})", field=field)
+    return list(dict.fromkeys(by_key[metric_key(m)] for m in wanted))
 
 
 class _Kinds(Mapping):

@@ -222,3 +222,17 @@ def interrupted_note(out: Path, argv: list[str]) -> str:
         f"{kept} finished retriever(s) kept in {where}, with the embeddings encoded so far; "
         f"`{resume}` continues without redoing them"
     )
+
+
+def default_out_dir(dataset_name: str) -> Path:
+    """``results/<local time>-<dataset>/`` (``-2``, ``-3``, ... where taken): ``harness run`` without ``--out``."""
+    from harness import clock
+
+    stamp = clock.local_stamp()
+    # the name is cut to 100 characters: a folder name may have at most 255 bytes
+    base = Path("results") / f"{stamp}-{re.sub(r'[^A-Za-z0-9_.-]+', '_', dataset_name)[:100]}"
+    out, n = base, 1
+    while out.exists():
+        n += 1
+        out = base.with_name(f"{base.name}-{n}")
+    return out

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import InputError
+from harness.metrics.names import folder_spelling
 from harness.results import groups
 from harness.stats import allpairs as ap
 
@@ -129,7 +130,8 @@ def _matrices(
         )
     have = [m for m in dict.fromkeys(m for r in names for m in results.per_query[r]) if all(
         m in results.per_query[r] for r in names)]  # fmt: skip
-    metrics = have if wanted is None else _pick(wanted, have)
+    lacking = "no per-query scores of every retriever for metric(s)"
+    metrics = have if wanted is None else folder_spelling(wanted, have, lacking)
     if not metrics:
         raise InputError("no metric has per-query scores for every retriever", path=getattr(results, "folder", where))
     matrices, dropped = {}, {}
@@ -142,21 +144,6 @@ def _matrices(
             )
         matrices[m], dropped[m] = x, left_out
     return names, metrics, matrices, dropped
-
-
-def _pick(wanted: list[str], have: list[str]) -> list[str]:
-    """The folder's spelling of each metric asked for (``NDCG@10`` finds ``ndcg@10``), or one line."""
-    from harness.metrics.names import metric_key
-
-    found = {metric_key(m): m for m in have}
-    picked = [(asked, found.get(metric_key(asked))) for asked in wanted]
-    missing = [asked for asked, m in picked if m is None]
-    if missing:
-        raise InputError(
-            f"no per-query scores of every retriever for metric(s) {', '.join(missing)} (it has: {', '.join(have)})",
-            field="--metrics",
-        )
-    return [m for _, m in picked if m is not None]
 
 
 def _json(figures: dict[str, ap.AllPairs], dropped: dict[str, int]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from harness.model import Document, GoldenDataset, Qrels
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, strict_scalar_problem
 from harness.stream import probes
-from harness.stream.engines import Engine, build_engines, check_changeable, exact_reference
+from harness.stream.engines import StreamedRetriever, build_engines, check_changeable, exact_reference
 from harness.stream.folder import RUNBOOK, StreamFolder, run_name
 from harness.stream.results import StreamResults
 from harness.stream.runbook import WRITES, Op, Visible, draw, format_runbook, read_runbook, version_of
@@ -109,7 +109,7 @@ class _Segment:
 class _Searcher:
     """Single-query searches in a loop on a thread while writes go on: the latency a user saw then."""
 
-    def __init__(self, engine: Engine, queries: Sequence[Any], k: int, seed: int) -> None:
+    def __init__(self, engine: StreamedRetriever, queries: Sequence[Any], k: int, seed: int) -> None:
         self.engine, self.queries, self.k = engine, list(queries), k
         self.rng = np.random.default_rng(seed)
         self.stop = threading.Event()
@@ -145,7 +145,7 @@ class Streamer:
     folder: StreamFolder
     doc: dict[str, Any]
 
-    def play(self, engine: Engine) -> None:
+    def play(self, engine: StreamedRetriever) -> None:
         """The whole runbook against one engine; each checkpoint's record appended as it completes."""
         record: dict[str, Any] = {"type": engine.spec.type, "checkpoints": []}
         self.doc["retrievers"][engine.name] = record
@@ -182,7 +182,7 @@ class Streamer:
                 cp += 1
                 seg = _Segment()
 
-    def _write(self, engine: Engine, kind: str, docs: list[Document], seg: _Segment) -> None:
+    def _write(self, engine: StreamedRetriever, kind: str, docs: list[Document], seg: _Segment) -> None:
         """Write ``docs`` in batches paced to ``rate`` (one batch at rate 0), timing each acknowledgement,
         while a thread searches."""
         rate = self.spec.rate
@@ -211,7 +211,7 @@ class Streamer:
         rng = np.random.default_rng([self.spec.seed, cp, salt])
         return [docs[i] for i in sorted(rng.choice(len(docs), size=self.spec.probes, replace=False))]
 
-    def _checkpoint(self, engine: Engine, cp: int, visible: Visible, seg: _Segment) -> dict[str, Any]:
+    def _checkpoint(self, engine: StreamedRetriever, cp: int, visible: Visible, seg: _Segment) -> dict[str, Any]:
         s, tag = self.spec, f"cp{cp}"
         found = seg.found
         queries = self.ds.queries

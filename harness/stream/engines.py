@@ -16,18 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness import retriever_types
 from harness.errors import InputError
 from harness.model import Document, Query
-from harness.protocol import Mutable, Updatable
+from harness.protocol import Closeable, HasExactSpec, Mutable, Settles, Updatable
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
 
-#: retriever types that answer from something the harness does not write (a run file, a service)
-FIXED_TYPES = {"run_file": "answers from a run file", "http": "answers from a service the harness does not write"}
-
 
 @dataclass
-class Engine:
+class StreamedRetriever:
     """One retriever of the stream and the lock its writes and searches take turns on."""
 
     name: str
@@ -62,17 +60,15 @@ class Engine:
     def settle(self) -> float:
         """The engine's own maintenance (``settle()``: LanceDB optimize, pgvector VACUUM...); seconds."""
         t0 = time.perf_counter()
-        fn = getattr(self.obj, "settle", None)
-        if callable(fn):
+        if isinstance(self.obj, Settles):
             with self.lock:
-                fn()
+                self.obj.settle()
         return time.perf_counter() - t0
 
     def close(self) -> None:
-        fn = getattr(self.obj, "close", None)
-        if callable(fn):
+        if isinstance(self.obj, Closeable):
             with contextlib.suppress(Exception):
-                fn()
+                self.obj.close()
 
 
 def _repeats(raw: Any) -> dict[str, int]:
@@ -87,11 +83,17 @@ def _repeats(raw: Any) -> dict[str, int]:
     return out
 
 
+def _fixed(type_name: str) -> str | None:
+    """Why a type answers from something the harness does not write (a run file, a service), or None."""
+    t = retriever_types.TYPES.get(type_name)
+    return t.fixed if t is not None else None
+
+
 def check_changeable(specs: Mapping[str, SpecBase]) -> None:
     """Refuse, before anything is built, the retrievers whose type cannot change and the composed rows
     (docs/streaming.md: a composed row streams once each of its parts does; not yet)."""
     for name, spec in specs.items():
-        why = FIXED_TYPES.get(spec.type)
+        why = _fixed(spec.type)
         if why is not None:
             raise InputError(
                 f"retriever {name!r} ({spec.type}) {why}: harness stream writes to its retrievers, which "
@@ -106,7 +108,7 @@ def check_changeable(specs: Mapping[str, SpecBase]) -> None:
             )
         parts = spec.inputs()
         if parts:
-            fixed = [p for p in parts if specs.get(p) is not None and specs[p].type in FIXED_TYPES]
+            fixed = [p for p in parts if specs.get(p) is not None and _fixed(specs[p].type)]
             what = f"its part {fixed[0]!r} cannot change" if fixed else "composed rows are not streamed yet"
             raise InputError(
                 f"retriever {name!r} ({spec.type}) builds on {', '.join(parts)}: {what}; stream its parts",
@@ -114,15 +116,15 @@ def check_changeable(specs: Mapping[str, SpecBase]) -> None:
             )
 
 
-def build_engines(specs: Mapping[str, SpecBase], ctx: BuildContext) -> dict[str, Engine]:
+def build_engines(specs: Mapping[str, SpecBase], ctx: BuildContext) -> dict[str, StreamedRetriever]:
     """Each retriever built (nothing indexed yet), refused with one line when it lacks ``add`` and
     ``delete`` (a ``python`` class without them), the others closed again first."""
     check_changeable(specs)
-    built: dict[str, Engine] = {}
+    built: dict[str, StreamedRetriever] = {}
     try:
         for name, spec in specs.items():
             obj = spec.build(ctx)
-            built[name] = Engine(name, spec, obj)
+            built[name] = StreamedRetriever(name, spec, obj)
             if not isinstance(obj, Mutable):
                 inner = getattr(obj, "inner", obj)
                 raise InputError(
@@ -137,13 +139,12 @@ def build_engines(specs: Mapping[str, SpecBase], ctx: BuildContext) -> dict[str,
     return built
 
 
-def exact_reference(engine: Engine, ctx: BuildContext, docs: Sequence[Document]) -> Engine:
+def exact_reference(engine: StreamedRetriever, ctx: BuildContext, docs: Sequence[Document]) -> StreamedRetriever:
     """A fresh index over exactly ``docs`` to score the engine against: the spec's own exact search
     (``exact_spec()``: dense's flat index over the same embeddings, a brute-force inner product) or,
     without one, the same spec built anew (BM25: an index built fresh over the visible set)."""
     spec = engine.spec
-    exact = getattr(spec, "exact_spec", None)
-    ref_spec = (exact() if callable(exact) else None) or spec
-    ref = Engine(f"{engine.name}[exact]", ref_spec, ref_spec.build(ctx))
+    ref_spec = (spec.exact_spec() if isinstance(spec, HasExactSpec) else None) or spec
+    ref = StreamedRetriever(f"{engine.name}[exact]", ref_spec, ref_spec.build(ctx))
     ref.index(docs)
     return ref

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.config import RunConfig
 from harness.engine import check_out_dir
 from harness.errors import InputError
 from harness.io import atomic
@@ -57,6 +58,35 @@ def check_suite_dir(out: str | os.PathLike[str], datasets: list[str]) -> Path:
     for name in datasets:  # each a results folder of its own (this also probes that out can be written)
         check_out_dir(out / name)
     return out
+
+
+def run_suite_config(
+    config: RunConfig,
+    config_dir: Path,
+    run_one: RunOne,
+    *,
+    out: Path,
+    datasets: list[str] | None,
+    dataset: str | None,
+    resume: bool,
+    out_given: bool,
+) -> SuiteResults:
+    """``harness run`` of a suite config (``datasets:``):
+    every flag and dataset checked and the folder guarded before any work, then :func:`run_suite`.
+    ``datasets``: run only these (``--datasets``); ``dataset`` (``--dataset``) is refused here."""
+    from harness.suite.plan import plan_suite, preflight
+
+    if dataset:
+        raise InputError(
+            "--dataset runs one dataset; this config is a suite (datasets:): pick some with --datasets A,B",
+            field="--dataset",
+        )
+    plan = plan_suite(config, datasets)
+    preflight(plan, config_dir)
+    if resume and not out_given:
+        raise InputError("--resume continues a suite folder: give it with --out DIR", field="--resume")
+    check_suite_dir(out, list(plan))  # fail before hours of work, not after
+    return run_suite(plan, run_one, out=out, baseline=config.baseline, alpha=config.stats.alpha)
 
 
 def run_suite(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.endpoint.client import EndpointStopped, Outcome
+from harness.endpoint.client import Answer, EndpointStopped
 from harness.endpoint.fanout import ReplyCache, Tally, ask_many
 from harness.io.append_log import sha256_text
 from harness.synth import prompt as P
@@ -117,8 +117,8 @@ def job_key(cache: ReplyCache, job: Job, k: int) -> str:
     return cache.key(job.style, k, sha256_text(P.passage(job.title, job.text)))
 
 
-def ask_one(client: Any, job: Job, k: int, stop: threading.Event) -> Outcome:
-    """One document's questions through ``client``: ``Outcome.value`` is (questions, the reply's hash)."""
+def ask_one(client: Any, job: Job, k: int, stop: threading.Event) -> Answer:
+    """One document's questions through ``client``: ``Answer.value`` is (questions, the reply's hash)."""
     asked = P.prompt(job.title, job.text, job.style, k)
     read = P.Reader(asked, k)  # only what the model added: an echo of the prompt is a failed reply
     out, text = client.ask(asked, read, stop)
@@ -143,7 +143,7 @@ def ask_all(
     tally = Tally(items=len(jobs))
     replies: list[Reply | None] = [None] * len(jobs)
 
-    def on_reply(i: int, o: Outcome) -> None:
+    def on_reply(i: int, o: Answer) -> None:
         qs, sha = o.value if o.value is not None else (None, None)
         replies[i] = Reply(qs[:k] if qs else None, reply_sha256=sha, failure=o.failure, requests=o.requests,
                            tokens_in=o.tokens_in, tokens_out=o.tokens_out, cached=o.requests == 0 and qs is not None)

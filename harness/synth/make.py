@@ -28,7 +28,7 @@ log = logging.getLogger("harness")
 
 
 @dataclass
-class Settings:
+class SynthSettings:
     """What decides the set (recorded in ``synth.json``; the key and the URL's credentials never are)."""
 
     queries: int
@@ -47,7 +47,7 @@ class Settings:
     concurrency: int = 4
 
 
-def check(s: Settings) -> None:
+def check(s: SynthSettings) -> None:
     """Refuse bad settings before anything is read."""
     if s.queries < 1:
         raise InputError("must be at least 1", field="--queries")
@@ -112,7 +112,7 @@ def styles_for(style: str, n: int) -> list[str]:
 def generate(
     dataset: str,
     out: str,
-    s: Settings,
+    s: SynthSettings,
     *,
     client: Any = None,
     cache: G.ReplyCache | None = None,
@@ -187,7 +187,9 @@ def bias_of(folder: Path, provenance: dict[str, Any], name: str) -> dict[str, An
     return report(ds, SynthFile.model_validate(provenance))
 
 
-def _check_failed(jobs: Sequence[G.Job], replies: Sequence[G.Reply], tally: G.Tally, s: Settings, client: Any) -> None:
+def _check_failed(
+    jobs: Sequence[G.Job], replies: Sequence[G.Reply], tally: G.Tally, s: SynthSettings, client: Any
+) -> None:
     bad = [j for j, r in zip(jobs, replies) if not r.queries]
     if not bad:
         return
@@ -229,7 +231,7 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def _provenance(
-    dataset: str, corpus: Corpus, s: Settings, client: Any, drawn: D.Draw,
+    dataset: str, corpus: Corpus, s: SynthSettings, client: Any, drawn: D.Draw,
     candidates: list[F.Candidate], counts: dict[str, int], tally: G.Tally,
 ) -> dict[str, Any]:  # fmt: skip
     ids = corpus.ids

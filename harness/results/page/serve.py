@@ -10,6 +10,7 @@ Content-Security-Policy as a header too, ``no-store``, ``nosniff``, and forbids 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -21,6 +22,16 @@ from harness.results.page.render import Page
 log = logging.getLogger("harness")
 
 HOST = "127.0.0.1"
+
+
+def serve_until_interrupted(server: Any) -> None:
+    """Serve ``server`` (a ``socketserver`` server) until Ctrl-C, then close its socket: the page
+    commands (``judge serve``, ``report --serve``) stop the same quiet way, without a traceback."""
+    with contextlib.suppress(KeyboardInterrupt):
+        try:
+            server.serve_forever()
+        finally:
+            server.server_close()
 
 
 def make_server(page: Page, port: int = 0) -> ThreadingHTTPServer:
