@@ -85,10 +85,20 @@ REDACTED = "<redacted>"
 
 #: a URL in free text: scheme, then the authority (userinfo ends at its last ``@``) and the rest
 _URL = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#'\"<>]*)([^\s'\"<>]*)")
-#: a query parameter whose value is a credential (``api_key``, ``token``, ``password``, ``X-Amz-Signature``...)
+#: a query parameter whose value is a credential (``api_key``, ``token``, ``password``, ``X-Amz-Signature``...);
+#: ``tokens`` is a count (``max_tokens``), not a credential
 _SECRET_PARAM = re.compile(
-    r"(?i)([?&;])([^=&#;\s]*(?:key|token|secret|passw|pwd|auth|sig|credential|session)[^=&#;\s]*)=([^&#;\s'\"<>]*)"
+    r"(?i)([?&;])([^=&#;\s]*(?:key|token(?!s)|secret|passw|pwd|auth|sig|credential|session)[^=&#;\s]*)"
+    r"=([^&#;\s'\"<>]*)"
 )
+
+
+def _query(rest: str) -> tuple[str, str]:
+    """``rest`` of a URL (path, query, fragment) split before its query: only the query holds parameters.
+    A path's ``;name=value`` segments (a judge's name appends its settings so: ``...;max_tokens=512``)
+    are not credentials."""
+    i = rest.find("?")
+    return (rest, "") if i < 0 else (rest[:i], rest[i:])
 
 
 def redact_urls(text: str) -> str:
@@ -103,8 +113,9 @@ def redact_urls(text: str) -> str:
         scheme, authority, rest = m.group(1), m.group(2), m.group(3)
         if "@" in authority:
             authority = f"{REDACTED}@{authority.rpartition('@')[2]}"
-        rest = _SECRET_PARAM.sub(lambda q: f"{q.group(1)}{q.group(2)}={REDACTED}" if q.group(3) else q.group(0), rest)
-        return scheme + authority + rest
+        path, query = _query(rest)
+        query = _SECRET_PARAM.sub(lambda q: f"{q.group(1)}{q.group(2)}={REDACTED}" if q.group(3) else q.group(0), query)
+        return scheme + authority + path + query
 
     return _URL.sub(one, text)
 
@@ -117,7 +128,7 @@ def url_secrets(url: str) -> list[str]:
         authority, rest = m.group(2), m.group(3)
         if "@" in authority:
             out += [part for part in authority.rpartition("@")[0].split(":") if part]
-        out += [q.group(3) for q in _SECRET_PARAM.finditer(rest) if q.group(3)]
+        out += [q.group(3) for q in _SECRET_PARAM.finditer(_query(rest)[1]) if q.group(3)]
     return out
 
 
