@@ -12,6 +12,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 from hypothesis import given, settings
@@ -37,7 +38,7 @@ class _Server(BaseHTTPRequestHandler):
 
     status = 429
     retry_after = ""
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
