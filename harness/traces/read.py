@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness import extras
 from harness.errors import InputError
 from harness.io.lines import bounded_lines
 from harness.traces.attributes import flatten, key_values
@@ -231,14 +232,15 @@ def iso_nanos(text: str) -> int | None:
 
 # --------------------------------------------------------------------------------------- protobuf
 def _proto_request() -> Any:
+    module = "opentelemetry.proto.collector.trace.v1.trace_service_pb2"
     try:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-    except ImportError:
-        raise InputError(
+    except ImportError as e:
+        hint = (
             "OTLP protobuf input needs opentelemetry-proto: pip install 'retrieval-harness[traces-proto]' "
-            "(or export OTLP JSON)",
-            field="SPANS",
-        ) from None
+            "(or export OTLP JSON)"
+        )
+        raise InputError(extras.import_problem(e, module, hint), field="SPANS") from None
     return ExportTraceServiceRequest
 
 
