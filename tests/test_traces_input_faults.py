@@ -43,7 +43,8 @@ def test_a_lone_surrogate_anywhere_skips_that_span_and_the_import_goes_on(tmp_pa
              "content": bad if where == "content" else "fine"}]  # fmt: skip
     more = {"gen_ai__conversation__id": s(bad)} if where == "conversation" else {}
     more |= {"gen_ai__data_source__id": s(bad)} if where == "data source" else {}
-    hostile = span("00000000000000a1", genai(s(bad if where == "query" else "hostile one"), s(json.dumps(docs)), **more))
+    query = s(bad if where == "query" else "hostile one")
+    hostile = span("00000000000000a1", genai(query, s(json.dumps(docs)), **more))
     f = tmp_path / "s.jsonl"
     lines = [request([hostile], service=bad if where == "service" else "svc"), request([_one(2, "another query")])]
     f.write_text("".join(json.dumps(x) + "\n" for x in lines))  # valid JSON: "\ud800" escaped
@@ -85,9 +86,9 @@ def test_phoenix_nested_document_maps_are_read_as_the_flat_ones(tmp_path):
               "attributes": {"input": {"value": "phoenix query"},
                              "retrieval": {"documents": [{"document": {"id": "p1", "score": 0.5, "content": "first"}},
                                                          {"document": {"id": "p2", "score": 0.4}}]}}}  # fmt: skip
+    first = {"document.id": "p1", "document.score": 0.5, "document.content": "first"}
     flat = {**base, "context.trace_id": "t1", "context.span_id": "s1", "attributes.input.value": "phoenix query",
-            "attributes.retrieval.documents": [{"document.id": "p1", "document.score": 0.5, "document.content": "first"},
-                                               {"document.id": "p2", "document.score": 0.4}]}  # fmt: skip
+            "attributes.retrieval.documents": [first, {"document.id": "p2", "document.score": 0.4}]}  # fmt: skip
     folders = []
     for name, record in (("nested", nested), ("flat", flat)):
         f = tmp_path / f"{name}.jsonl"
