@@ -64,8 +64,11 @@ class Aggregate:
     """Folds retrieval spans into :class:`QueryRecord` s; document contents go to ``on_content``
     the first time each id is seen with one."""
 
-    def __init__(self, redactor: Redactor, on_content=None) -> None:
+    def __init__(self, redactor: Redactor, on_content=None, *, keep_raw_ids: bool = False) -> None:
         self.redactor = redactor
+        #: query id -> its latest ranking's document ids as the spans had them, before redaction (kept
+        #: where ``--corpus`` checks them: the team's ids are unredacted); None when not asked for
+        self.raw_ids: dict[str, list[str]] | None = {} if keep_raw_ids else None
         self.queries: dict[str, QueryRecord] = {}
         self.on_content = on_content
         self.with_content: set[str] = set()
@@ -98,6 +101,8 @@ class Aggregate:
         r = self.redactor
         text = r.text(span.query)
         normal = normalise(text)
+        if r.patterns and normal:  # compared redacted in the normal form: redaction never splits a query
+            normal = normalise(r.key(normalise(r.spaced(span.query))))
         if not normal:
             return "no_query"
         t = span.raw.start_ns
@@ -122,9 +127,12 @@ class Aggregate:
         if t and (not rec.first_ns or t < rec.first_ns):
             rec.first_ns = t
         ranking = []
+        raw: list[str] = []
         for d in span.documents:
-            doc_id = r.text(d.id) if r.patterns else d.id  # ids hold no control characters (conventions)
+            doc_id = r.doc_id(d.id)  # distinct ids stay distinct; ids hold no control characters (conventions)
             ranking.append((doc_id, d.score))
+            if self.raw_ids is not None:
+                raw.append(d.id)
             if d.content is None:
                 self.without_content += 1
             elif doc_id not in self.with_content:
@@ -135,5 +143,7 @@ class Aggregate:
             rec.last_ns = t
             rec.text = text
             rec.ranking = ranking
+            if self.raw_ids is not None:
+                self.raw_ids[rec.id] = raw
             rec.where = (span.raw.path, span.raw.line, span.raw.span_id)
         return None

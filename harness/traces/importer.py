@@ -160,14 +160,17 @@ def import_traces(
         (tmp / "runs").mkdir()
         with (tmp / "corpus.jsonl").open("w", encoding="utf-8") as corpus_fh:
             on_content = None if corpus else (lambda i, c: corpus_fh.write(F.corpus_line(i, c)))
-            agg = Aggregate(redactor, on_content)
+            agg = Aggregate(redactor, on_content, keep_raw_ids=corpus is not None)
             counts = _stream(o, agg, redactor, since, until, bar)
         _found_some(counts)
         chosen = _choose(agg, o, counts)
         if corpus is not None:
             os.unlink(tmp / "corpus.jsonl")
-            _check_known(chosen, known or set(), corpus)
-            link_or_copy(corpus, tmp / "corpus.jsonl")
+            _check_known(chosen, agg.raw_ids or {}, known or set(), corpus)
+            if redactor.patterns:  # the run's ids are redacted: the corpus's are, the same way, and its texts
+                _redacted_corpus(corpus, tmp / "corpus.jsonl", redactor)
+            else:
+                link_or_copy(corpus, tmp / "corpus.jsonl")
         with (tmp / "queries.jsonl").open("w", encoding="utf-8") as fh:
             F.write_queries(fh, chosen)
         with (tmp / "runs" / f"{F.RUN_NAME}.trec").open("w", encoding="utf-8") as fh:
@@ -277,13 +280,15 @@ def _choose(agg: Aggregate, o: ImportOptions, counts: dict[str, Any]) -> list[Qu
     return F.ordered(records)
 
 
-def _check_known(records: list[QueryRecord], known: set[str], corpus: Path) -> None:
-    """Every document of every written ranking is in the team's corpus; else one located line per
-    unknown id (logged, up to :data:`MAX_UNKNOWN_LISTED`) and one error that counts them all."""
+def _check_known(records: list[QueryRecord], raw_ids: dict[str, list[str]], known: set[str], corpus: Path) -> None:
+    """Every document of every written ranking is in the team's corpus, compared as the spans wrote
+    the ids (before ``--redact``: the team's ids are unredacted); else one located line per unknown
+    id (logged, up to :data:`MAX_UNKNOWN_LISTED`) and one error that counts them all. The lines name
+    an id as it will be written (redacted), never as the span had it."""
     n = 0
     for r in records:
-        for doc_id, _ in r.ranking:
-            if doc_id not in known:
+        for (doc_id, _), raw in zip(r.ranking, raw_ids.get(r.id, [])):
+            if raw not in known:
                 n += 1
                 if n <= MAX_UNKNOWN_LISTED:
                     path, line, span_id = r.where
@@ -291,6 +296,21 @@ def _check_known(records: list[QueryRecord], known: set[str], corpus: Path) -> N
     if n:
         raise InputError(f"{n} document ids of the production rankings are not in the corpus (listed above)",
                          path=corpus, field="--corpus")  # fmt: skip
+
+
+def _redacted_corpus(src: Path, dst: Path, redactor: Redactor) -> None:
+    """The team's corpus with ``--redact`` applied: each id as the run writes it
+    (:meth:`Redactor.doc_id`, so the two still match), title and text redacted; other fields are left
+    out (they are not the harness's to judge). Read already by :func:`_corpus_ids`, so every line is
+    a JSON object with an id."""
+    with dst.open("w", encoding="utf-8") as out:
+        for _, line in iter_lines(src, "corpus file", skip_comments=False):
+            obj = json.loads(line)
+            raw = str(obj.get("_id", obj.get("id")))
+            title, text = obj.get("title"), obj.get("text")
+            rec = {"_id": redactor.doc_id(raw), "title": redactor.text(title) if isinstance(title, str) else "",
+                   "text": redactor.text(text) if isinstance(text, str) else ""}  # fmt: skip
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
 
 def _summary(o, agg: Aggregate, c: dict[str, Any], chosen, rankings, redactor: Redactor, team_corpus: bool):

@@ -120,7 +120,7 @@ def check_paths(paths: list[str]) -> None:
 def _json_file(path: Path) -> Iterator[RawSpan | Problem]:
     name = str(path)
     compressed = _magic(path).startswith(GZIP_MAGIC)
-    with (gzip.open(path, "rb") if compressed else path.open("rb")) as fh:
+    with gzip.open(path, "rb") if compressed else path.open("rb") as fh:
         for lineno, raw in enumerate(_lines(fh, path, name), start=1):
             if isinstance(raw, Problem):
                 raw.line = lineno
