@@ -230,7 +230,7 @@ def test_ids_that_differ_only_in_an_email_stay_distinct_and_the_corpus_is_checke
 
 
 def test_the_format_characters_removed_are_every_one_of_this_python():
-    """The hard-coded class of :mod:`harness.traces.redact` holds every Unicode format character."""
+    """Every Unicode format character of this Python is removed before matching."""
     missing = [hex(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"
                and canonical(f"a{chr(c)}b") != "ab"]  # fmt: skip
     assert not missing
