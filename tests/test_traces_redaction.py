@@ -32,10 +32,19 @@ pytestmark = pytest.mark.core
 ALL = ["email", "phone", "card", "key"]
 T0 = 1_780_000_000_000_000_000
 
-#: between digit groups: none, a space, a run of spaces, Unicode spaces, dashes, dots, " - ", zero-width
-SEPARATORS = ["", " ", "  ", "   ", "\u00a0", "\u2009", "\u202f", "\u3000", "\t", "-", "\u2013", "\u2212", " - ",
-              ".", "\u200b", " \u200b ", "\u00a0-\u00a0"]  # fmt: skip
-PHONE_ONLY = {"."}  # dots separate phone groups, not card groups (a decimal number would be a card)
+#: between digit groups: none, a space, runs of spaces, Unicode spaces, dashes, dots, slashes,
+#: underscores, middle dots, " - ", zero-width characters
+SEPARATORS = ["", " ", "  ", "   ", "      ", "\u00a0", "\u2009", "\u202f", "\u3000", "\t", "\n", "-", "\u2013",
+              "\u2212", " - ", "--", ".", "/", "_", "\u00b7", "\u200b", " \u200b ", "\u00a0-\u00a0"]  # fmt: skip
+#: how each digit is written: ASCII, full width, mathematical bold, Arabic-Indic, a keycap, struck through
+DIGIT_STYLES = {
+    "ascii": lambda d: d,
+    "full-width": lambda d: chr(0xFF10 + int(d)),
+    "bold": lambda d: chr(0x1D7CE + int(d)),
+    "arabic-indic": lambda d: chr(0x0660 + int(d)),
+    "keycap": lambda d: d + "\ufe0f\u20e3",
+    "struck": lambda d: d + "\u0335",
+}
 FULL_WIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}
 ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e"]
 
@@ -46,23 +55,29 @@ def _digits(n: int) -> st.SearchStrategy[str]:
     )
 
 
-def _cards() -> st.SearchStrategy[tuple[str, str]]:
-    seps = [x for x in SEPARATORS if x not in PHONE_ONLY]
-    return st.tuples(_digits(16), st.sampled_from(seps)).map(
-        lambda t: ("card", t[1].join(t[0][i : i + 4] for i in range(0, 16, 4)), t[0])
+def _styled(digits: str, style: str) -> str:
+    return "".join(DIGIT_STYLES[style](d) for d in digits)
+
+
+STYLE = st.sampled_from(list(DIGIT_STYLES))
+
+
+def _cards() -> st.SearchStrategy[tuple[str, str, str]]:
+    return st.tuples(_digits(16), st.sampled_from(SEPARATORS), STYLE).map(
+        lambda t: ("card", t[1].join(_styled(t[0][i : i + 4], t[2]) for i in range(0, 16, 4)), t[0])
     )
 
 
 def _phones() -> st.SearchStrategy[tuple[str, str, str]]:
     def form(t):
-        d, sep, style = t
-        a, b, c = d[:3], d[3:6], d[6:]
+        d, sep, style, digits = t
+        a, b, c = (_styled(x, digits) for x in (d[:3], d[3:6], d[6:]))
         written = {"plain": f"{a}{sep}{b}{sep}{c}", "paren": f"({a}){sep or ' '}{b}{sep}{c}",
                    "country": f"+1{sep or ' '}{a}{sep}{b}{sep}{c}"}[style]  # fmt: skip
         return ("phone", written, d)
 
-    return st.tuples(_digits(10), st.sampled_from([x for x in SEPARATORS if x]), st.sampled_from(["plain", "paren",
-                     "country"])).map(form)  # fmt: skip
+    styles = st.sampled_from(["plain", "paren", "country"])
+    return st.tuples(_digits(10), st.sampled_from([x for x in SEPARATORS if x]), styles, STYLE).map(form)
 
 
 LOCAL = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz0123456789._+-üéßøжя"), min_size=2, max_size=12).filter(
@@ -107,15 +122,17 @@ def _keys() -> st.SearchStrategy[tuple[str, str, str]]:
 
 PII = st.one_of(_emails(), _phones(), _cards(), _keys())
 POSITIONS = ["query", "content", "doc id", "conversation", "data source", "service"]
-_SEP_CHARS = re.compile(r"[\s.()/\-\u2010-\u2015\u2212]+")
+_SEP_CHARS = re.compile(r"[\s.()/_\-\u2010-\u2015\u2212\u00b7]+")
 
 
 def _reader_form(text: str) -> str:
-    """What a reader recognises, computed independently of the harness: every format character
-    removed, NFKC, the escapes of ``@`` read, case folded."""
-    text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return re.sub(r"%40|&#0*64;|&#x0*40;|&commat;", "@", text)
+    """What a reader recognises, computed independently of the harness: every format character and
+    combining mark removed, NFKC, every decimal digit as its ASCII one, the escapes of ``@`` read,
+    case folded."""
+    text = unicodedata.normalize("NFKC", text)
+    text = "".join(str(unicodedata.decimal(ch)) if unicodedata.decimal(ch, None) is not None else ch
+                   for ch in text if unicodedata.category(ch) not in ("Cf", "Mn", "Me"))  # fmt: skip
+    return re.sub(r"%40|&#0*64;|&#x0*40;|&commat;", "@", text.casefold())
 
 
 def _found(core: str, kind: str, reader: str, digits_only: str) -> bool:

@@ -47,11 +47,16 @@ import secrets
 import unicodedata
 from collections import Counter
 
-#: between digit groups: any Unicode space, dashes (the hyphen, the minus and the Unicode dashes)
-_DASHES = r"\-\u2010-\u2015\u2212\u2043\ufe58\ufe63\uff0d"
-_CARD_SEP = rf"[\s{_DASHES}]{{0,5}}"
+#: between digit groups, in runs of up to 10: any Unicode space, the underscore, dashes (the hyphen,
+#: the minus and the Unicode dashes) and middle dots
+_SEPARATORS = r"\s_\-\u2010-\u2015\u2212\u2043\ufe58\ufe63\uff0d\u00b7\u2022\u2027\u2219\u22c5"
+_CARD_SEP = rf"[{_SEPARATORS}]{{0,10}}"
 #: a phone's groups also take dots, slashes and parentheses
-_PHONE_SEP = rf"[\s.()/{_DASHES}]{{0,5}}"
+_PHONE_SEP = rf"[{_SEPARATORS}.()/]{{0,10}}"
+#: a number starts and ends at no letter or digit (an underscore is a boundary: ``user_5551234567``),
+#: and not inside a decimal number
+_NUM_START = r"(?<![^\W_])(?<!\.)"
+_NUM_END = r"(?![^\W_]|\.\d)"
 #: characters that end an email's parts (what the address sits between in text)
 _NOT_EMAIL = r"\s@<>()\[\]\\,;:\"'`"
 
@@ -64,12 +69,13 @@ PATTERNS: dict[str, re.Pattern[str]] = {
         rf"[^\W\d_][^{_NOT_EMAIL}.]{{1,62}}",
         re.IGNORECASE,
     ),
-    # 13 to 19 digits, any spaces or dashes (runs of up to 5) between them; not inside a word or a decimal
-    "card": re.compile(rf"(?<![\w.])(?:\d{_CARD_SEP}){{12,18}}\d(?!\w|\.\d)"),
+    # 13 to 19 digits, separators between them; or four groups of four with dots or slashes between
+    # them; not inside a word or a decimal number
+    "card": re.compile(rf"{_NUM_START}(?:(?:\d{_CARD_SEP}){{12,18}}\d|\d{{4}}(?:[./]\d{{4}}){{3}}){_NUM_END}"),
     # a 10-digit number grouped 3-3-4 (optional parentheses, separators, +country code), or + and 8-15 digits
     "phone": re.compile(
-        rf"(?<![\w.+])(?:\+\d{{1,3}}{_PHONE_SEP})?\(?\d{{3}}{_PHONE_SEP}\d{{3}}{_PHONE_SEP}\d{{4}}(?!\w|\.\d)"
-        rf"|(?<![\w.])\+\d(?:{_PHONE_SEP}\d){{7,14}}(?!\w|\.\d)"
+        rf"{_NUM_START}(?<!\+)(?:\+\d{{1,3}}{_PHONE_SEP})?\(?\d{{3}}{_PHONE_SEP}\d{{3}}{_PHONE_SEP}\d{{4}}{_NUM_END}"
+        rf"|{_NUM_START}\+\d(?:{_PHONE_SEP}\d){{7,14}}{_NUM_END}"
     ),
     # API keys and tokens: OpenAI-style sk-, AWS access keys, GitHub and Slack tokens, bearer tokens
     "key": re.compile(
@@ -110,8 +116,12 @@ def _invisible() -> re.Pattern[str]:
 
 
 #: escapes of the characters the patterns use as structure, read as those characters
-_ESCAPES = re.compile(r"%(?:40|2[bde0]|28|29|5f)|&#0*64;|&#x0*40;|&commat;", re.IGNORECASE)
+_ESCAPES = re.compile(r"%(?:40|2[bde0]|28|29|5f)|&#0*64;|&#x0*40;|&commat;|\\u0040|\\x40", re.IGNORECASE)
 _UNESCAPED = {"%40": "@", "%2b": "+", "%2d": "-", "%2e": ".", "%20": " ", "%28": "(", "%29": ")", "%5f": "_"}
+
+
+#: combining marks on a digit (a stroke, an enclosing keycap ``5\u20e3``): the digit is what is read
+_MARKED_DIGIT = re.compile(r"(\d)[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 
 
 def _unescape(m: re.Match[str]) -> str:
@@ -140,10 +150,10 @@ def _emails(placeholder: str, s: str) -> tuple[str, int]:
 
 def canonical(text: str) -> str:
     """``text`` as the patterns read it: format characters removed, NFKC, structural escapes read."""
-    if text.isascii():
-        return _ESCAPES.sub(_unescape, text) if ("%" in text or "&" in text) else text
-    text = unicodedata.normalize("NFKC", _invisible().sub("", text))
-    return _ESCAPES.sub(_unescape, text) if ("%" in text or "&" in text) else text
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", _invisible().sub("", text))
+        text = _MARKED_DIGIT.sub(r"\1", text)
+    return _ESCAPES.sub(_unescape, text) if ("%" in text or "&" in text or "\\" in text) else text
 
 
 class Redactor:
