@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -64,6 +65,14 @@ def test_a_span_id_with_a_lone_surrogate_is_listed_in_problems_without_stopping(
     import_traces(ImportOptions(spans=[str(f)], out=str(tmp_path / "o")))
     _, _, t = load(tmp_path / "o")
     assert t["skipped"] == {"duplicate_span": 1} and t["problems"][0]["span_id"] == "x?"
+
+
+def test_a_file_name_that_is_not_utf8_is_written_with_its_bytes_replaced(tmp_path):
+    dup = span("00000000000000c1", genai(s("q"), DOCS))
+    f = _write(tmp_path / os.fsdecode(b"spans-\xff.jsonl"), request([dup]), request([dup]))
+    import_traces(ImportOptions(spans=[str(f)], out=str(tmp_path / "o")))
+    _, _, t = load(tmp_path / "o")
+    assert t["problems"][0]["file"].endswith("spans-?.jsonl")
 
 
 def test_conversation_ids_per_query_are_capped_and_counted(tmp_path):

@@ -89,6 +89,12 @@ def read_spans(paths: list[str]) -> Iterator[RawSpan | Problem]:
             yield from _json_file(path)
 
 
+def _name(path: Path) -> str:
+    """``path`` as written in traces.json's problems: a file name of bytes that are not UTF-8 (read by
+    Python as lone surrogates) with those bytes as ``?``, so it cannot stop the import at its end."""
+    return str(path).encode("utf-8", "replace").decode("utf-8")
+
+
 def _is_proto(path: Path) -> bool:
     return path.suffix.lower() in PROTO_SUFFIXES
 
@@ -118,7 +124,7 @@ def check_paths(paths: list[str]) -> None:
 
 # ------------------------------------------------------------------------------------------- JSON
 def _json_file(path: Path) -> Iterator[RawSpan | Problem]:
-    name = str(path)
+    name = _name(path)
     compressed = _magic(path).startswith(GZIP_MAGIC)
     with gzip.open(path, "rb") if compressed else path.open("rb") as fh:
         for lineno, raw in enumerate(_lines(fh, path, name), start=1):
@@ -297,7 +303,7 @@ def _proto_file(path: Path) -> Iterator[RawSpan | Problem]:
     from google.protobuf.message import DecodeError
 
     request = _proto_request()
-    name = str(path)
+    name = _name(path)
     size = os.path.getsize(path)
     with path.open("rb") as fh:
         framed = _framed(fh, size)
