@@ -122,9 +122,13 @@ def test_the_judges_settings_in_its_name_are_not_redacted(name: str) -> None:
     assert scrub(f"judging 4 pairs with {name}") == f"judging 4 pairs with {name}"
 
 
-def test_query_credentials_are_still_redacted_where_a_path_has_settings() -> None:
+def test_credentials_are_still_redacted_beside_settings() -> None:
+    """A count named ``max_tokens`` is no credential; a token, a key or a session id still is, in the
+    query or in a ``;`` path parameter."""
     from harness.errors import REDACTED, redact_urls, url_secrets
 
-    url = "http://h/v1/chat;max_tokens=5?api_key=SECRETVALUE&max_tokens=7;token=abcdef"
-    assert redact_urls(url) == f"http://h/v1/chat;max_tokens=5?api_key={REDACTED}&max_tokens=7;token={REDACTED}"
-    assert url_secrets(url) == ["SECRETVALUE", "abcdef"]
+    url = "http://h/app;jsessionid=SESSION99;max_tokens=5?api_key=SECRETVALUE&max_new_tokens=7;access_tokens=abcdef"
+    assert redact_urls(url) == (
+        f"http://h/app;jsessionid={REDACTED};max_tokens=5?api_key={REDACTED}&max_new_tokens=7;access_tokens={REDACTED}"
+    )
+    assert url_secrets(url) == ["SESSION99", "SECRETVALUE", "abcdef"]
