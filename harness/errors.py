@@ -85,10 +85,39 @@ REDACTED = "<redacted>"
 
 #: a URL in free text: scheme, then the authority (userinfo ends at its last ``@``) and the rest
 _URL = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/?#'\"<>]*)([^\s'\"<>]*)")
-#: a query parameter whose value is a credential (``api_key``, ``token``, ``password``, ``X-Amz-Signature``...)
+#: a query (or ``;`` path) parameter whose value is a credential (``api_key``, ``token``, ``password``,
+#: ``X-Amz-Signature``, ``;jsessionid``...)
 _SECRET_PARAM = re.compile(
     r"(?i)([?&;])([^=&#;\s]*(?:key|token|secret|passw|pwd|auth|sig|credential|session)[^=&#;\s]*)=([^&#;\s'\"<>]*)"
 )
+#: a count of tokens, not a credential: a judge's name ends in its settings,
+#: ``.../chat/completions;temperature=0;max_tokens=512``, printed as they are
+_TOKEN_COUNT = re.compile(r"(?i)(?:max|min|num|n|total|prompt|completion|output|input)?[_-]?(?:new_)?tokens")
+
+
+def _param(q: re.Match[str]) -> str:
+    """One credential-like parameter redacted; a token count kept, and what its value runs into past a
+    ``?`` (a path's ``;max_tokens=5?api_key=...``) read again as parameters."""
+    sep, name, value = q.group(1), q.group(2), q.group(3)
+    if not value:
+        return q.group(0)
+    if _TOKEN_COUNT.fullmatch(name):
+        head, mark, tail = value.partition("?")
+        return f"{sep}{name}={head}" + (_SECRET_PARAM.sub(_param, mark + tail) if mark else "")
+    return f"{sep}{name}={REDACTED}"
+
+
+def _secret_values(rest: str) -> list[str]:
+    """The values :func:`_param` redacts in ``rest``."""
+    out = []
+    for q in _SECRET_PARAM.finditer(rest):
+        if not q.group(3):
+            continue
+        if not _TOKEN_COUNT.fullmatch(q.group(2)):
+            out.append(q.group(3))
+        elif "?" in q.group(3):
+            out += _secret_values("?" + q.group(3).partition("?")[2])
+    return out
 
 
 def redact_urls(text: str) -> str:
@@ -103,7 +132,7 @@ def redact_urls(text: str) -> str:
         scheme, authority, rest = m.group(1), m.group(2), m.group(3)
         if "@" in authority:
             authority = f"{REDACTED}@{authority.rpartition('@')[2]}"
-        rest = _SECRET_PARAM.sub(lambda q: f"{q.group(1)}{q.group(2)}={REDACTED}" if q.group(3) else q.group(0), rest)
+        rest = _SECRET_PARAM.sub(_param, rest)
         return scheme + authority + rest
 
     return _URL.sub(one, text)
@@ -117,7 +146,7 @@ def url_secrets(url: str) -> list[str]:
         authority, rest = m.group(2), m.group(3)
         if "@" in authority:
             out += [part for part in authority.rpartition("@")[0].split(":") if part]
-        out += [q.group(3) for q in _SECRET_PARAM.finditer(rest) if q.group(3)]
+        out += _secret_values(rest)
     return out
 
 

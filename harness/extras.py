@@ -79,6 +79,32 @@ def absent(module: str) -> bool:
     return spec is None or spec.origin in (None, "namespace")
 
 
+def not_installed(error: ImportError, module: str) -> bool:
+    """Whether ``error``, raised importing ``module``, says ``module`` itself (or a package it is in)
+    is not installed; False when the package is there but failed to import (a dependency of its own
+    missing, a native library that does not load, a version that does not fit): then the install
+    line would send the user to reinstall what is installed, and :func:`import_failure` says what
+    failed instead."""
+    name = getattr(error, "name", None)
+    return isinstance(error, ModuleNotFoundError) and bool(name) and (module == name or module.startswith(f"{name}."))
+
+
+def import_failure(error: ImportError, module: str) -> str:
+    """The one line for a package that is installed but does not import: the module asked for and the
+    real error (``sentence_transformers is installed but failed to import: ModuleNotFoundError: No
+    module named 'transformers'``), so the broken dependency is named rather than the package."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    if len(text) > 400:
+        text = text[:397] + "..."
+    return f"{module!r} is installed but failed to import ({text})"
+
+
+def import_problem(error: ImportError, module: str, install_line: str) -> str:
+    """``install_line`` when ``module`` is not installed, else :func:`import_failure`'s line: the one
+    choice every place that imports an extra's package lazily makes."""
+    return install_line if not_installed(error, module) else import_failure(error, module)
+
+
 def missing_modules(extra: str, modules: Iterable[str] | None = None) -> list[str]:
     """The modules of ``extra`` (or the given subset of what it installs) that cannot be imported."""
     return [m for m in (EXTRAS[extra].modules if modules is None else modules) if absent(m)]

@@ -39,7 +39,7 @@ from pydantic import (
     model_validator,
 )
 
-from harness import defaults, retriever_types
+from harness import defaults, extras, retriever_types
 from harness.errors import InputError, register_secret, scrub, url_secrets
 from harness.imports import NoAttribute, import_target
 
@@ -319,12 +319,15 @@ def spec_class(type_name: str) -> type[SpecBase]:
     module_name = target.partition(":")[0]
     try:
         cls = import_target(target)
-    except ImportError as e:
+    except ModuleNotFoundError as e:  # the module named is not there (the type's or one it imports)
         raise InputError(
             f"retriever type {type_name!r} needs {e.name or module_name!r}, which is not installed "
             f"(pip install it, or check the plugin that registers {type_name!r})",
             field="type",
         ) from None
+    except ImportError as e:  # there, but failing (a name it imports, a native library): the real error
+        why = extras.import_failure(e, module_name)
+        raise InputError(f"retriever type {type_name!r}: {why}", field="type") from None
     except (NoAttribute, ValueError):
         raise InputError(f"retriever type {type_name!r}: {target} does not exist", field="type") from None
     return cls

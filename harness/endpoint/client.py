@@ -398,14 +398,19 @@ def _content(reply: object) -> str:
 
 
 def _retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent or bad."""
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None when absent or
+    unreadable, so the caller backs off exponentially. A hostile server controls every byte of it:
+    the date parser raises ``OverflowError`` for a zone offset of twenty digits and ``timestamp()``
+    for a year out of range, so every failure of reading it means "no Retry-After", never a stop."""
     if not value:
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():
-        return float(value)
+        seconds = float(value)  # a thousand digits read as inf: the caller's cap bounds it
+        return seconds if math.isfinite(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        left = when.timestamp() - time.time()
+    except (TypeError, ValueError, OverflowError, IndexError, OSError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return max(0.0, left) if math.isfinite(left) else None

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from harness import extras
 from harness.errors import InputError
 from harness.executor import RAY_INSTALL_HINT, CrossEncoderSettings, EncoderSettings
 
@@ -37,11 +38,14 @@ MAX_BLOCKS = 10_000
 
 def import_ray() -> Any:
     """``ray`` with Ray Data, or an :class:`InputError` carrying the install hint."""
+    module = "ray"
     try:
         import ray
-        import ray.data  # without the [data] extra (pyarrow) this fails: same hint
+
+        module = "ray.data"
+        import ray.data  # without the [data] extra (pyarrow) this fails: named as what failed
     except ImportError as e:
-        raise InputError(f"{RAY_INSTALL_HINT} ({e})", field="executor") from None
+        raise InputError(extras.import_problem(e, module, RAY_INSTALL_HINT), field="executor") from None
     return ray
 
 

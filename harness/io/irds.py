@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from harness import extras
 from harness.errors import InputError
 from harness.model import Document, GoldenDataset, Query
 
@@ -71,10 +72,9 @@ def load_irds(value: str, *, name: str | None = None) -> GoldenDataset:
     ident = irds_id(value)
     try:
         import ir_datasets
-    except ImportError:
-        raise InputError(
-            "ir_datasets ids need the ir_datasets package: pip install 'retrieval-harness[golden]'", path=value
-        ) from None
+    except ImportError as e:
+        hint = "ir_datasets ids need the ir_datasets package: pip install 'retrieval-harness[golden]'"
+        raise InputError(extras.import_problem(e, "ir_datasets", hint), path=value) from None
     try:
         ds = ir_datasets.load(ident)
     except KeyError:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import extras
 from harness.errors import InputError
 from harness.io import jsontext
 from harness.io.lines import MAX_LINE_BYTES, iter_lines, json_object, open_checked
@@ -173,10 +174,9 @@ def _csv(p: Path, what: str, delimiter: str) -> tuple[list[str], Iterator[Row]]:
 def _parquet(p: Path, what: str) -> tuple[list[str], Iterator[Row]]:
     try:
         import pyarrow.parquet as pq
-    except ImportError:
-        raise InputError(
-            f"reading Parquet needs pyarrow: pip install 'retrieval-harness[golden]' (or pyarrow) [{what}]", path=p
-        ) from None
+    except ImportError as e:
+        hint = f"reading Parquet needs pyarrow: pip install 'retrieval-harness[golden]' (or pyarrow) [{what}]"
+        raise InputError(extras.import_problem(e, "pyarrow.parquet", hint), path=p) from None
     files = sorted(p.glob("*.parquet")) if p.is_dir() else [p]
     tables = []
     for f in files:
@@ -197,12 +197,9 @@ def _parquet(p: Path, what: str) -> tuple[list[str], Iterator[Row]]:
 def _hf(p: Path, what: str, split: str | None) -> tuple[list[str], Iterator[Row]]:
     try:
         import datasets
-    except ImportError:
-        raise InputError(
-            f"reading a Hugging Face datasets folder needs `datasets`: "
-            f"pip install 'retrieval-harness[golden]' [{what}]",
-            path=p,
-        ) from None
+    except ImportError as e:
+        hint = f"reading a Hugging Face datasets folder needs `datasets`: {extras.install_command('golden')} [{what}]"
+        raise InputError(extras.import_problem(e, "datasets", hint), path=p) from None
     try:
         ds = datasets.load_from_disk(str(p))
     except Exception as e:  # datasets raises FileNotFoundError / ValueError variants

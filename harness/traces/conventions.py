@@ -9,13 +9,17 @@
   ``input.value``; the ranking in ``retrieval.documents.{i}.document.id`` / ``.score`` /
   ``.content`` (or a ``retrieval.documents`` list of such maps); ``session.id`` is the conversation.
 
-Every other span is skipped as ``not_retrieval``. A retrieval span with no usable query text is
-skipped (``no_query``), with a documents value that cannot be read (``bad_documents``) or longer
-than :data:`MAX_DOCUMENTS_CHARS` (``documents_too_large``) too. A document without a usable id (a
-list, a bool, a float that is not whole, an id with whitespace a TREC file cannot hold or a control
-character) is dropped from its ranking and counted; a NaN, infinite or non-numeric score counts as missing. Ids that are
-numbers become their decimal text. Nothing of a span's text is evaluated: JSON strings are parsed
-with :func:`json.loads` and nothing else.
+Every other span is skipped as ``not_retrieval``. A retrieval span is skipped, counted, when its
+query text is missing, not a string, or nothing but whitespace and control characters
+(``no_query``); when a text that would be written (query, document id or content, service, data
+source, conversation) holds a lone surrogate (valid JSON, ``"\\ud800"``, that no UTF-8 file can
+hold: ``lone_surrogate``); when its documents value cannot be read (``bad_documents``) or is longer
+than :data:`MAX_DOCUMENTS_CHARS` (``documents_too_large``). A document is a map, flat
+(``document.id``) or nested as Phoenix writes it (``{"document": {"id": ...}}``); one without a
+usable id (a list, a bool, a float that is not whole, an id with whitespace a TREC file cannot hold
+or a control character) is dropped from its ranking and counted; a NaN, infinite or non-numeric
+score counts as missing. Ids that are numbers become their decimal text. Nothing of a span's text
+is evaluated: JSON strings are parsed with :func:`json.loads` and nothing else.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.traces.attributes import BAD, finite
+from harness.traces.attributes import BAD, finite, flatten
 from harness.traces.read import RawSpan
 
 #: a documents JSON string longer than this is skipped unparsed (a runaway attribute, not a ranking)
@@ -38,6 +42,8 @@ GENAI, OPENINFERENCE = "gen_ai", "openinference"
 
 _OI_DOC = re.compile(r"retrieval\.documents\.(\d{1,6})\.document\.(id|score|content)")
 _SPACE = re.compile(r"\s")
+#: what a query of only these holds no text: whitespace and the C0/C1 controls (written as spaces)
+_BLANK = re.compile(r"[\s\x00-\x1f\x7f-\x9f]*")
 
 
 @dataclass(slots=True)
@@ -79,7 +85,7 @@ def read_retrieval(span: RawSpan, dropped: Counter[str]) -> RetrievalSpan | str:
         source, conversation = a.get("metadata.data_source.id"), a.get("session.id")
     else:
         return "not_retrieval"
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str) or _BLANK.fullmatch(query):
         return "no_query"
     docs, problem = _json_text(docs, "documents_too_large", "bad_documents")
     if problem is not None:
@@ -98,7 +104,7 @@ def read_retrieval(span: RawSpan, dropped: Counter[str]) -> RetrievalSpan | str:
             dropped[doc] += 1
         else:
             documents.append(doc)
-    return RetrievalSpan(
+    out = RetrievalSpan(
         raw=span,
         convention=convention,
         query=query,
@@ -107,6 +113,24 @@ def read_retrieval(span: RawSpan, dropped: Counter[str]) -> RetrievalSpan | str:
         data_source=_label(source),
         conversation=_label(conversation),
     )
+    return "lone_surrogate" if _surrogate(out) else out
+
+
+def _encodable(text: str | None) -> bool:
+    if text is None or text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _surrogate(s: RetrievalSpan) -> bool:
+    """Whether any text of ``s`` that would be written holds a lone surrogate (no UTF-8 file can)."""
+    texts = [s.query, s.raw.service, s.data_source, s.conversation]
+    texts += [t for d in s.documents for t in (d.id, d.content)]
+    return not all(_encodable(t) for t in texts)
 
 
 def _indexed_documents(a: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -137,6 +161,7 @@ def _document(d: Any) -> Document | str:
         return problem
     if not isinstance(d, dict):
         return "document_not_a_map"
+    d = flatten(d)  # Phoenix's nested form: {"document": {"id": ...}} as "document.id", as attributes are
     raw_id = d.get("id", d.get("document.id", d.get("doc_id")))
     doc_id = _doc_id(raw_id)
     if doc_id is None:

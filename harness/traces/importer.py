@@ -42,6 +42,10 @@ MAX_PROBLEMS_WARNED = 10
 PROGRESS_EVERY = 10_000
 #: unknown document ids named one by one in the error (all are counted)
 MAX_UNKNOWN_LISTED = 20
+#: skip reasons of retrieval spans a filter left out
+FILTER_REASONS = frozenset({"no_start_time", "before_since", "after_until", "other_service", "other_data_source"})
+#: skip reasons that still mean the span was a retrieval (its content unusable)
+RETRIEVAL_SKIPS = frozenset({"no_query", "bad_documents", "documents_too_large", "lone_surrogate"})
 
 
 class ImportOptions(BaseModel):
@@ -61,6 +65,13 @@ class ImportOptions(BaseModel):
     min_count: int = Field(default=1, ge=1)
     redact: list[str] = Field(default_factory=list)
     max_spans: int | None = Field(default=None, gt=0)
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, v: int) -> int:
+        if v < 0:  # numpy's generator takes no negative seed; said as synth and power say it
+            raise ValueError(f"must be an integer >= 0, got {v}")
+        return v
 
     @field_validator("redact")
     @classmethod
@@ -86,14 +97,25 @@ class ImportReport(BaseModel):
         )
 
 
+#: the fewest digits read as unix seconds (from 1973-03-03); shorter digit strings are ISO 8601 basic
+#: dates (``20260501``, what ``datetime.fromisoformat`` reads) or refused: never a time in 1970
+MIN_UNIX_DIGITS = 9
+
+
 def _time_bound(text: str | None, flag: str) -> int | None:
+    """``--since`` / ``--until`` as nanoseconds since the epoch. Nine digits or more are unix seconds;
+    ``20260501`` is the ISO 8601 basic date 2026-05-01 (read as unix seconds it would be 1970-08-23,
+    and every span would pass the filter, silently); other text is ISO 8601."""
     if text is None:
         return None
-    if text.isdigit():
+    if text.isascii() and text.isdigit() and len(text) >= MIN_UNIX_DIGITS:
         return int(text) * 10**9  # unix seconds
     ns = iso_nanos(text)
     if ns is None:
-        raise InputError(f"{text[:60]!r} is not an ISO 8601 time (2026-05-01T00:00:00Z) or unix seconds", field=flag)
+        what = " (a date is 8 digits, YYYYMMDD; unix seconds are 9 digits or more)" if text.isdigit() else ""
+        raise InputError(
+            f"{text[:60]!r} is not an ISO 8601 time (2026-05-01T00:00:00Z) or unix seconds{what}", field=flag
+        )
     return ns
 
 
@@ -137,13 +159,18 @@ def import_traces(
     with staged.Staged(out, F.KIND, F.VERSION) as folder, progress.session(stream, enabled=show_progress) as bar:
         with folder.path("corpus.jsonl").open("w", encoding="utf-8") as corpus_fh:
             on_content = None if corpus else (lambda i, c: corpus_fh.write(F.corpus_line(i, c)))
-            agg = Aggregate(redactor, on_content)
+            agg = Aggregate(redactor, on_content, keep_raw_ids=corpus is not None)
             counts = _stream(o, agg, redactor, since, until, bar)
+        _found_some(counts)
         chosen = _choose(agg, o, counts)
         if corpus is not None:
             os.unlink(folder.path("corpus.jsonl"))
-            _check_known(chosen, known or set(), corpus)
-            folder.link("corpus.jsonl", corpus)
+            _check_known(chosen, agg.raw_ids or {}, known or set(), corpus)
+            if redactor.patterns:  # the run's ids are redacted: the corpus's are, the same way, and its texts
+                _redacted_corpus(corpus, folder.path("corpus.jsonl"), redactor)
+                folder.add("corpus.jsonl")
+            else:
+                folder.link("corpus.jsonl", corpus)
         else:
             folder.add("corpus.jsonl")
         with folder.path("queries.jsonl").open("w", encoding="utf-8") as fh:
@@ -205,10 +232,33 @@ def _stream(o: ImportOptions, agg: Aggregate, redactor: Redactor, since, until, 
         if reason:
             skipped[reason] += 1
             continue
-        agg.add(span)
+        reason = agg.add(span)
+        if reason:
+            problem(item, reason)
+            continue
         imported += 1
     return {"read": read, "imported": imported, "skipped": dict(skipped), "documents_dropped": dict(dropped),
             "problems": problems, "truncated": truncated}  # fmt: skip
+
+
+def _found_some(counts: dict[str, Any]) -> None:
+    """An import that found no retrieval span at all (every span another kind, or unreadable: a
+    compressed or binary file, the wrong export) is an error, exit 2, nothing written: an empty
+    golden set must not pass for a quiet week. Spans that were retrievals but all filtered out
+    (``--since``, ``--service``...) or skipped are not: the headline says 0 queries and why."""
+    if counts["imported"]:
+        return
+    skipped = counts["skipped"]
+    filtered = sum(v for k, v in skipped.items() if k in FILTER_REASONS)
+    retrievals = filtered + sum(v for k, v in skipped.items() if k in RETRIEVAL_SKIPS)
+    if retrievals:
+        return
+    why = ", ".join(f"{k} {v}" for k, v in sorted(skipped.items()) if v) or "the files are empty"
+    raise InputError(
+        f"no retrieval span in {counts['read']} spans read ({why}): is this an OTLP or Phoenix export with "
+        "GenAI or OpenInference retrieval spans?",
+        field="SPANS",
+    )
 
 
 def _filtered(span: RetrievalSpan, since, until, services: set[str], sources: set[str]) -> str | None:
@@ -236,13 +286,15 @@ def _choose(agg: Aggregate, o: ImportOptions, counts: dict[str, Any]) -> list[Qu
     return F.ordered(records)
 
 
-def _check_known(records: list[QueryRecord], known: set[str], corpus: Path) -> None:
-    """Every document of every written ranking is in the team's corpus; else one located line per
-    unknown id (logged, up to :data:`MAX_UNKNOWN_LISTED`) and one error that counts them all."""
+def _check_known(records: list[QueryRecord], raw_ids: dict[str, list[str]], known: set[str], corpus: Path) -> None:
+    """Every document of every written ranking is in the team's corpus, compared as the spans wrote
+    the ids (before ``--redact``: the team's ids are unredacted); else one located line per unknown
+    id (logged, up to :data:`MAX_UNKNOWN_LISTED`) and one error that counts them all. The lines name
+    an id as it will be written (redacted), never as the span had it."""
     n = 0
     for r in records:
-        for doc_id, _ in r.ranking:
-            if doc_id not in known:
+        for (doc_id, _), raw in zip(r.ranking, raw_ids.get(r.id, [])):
+            if raw not in known:
                 n += 1
                 if n <= MAX_UNKNOWN_LISTED:
                     path, line, span_id = r.where
@@ -252,11 +304,27 @@ def _check_known(records: list[QueryRecord], known: set[str], corpus: Path) -> N
                          path=corpus, field="--corpus")  # fmt: skip
 
 
+def _redacted_corpus(src: Path, dst: Path, redactor: Redactor) -> None:
+    """The team's corpus with ``--redact`` applied: each id as the run writes it
+    (:meth:`Redactor.doc_id`, so the two still match), title and text redacted; other fields are left
+    out (they are not the harness's to judge). Read already by :func:`_corpus_ids`, so every line is
+    a JSON object with an id."""
+    with dst.open("w", encoding="utf-8") as out:
+        for _, line in iter_lines(src, "corpus file", skip_comments=False):
+            obj = json.loads(line)
+            raw = str(obj.get("_id", obj.get("id")))
+            title, text = obj.get("title"), obj.get("text")
+            rec = {"_id": redactor.doc_id(raw), "title": redactor.text(title) if isinstance(title, str) else "",
+                   "text": redactor.text(text) if isinstance(text, str) else ""}  # fmt: skip
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+
+
 def _summary(o, agg: Aggregate, c: dict[str, Any], chosen, rankings, redactor: Redactor, team_corpus: bool):
     return {
         "spans": {"read": c["read"], "imported": c["imported"], "truncated_at_max_spans": c["truncated"]},
         "skipped": dict(sorted(c["skipped"].items())),
         "documents_dropped": dict(sorted(c["documents_dropped"].items())),
+        "listed_ids_not_kept": dict(sorted(agg.not_listed.items())),
         "window": {"first": F.iso(agg.first_ns), "last": F.iso(agg.last_ns)},
         "services": dict(sorted(agg.services.items())),
         "data_sources": dict(sorted(agg.data_sources.items())),

@@ -13,6 +13,11 @@ Formats, told apart per file (protobuf) and per line (JSON):
   file. Each message goes through the same path as a JSON line (protobuf's JSON mapping), so the
   two formats give the same folder.
 
+A gzip-compressed file (told by its magic bytes, whatever its name: log shippers write
+``spans.jsonl.gz``) is read as the JSON lines inside it; a cut or damaged one ends in one
+``bad_gzip`` problem after the lines before the damage. A file compressed another way (zstd, bzip2,
+xz, zip), or a compressed protobuf file, is refused before any work in one line.
+
 Nothing is held beyond one line (or one message): a file of any length streams. A line that is not
 JSON, a truncated last line, a line over :data:`MAX_LINE_BYTES`: each becomes a :class:`Problem`
 (file, line, reason), counted, never an exception.
@@ -22,16 +27,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import json
 import os
 import re
 import struct
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness import extras
 from harness.errors import InputError
 from harness.io.lines import bounded_lines
 from harness.traces.attributes import flatten, key_values
@@ -43,6 +51,9 @@ MAX_MESSAGE_BYTES = MAX_LINE_BYTES
 PROTO_SUFFIXES = (".pb", ".binpb", ".proto")
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
+GZIP_MAGIC = b"\x1f\x8b"
+#: other compressions, told by their magic bytes: refused in one line (decompress first)
+OTHER_COMPRESSION = {b"\x28\xb5\x2f\xfd": "zstd", b"BZh": "bzip2", b"\xfd7zXZ\x00": "xz", b"PK\x03\x04": "zip"}
 
 
 @dataclass(slots=True)
@@ -72,10 +83,25 @@ def read_spans(paths: list[str]) -> Iterator[RawSpan | Problem]:
     """Every span of every file, in file order; unreadable lines as :class:`Problem`."""
     for p in paths:
         path = Path(p)
-        if path.suffix.lower() in PROTO_SUFFIXES:
+        if _is_proto(path):
             yield from _proto_file(path)
         else:
             yield from _json_file(path)
+
+
+def _name(path: Path) -> str:
+    """``path`` as written in traces.json's problems: a file name of bytes that are not UTF-8 (read by
+    Python as lone surrogates) with those bytes as ``?``, so it cannot stop the import at its end."""
+    return str(path).encode("utf-8", "replace").decode("utf-8")
+
+
+def _is_proto(path: Path) -> bool:
+    return path.suffix.lower() in PROTO_SUFFIXES
+
+
+def _magic(path: Path) -> bytes:
+    with path.open("rb") as fh:
+        return fh.read(8)
 
 
 def check_paths(paths: list[str]) -> None:
@@ -85,15 +111,27 @@ def check_paths(paths: list[str]) -> None:
     for p in paths:
         if not Path(p).is_file():
             raise InputError("no such file", path=p, field="SPANS")
-        if Path(p).suffix.lower() in PROTO_SUFFIXES:
+        head = _magic(Path(p))
+        for magic, kind in OTHER_COMPRESSION.items():
+            if head.startswith(magic):
+                raise InputError(f"a {kind}-compressed file: decompress it first (gzip is read as it is)", path=p,
+                                 field="SPANS")  # fmt: skip
+        if _is_proto(Path(p)):
+            if head.startswith(GZIP_MAGIC):
+                raise InputError("a gzip-compressed protobuf file: gunzip it first", path=p, field="SPANS")
             _proto_request()
 
 
 # ------------------------------------------------------------------------------------------- JSON
 def _json_file(path: Path) -> Iterator[RawSpan | Problem]:
-    name = str(path)
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(bounded_lines(fh, path, limit=MAX_LINE_BYTES, skip_long=True), start=1):
+    name = _name(path)
+    compressed = _magic(path).startswith(GZIP_MAGIC)
+    with gzip.open(path, "rb") if compressed else path.open("rb") as fh:
+        for lineno, raw in enumerate(_lines(fh, path, name), start=1):
+            if isinstance(raw, Problem):
+                raw.line = lineno
+                yield raw
+                return
             if raw is None:
                 yield Problem(name, lineno, "line_too_long")
                 continue
@@ -111,6 +149,21 @@ def _json_file(path: Path) -> Iterator[RawSpan | Problem]:
                 yield from _otlp_request(obj, name, lineno)
             else:
                 yield _phoenix_span(obj, name, lineno)
+
+
+def _lines(fh: Any, path: Path, name: str) -> Iterator[bytes | Problem | None]:
+    """:func:`bounded_lines` of ``fh``; a gzip stream that is cut or damaged ends in one ``bad_gzip``
+    :class:`Problem` (what was read before the damage is kept)."""
+    lines = bounded_lines(fh, path, limit=MAX_LINE_BYTES, skip_long=True)
+    while True:
+        try:
+            raw = next(lines)
+        except StopIteration:
+            return
+        except (EOFError, zlib.error, gzip.BadGzipFile):
+            yield Problem(name, 0, "bad_gzip")
+            return
+        yield raw
 
 
 def _maps(items: Any, path: str, line: int) -> Iterator[dict[str, Any] | Problem]:
@@ -179,6 +232,8 @@ def _id(raw: Any) -> str:
         return format(raw, "x")
     if not isinstance(raw, str) or len(raw) > 256:
         return ""
+    if not raw.isascii():  # written in traces.json's problems: a lone surrogate must not stop the import
+        raw = raw.encode("utf-8", "replace").decode("utf-8")
     if raw.startswith("0x"):
         raw = raw[2:]
     if len(raw) in (16, 32) and _HEX.fullmatch(raw):
@@ -231,14 +286,15 @@ def iso_nanos(text: str) -> int | None:
 
 # --------------------------------------------------------------------------------------- protobuf
 def _proto_request() -> Any:
+    module = "opentelemetry.proto.collector.trace.v1.trace_service_pb2"
     try:
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-    except ImportError:
-        raise InputError(
+    except ImportError as e:
+        hint = (
             "OTLP protobuf input needs opentelemetry-proto: pip install 'retrieval-harness[traces-proto]' "
-            "(or export OTLP JSON)",
-            field="SPANS",
-        ) from None
+            "(or export OTLP JSON)"
+        )
+        raise InputError(extras.import_problem(e, module, hint), field="SPANS") from None
     return ExportTraceServiceRequest
 
 
@@ -247,11 +303,10 @@ def _proto_file(path: Path) -> Iterator[RawSpan | Problem]:
     from google.protobuf.message import DecodeError
 
     request = _proto_request()
-    name = str(path)
+    name = _name(path)
     size = os.path.getsize(path)
     with path.open("rb") as fh:
-        head = fh.read(4)
-        framed = len(head) == 4 and 0 < struct.unpack(">I", head)[0] <= size - 4
+        framed = _framed(fh, size)
         fh.seek(0)
         if not framed:
             messages: Iterator[tuple[int, bytes | None]] = iter([(1, fh.read(MAX_MESSAGE_BYTES))])
@@ -267,7 +322,30 @@ def _proto_file(path: Path) -> Iterator[RawSpan | Problem]:
             except DecodeError:
                 yield Problem(name, number, "not_protobuf")
                 continue
+            if framed and not data:
+                continue  # an empty request (no spans serialises to 0 bytes): nothing to read, nothing wrong
             yield from _otlp_request(MessageToDict(msg), name, number)
+
+
+def _framed(fh: Any, size: int) -> bool:
+    """Whether the file is length-prefixed messages: the 4-byte lengths, read one after another (the
+    messages between them skipped, not read), land exactly on the end of the file, or the last one
+    runs past it (a writer cut off). A bare message cannot pass: it starts with the tag byte 0x0a,
+    so its first four bytes read as a length of 160 MiB or more. An empty message (length 0) is a
+    frame like any other."""
+    pos = 0
+    if size == 0:
+        return False  # an empty file: no message at all, counted as one that is not a request
+    while pos < size:
+        fh.seek(pos)
+        head = fh.read(4)
+        if len(head) < 4:
+            return pos > 0
+        (n,) = struct.unpack(">I", head)
+        if n > MAX_MESSAGE_BYTES or (pos == 0 and n > size - 4):
+            return False
+        pos += 4 + n
+    return True
 
 
 def _frames(fh: Any) -> Iterator[tuple[int, bytes | None]]:

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
+from harness import extras
 from harness.errors import InputError, RetrieverError
 from harness.filters import Filter, MaskCache, group_by_filter, metadata_kinds, query_filter
 from harness.model import Corpus, Document, Query
@@ -451,13 +452,13 @@ class VectorDB:
 
 
 def require(module: str, extra: str) -> Any:
-    """Import an engine's module, or say which pip extra installs it."""
+    """Import an engine's module, or say which pip extra installs it; a client that is installed but
+    does not import (a dependency of its own missing, a native library) is named with the real error."""
     try:
         return importlib.import_module(module)
-    except ImportError:
-        raise InputError(
-            f"needs {module!r}, which is not installed: pip install 'retrieval-harness[{extra}]'", field="type"
-        ) from None
+    except ImportError as e:
+        hint = f"needs {module!r}, which is not installed: {extras.install_command(extra)}"
+        raise InputError(extras.import_problem(e, module, hint), field="type") from None
 
 
 def sql_literal(value: Any) -> str:
