@@ -13,14 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
+from itertools import chain
 
 import numpy as np
 
 from harness.errors import InputError
 from harness.metrics import core
 from harness.metrics.names import Metric, parse_metrics
-from harness.run import Run, rank_key, sort_rows_descending
+from harness.run import Run, rank_key
 
 #: Elements per padded block: bounds memory when a few rankings are much longer than the rest.
 _BLOCK_ELEMENTS = 1 << 22
