@@ -114,9 +114,10 @@ def score(
         res.summary[name] = {m: mean(v) if w is None else weighted_mean(v, w) for m, v in vals.items()}
         res.per_query[name] = {m: v.tolist() for m, v in vals.items()}
         res.counts[name] = dict(ev.counts) if ev else {"queries": len(cq.query_ids)}
-        res.judged_at_10[name] = (
-            float(ev.means()["judged@10"]) if ev is not None and reach else judged_at_10(cq, run, res.summary[name])
-        )
+        if ev is not None and reach:
+            res.judged_at_10[name] = float(mean(ev.values["judged@10"]))
+        else:
+            res.judged_at_10[name] = judged_at_10(cq, run, res.summary[name])
     if judged_only:
         Manifest.of(res).update_config(judged_only=True)
     if statistics and values:
