@@ -187,7 +187,7 @@ class Corpus(Sequence[Document]):
     def __reduce__(self) -> tuple[Any, ...]:
         return (Corpus, (self.ids, self.texts, self.titles, self._metadata))
 
-    def fingerprint_lines(self, chunk: int = 16384) -> Iterator[bytes]:
+    def fingerprint_lines(self, chunk: int = 2048) -> Iterator[bytes]:
         """The corpus's part of :attr:`GoldenDataset.fingerprint`, in id order, a chunk at a time:
         byte for byte what ``json.dumps(["d", id, title, text], ensure_ascii=False) + "\n"`` gives
         per document (the same C string encoder, without building a list and an encoder per row)."""

@@ -190,3 +190,18 @@ def test_judged_and_hits_paths_agree_and_read_only_the_top_k(qrels, run, k):
         assert 0.0 <= vals[f"judged@{k}"] <= 1.0
         assert vals[f"hits@{k}"] == round(vals[f"precision@{k}"] * k)  # hits is P@k's numerator
         assert vals["hits"] == vals[f"hits@{max(KS)}"] or len(run.get(q, {})) > max(KS)
+
+
+JUDGED = ["judged@1", "judged@3", "judged@10", "judged", "bpref", "ndcg@3", "map", "recall@5"]
+wide_scores = scores | st.sampled_from([1e39, -1e39, 3.4028235e38, 3.4028236e38, 1.0000000001, 1.0000000002])
+
+
+@SETTINGS
+@given(qrels_st, st.dictionaries(st.sampled_from(QUERIES), st.dictionaries(st.sampled_from(DOCS), wide_scores)))
+def test_dict_path_equals_array_path_on_judged_metrics_and_float32_ties(qrels, run):
+    """The dict path places each judged document by counting the float32 keys above it (ties to the
+    larger doc id): the same ranks as the array path's sort, beyond float32's range and for judged@k
+    and bpref, which read every judged document (grade 0 and negatives too)."""
+    dict_path = per_query(qrels, run, JUDGED)
+    array_path = evaluate_run(qrels, Run.from_dict(run), JUDGED).per_query()
+    assert dict_path == array_path

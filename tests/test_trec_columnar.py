@@ -159,3 +159,19 @@ def test_shuffled_lines_canonicalised_in_blocks_equal_the_line_reader(
     got = trec_columnar.read_run_columnar(path, name="r")
     assert got is not None
     _same(got, _line_reader(path))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=300), st.integers(1, 64))
+def test_stable_order_is_numpy_s_stable_argsort(codes, block):
+    """The counting order the reader groups lines by equals numpy's stable argsort, blocks of any size."""
+    import harness.io.trec_columnar as tc
+
+    arr = np.asarray(codes, dtype=np.int32)
+    saved = tc.CANON_BLOCK
+    tc.CANON_BLOCK = block
+    try:
+        got = tc.stable_order(arr, 10)
+    finally:
+        tc.CANON_BLOCK = saved
+    assert np.array_equal(got, np.argsort(arr, kind="stable"))

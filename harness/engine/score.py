@@ -95,8 +95,14 @@ def score(
         query_tags={q: list(t) for q, t in (query_tags or {}).items()},
     )
     values: dict[str, dict[str, np.ndarray]] = {}
+    # judged@10, which every result records, is scored in the same pass as the metrics asked (a
+    # second pass over a large run cost as much time and memory as the first); not under -J, where
+    # the metrics see a condensed run and judged@10 the run as it is
+    reach = [] if judged_only or not judged or any(m.name == "judged@10" for m in judged) else parse_metrics(
+        ["judged@10"]
+    )
     for name, run in runs.items():
-        ev = evaluate_run(cq, run, judged, judged_only=judged_only) if judged else None
+        ev = evaluate_run(cq, run, judged + reach, judged_only=judged_only) if judged else None
         vals = dict(ev.values) if ev else {}
         if embedded:
             vals.update(embedding_metrics(run, embedded, cq.query_ids, embed))
@@ -108,7 +114,10 @@ def score(
         res.summary[name] = {m: mean(v) if w is None else weighted_mean(v, w) for m, v in vals.items()}
         res.per_query[name] = {m: v.tolist() for m, v in vals.items()}
         res.counts[name] = dict(ev.counts) if ev else {"queries": len(cq.query_ids)}
-        res.judged_at_10[name] = judged_at_10(cq, run, res.summary[name])
+        if ev is not None and reach:
+            res.judged_at_10[name] = float(mean(ev.values["judged@10"]))
+        else:
+            res.judged_at_10[name] = judged_at_10(cq, run, res.summary[name])
     if judged_only:
         Manifest.of(res).update_config(judged_only=True)
     if statistics and values:

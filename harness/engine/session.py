@@ -418,6 +418,7 @@ def _summarise(run: _Run, *, complete: bool) -> Results:
     )
     # what .save() stores with each run
     res.attach(res.runs, res.qrels, {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None})
+    res.attach_dataset(s.dataset)  # the page's texts come from what the run holds, not a second read
     if complete and s.chunking:
         judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
         for n in ok:

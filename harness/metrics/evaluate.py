@@ -20,7 +20,7 @@ import numpy as np
 from harness.errors import InputError
 from harness.metrics import core
 from harness.metrics.names import Metric, parse_metrics
-from harness.run import Run, rank_key, sort_rows_descending
+from harness.run import Run, rank_key
 
 #: Elements per padded block: bounds memory when a few rankings are much longer than the rest.
 _BLOCK_ELEMENTS = 1 << 22
@@ -375,20 +375,29 @@ def evaluate_dicts(
     lengths = np.fromiter((len(r) for r in rankings), dtype=np.int64, count=len(rankings))
 
     def grade_block(rows: np.ndarray, width: int, ideal: np.ndarray) -> core.Ranked:
-        # per-query dict lookups: each judged dict is small and cache-hot, unlike one global table
+        # Only the judged documents a ranking holds matter, and they are a few of its ranks: look each
+        # query's judged documents up in its ranking (a handful of lookups, in C through filter())
+        # instead of every ranked document up in the judgments, and place each one by counting the
+        # ranked scores above it. No grade matrix, no sort of every row.
         scores = np.full((len(rows), width), -np.inf)
-        grades = np.zeros((len(rows), width))
-        judged = np.zeros((len(rows), width), dtype=bool) if with_judged else None
+        hit_rows: list[int] = []
+        hit_scores: list[float] = []
+        hit_grades: list[int] = []
+        hit_docs: list[str] = []
         for i, r in enumerate(rows.tolist()):
             ranking = rankings[r]
             n = len(ranking)
             if n:
                 scores[i, :n] = np.fromiter(ranking.values(), dtype=np.float64, count=n)
-                get = cq.judged(r).get
-                grades[i, :n] = [get(d, 0) for d in ranking]
-                if judged is not None:
-                    has = cq.judged(r)
-                    judged[i, :n] = [d in has for d in ranking]
+                has = cq.judged(r)
+                found = list(filter(ranking.__contains__, has))
+                if not with_judged:
+                    found = [d for d in found if has[d]]
+                if found:
+                    hit_rows += [i] * len(found)
+                    hit_docs += found
+                    hit_scores += map(ranking.__getitem__, found)
+                    hit_grades += map(has.__getitem__, found)
         valid = np.arange(width)[None, :] < lengths[rows][:, None]
         bad = valid & ~np.isfinite(scores)
         if bad.any():
@@ -399,21 +408,36 @@ def evaluate_dicts(
                 field="score",
             )
         key = rank_key(scores, valid)  # trec_eval ranks by the float32 score
-        sort_rows_descending(key, grades, *(() if judged is None else (judged,)))
-        for i in np.flatnonzero((key[:, 1:] == key[:, :-1]).any(axis=1)).tolist():
-            # score ties go to the larger doc id (trec_eval); only tied rows pay for a string sort
-            r = rows[i]
-            with np.errstate(over="ignore"):  # beyond float32's range: inf, as in trec_eval
-                ranked = sorted(rankings[r].items(), key=lambda kv: (float(np.float32(kv[1])), kv[0]), reverse=True)
-            get = cq.judged(r).get
-            grades[i, : len(ranked)] = [get(d, 0) for d, _ in ranked]
-            if judged is not None:
-                has = cq.judged(r)
-                judged[i, : len(ranked)] = [d in has for d, _ in ranked]
+        h_rows = np.asarray(hit_rows, dtype=np.int64)
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, as in trec_eval
+            h_key = np.asarray(hit_scores, dtype=np.float64).astype(np.float32)
+        h_cols = np.zeros(h_rows.size, dtype=np.int64)
+        tied = np.zeros(h_rows.size, dtype=bool)
+        step = max(1, _BLOCK_ELEMENTS // max(width, 1))  # bounded memory: a block of hits at a time
+        for lo in range(0, h_rows.size, step):
+            row_keys, k = key[h_rows[lo : lo + step]], h_key[lo : lo + step, None]
+            h_cols[lo : lo + step] = (row_keys > k).sum(axis=1)  # NaN padding compares False
+            tied[lo : lo + step] = (row_keys == k).sum(axis=1) > 1
+        for t in np.flatnonzero(tied).tolist():
+            # a score tie with a judged document: ties go to the larger doc id (trec_eval)
+            own = (float(h_key[t]), hit_docs[t])
+            with np.errstate(over="ignore"):
+                h_cols[t] = sum(
+                    1 for d, v in rankings[rows[hit_rows[t]]].items() if (float(np.float32(v)), d) > own
+                )
+        order = np.lexsort((h_cols, h_rows))
         retrieved = lengths[rows] if with_judged else None
         nonrel = cq.num_nonrel[rows] if with_judged else None
-        return core.Ranked.from_dense(
-            grades, cq.num_rel[rows], ideal, judged=judged, retrieved=retrieved, num_nonrel=nonrel
+        return core.Ranked(
+            (len(rows), width),
+            h_rows[order],
+            h_cols[order],
+            np.asarray(hit_grades, dtype=np.float64)[order],
+            cq.num_rel[rows],
+            ideal,
+            complete_judged=with_judged,
+            retrieved=retrieved,
+            num_nonrel=nonrel,
         )
 
     values = _score(ms, cq, lengths, grade_block)

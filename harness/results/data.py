@@ -26,7 +26,7 @@ from harness.efficiency import Cost
 from harness.errors import InputError
 from harness.io import jsontext
 from harness.io.lines import read_utf8
-from harness.model import Qrels
+from harness.model import GoldenDataset, Qrels
 from harness.run import Run
 
 if TYPE_CHECKING:
@@ -124,6 +124,10 @@ class Results(BaseModel):
     _costs: dict[str, Cost] = PrivateAttr(default_factory=dict)
     #: all-pairs figures drawn for the renderings (harness.results.groups), drawn once per object
     _all_pairs: dict[Any, Any] = PrivateAttr(default_factory=dict)
+    #: the dataset the run that made this object held (not serialised): the renderings take query and
+    #: document texts from it instead of reading the corpus a second time (None: read it from the
+    #: manifest's dataset folder, as for a folder loaded from disk)
+    _dataset: GoldenDataset | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -184,6 +188,17 @@ class Results(BaseModel):
     @property
     def costs(self) -> dict[str, Cost]:
         return self._costs
+
+    @property
+    def dataset(self) -> GoldenDataset | None:
+        """The dataset the run held, when this object came from a run in this process (else None)."""
+        return self._dataset
+
+    def attach_dataset(self, dataset: GoldenDataset | None) -> Results:
+        """Keep the run's dataset for the renderings (texts of the page and the drill-down): a run
+        that just read its corpus never reads it again to render it."""
+        self._dataset = dataset
+        return self
 
     def attach(self, runs: Mapping[str, Run], qrels: Qrels | None, costs: Mapping[str, Cost] | None = None) -> Results:
         self._runs, self._qrels = dict(runs), qrels

@@ -178,6 +178,9 @@ class Manifest:
 def dataset_texts(results: Any) -> tuple[GoldenDataset | None, str | None]:
     """The dataset a result names, loaded for its query and document texts, and a note when that is
     not possible (then None) or the dataset changed since the run."""
+    held = getattr(results, "dataset", None)
+    if held is not None:  # the run's own dataset, still in memory: never read the corpus a second time
+        return held, None
     ref = Manifest.of(results).dataset
     where, why = ref.where()
     if where is None:
