@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.load.drivers import closed_loop
-from harness.load.httpclient import BadReply, Endpoint, check_reply, parse_reply
+from harness.load.httpclient import BadReply, Endpoint, ReplyCheck, check_reply, parse_reply
 from harness.model import Query
 from tests.conftest import failing_every_third
 
@@ -73,3 +73,31 @@ def test_threads_classify_failures_by_kind_not_by_their_text() -> None:
     assert lv.error_kinds["RuntimeError"] == lv.errors and lv.error_kinds["timeout"] == lv.timeouts
     assert lv.failed_share == pytest.approx((lv.errors + lv.timeouts) / lv.requests)
     assert lv.p50_ms >= 5 and lv.max_ms >= lv.p50_ms
+
+
+@given(flip=st.integers(0, len(BODY) - 1), byte=st.integers(0, 255), qid=st.sampled_from(["q1", "q2"]))
+@settings(max_examples=200, deadline=None)
+def test_the_remembered_reading_of_a_body_never_passes_one_that_differs(flip: int, byte: int, qid: str) -> None:
+    """A ReplyCheck that has seen a good body gives, for any other body (one byte changed, or cut
+    short), exactly check_reply's verdict, and keeps judging the first body right afterwards."""
+    check = ReplyCheck()
+    assert check(200, BODY, "q1") is None
+    changed = BODY[:flip] + bytes([byte]) + BODY[flip + 1 :]
+    for other in (changed, BODY[:flip]):
+        assert check(200, other, qid) == check_reply(200, other, qid)
+        assert check(200, BODY, qid) == check_reply(200, BODY, qid)
+    assert check(500, BODY, "q1") == "HTTP 500"  # the status is judged on every reply
+
+
+def test_a_remembered_head_reads_as_a_fresh_parse() -> None:
+    """Heads are remembered by their exact bytes: one that differs only in its length, or in its
+    Connection header, is read afresh; a head that is not HTTP is refused every time."""
+    short = b'{"results": {}}'
+    other = LENGTH.replace(b"Content-Length: %d" % len(BODY), b"Content-Length: %d" % len(short))[: -len(BODY)] + short
+    for _ in range(2):
+        assert parse_reply(LENGTH) == (len(LENGTH), 200, BODY, False)
+        assert parse_reply(other) == (len(other), 200, short, False)
+        closing = LENGTH.replace(b"OK\r\n", b"OK\r\nConnection: close\r\n")
+        assert parse_reply(closing) == (len(closing), 200, BODY, True)
+        with pytest.raises(BadReply):
+            parse_reply(b"SSH-2.0-OpenSSH\r\n\r\n")
