@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.load.drivers import closed_loop
-from harness.load.httpclient import BadReply, Endpoint, ReplyCheck, check_reply, parse_reply
+from harness.load.httpclient import BadReply, Endpoint, ReplyCheck, check_reply, client_load, parse_reply
 from harness.model import Query
 from tests.conftest import failing_every_third
 
@@ -101,3 +101,17 @@ def test_a_remembered_head_reads_as_a_fresh_parse() -> None:
         assert parse_reply(closing) == (len(closing), 200, BODY, True)
         with pytest.raises(BadReply):
             parse_reply(b"SSH-2.0-OpenSSH\r\n\r\n")
+
+
+def test_a_level_the_client_limited_says_so() -> None:
+    """client_load, by hand: 2 workers over a 1 s window. A worker at 95% of its core is the limit;
+    so is CPU per request above a tenth of the mean latency; neither, and the level is the service's."""
+    busy = [{"cpu_s": 0.95, "wall_s": 1.0}, {"cpu_s": 0.05, "wall_s": 1.0}]
+    verdict = client_load(busy, 10_000, mean_ms=10.0)  # 1.0 s CPU / 10,000 = 100 us = 1% of 10 ms
+    assert verdict["saturated"] and verdict["why"] == "a client process used 95% of its core"
+    assert verdict["cpu_share"] == pytest.approx(0.95) and verdict["cpu_us_per_request"] == pytest.approx(100)
+    light = [{"cpu_s": 0.2, "wall_s": 1.0}, {"cpu_s": 0.2, "wall_s": 1.0}]
+    share = client_load(light, 20_000, mean_ms=0.1)  # 20 us per request = 20% of 0.1 ms
+    assert share["saturated"] and share["why"] == "client CPU 20 us per request is 20% of the mean latency"
+    fine = client_load(light, 20_000, mean_ms=1.0)  # 20 us = 2% of 1 ms, workers at 20%
+    assert not fine["saturated"] and fine["why"] is None and fine["processes"] == 2
