@@ -5,11 +5,12 @@ config written to a temporary folder (not the system one): one worker process an
 with a fixed JSON reply that holds results for every query of the demo set, so each request is
 valid for the harness and costs the server a few tens of microseconds. Then, at each concurrency,
 wrk (a compiled client: the service's own ceiling on this machine) and ``harness load`` (closed
-loop), and prints QPS and p50 side by side, with the harness's client verdict (``SATURATED`` where
-its own CPU was the limit) and the load average before each run.
+loop), back to back so both see the same machine, and prints QPS and p50 side by side with their
+ratio, the harness's client verdict (``SATURATED`` where its own CPU was the limit) and the load
+average before each run; last, the ratio to wrk per level (the median over ``--repeat`` runs).
 
     python benchmarks/load_client.py                       # c = 1, 4, 16; 10 s per level
-    python benchmarks/load_client.py --concurrency 1,4,16,64 --duration 5
+    python benchmarks/load_client.py --concurrency 1,4,16,64 --duration 5 --repeat 3
 
 Both clients share the machine with nginx: on a 2-core machine the figures are what client and
 server reach together, which is the point (a fast vector database on the same host would be
@@ -24,11 +25,13 @@ import os
 import re
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 NGINX_CONF = """worker_processes 1;
 daemon off;
@@ -92,10 +95,41 @@ def _wrk(wrk: str, url: str, lua: Path, c: int, duration: float) -> tuple[float,
     return qps, float(num) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
 
 
+def _harness(cfg: Path, out: Path, c: int, duration: float) -> dict[str, Any]:
+    """One closed-loop level of ``harness load`` (its own process, as a user runs it): the level's
+    JSON, client verdict included."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "load",
+            "--config",
+            str(cfg),
+            "--concurrency",
+            str(c),
+            "--duration",
+            str(duration),
+            "--warmup",
+            "1",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=duration + 120,
+    )
+    if done.returncode:
+        sys.exit(f"harness load failed at c={c} (exit {done.returncode}):\n{done.stderr}")
+    return json.loads((out / "load.json").read_text())["nginx"]["levels"][0]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--concurrency", default="1,4,16")
     ap.add_argument("--duration", type=float, default=10.0, help="measured seconds per level and client")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per level (on a busy machine: 3, read the median)")
     args = ap.parse_args()
     levels = [int(x) for x in args.concurrency.split(",")]
     nginx, wrk = _tool("nginx"), _tool("wrk")
@@ -120,49 +154,29 @@ def main() -> int:
                     break
                 except OSError:
                     time.sleep(0.05)
-            rows: dict[int, dict[str, object]] = {c: {} for c in levels}
-            for c in levels:
-                rows[c]["load_wrk"] = _load()
-                rows[c]["wrk"] = _wrk(wrk, url, lua, c, args.duration)
             cfg = Path(tmp) / "load.yaml"
             cfg.write_text(
                 f"dataset: demo\ndepth: 10\nretrievers:\n  nginx: {{type: http, url: '{url}', timeout_s: 10}}\n",
                 encoding="utf-8",
             )
-            for c in levels:  # one level per call, so each gets its own load average
-                rows[c]["load_harness"] = _load()
-                out = Path(tmp) / f"out-{c}"
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "harness",
-                        "load",
-                        "--config",
-                        str(cfg),
-                        "--concurrency",
-                        str(c),
-                        "--duration",
-                        str(args.duration),
-                        "--warmup",
-                        "1",
-                        "--out",
-                        str(out),
-                    ],
-                    check=True,
-                    stdout=subprocess.DEVNULL,
-                    timeout=args.duration + 120,
-                )
-                rows[c]["harness"] = json.loads((out / "load.json").read_text())["nginx"]["levels"][0]
+            runs: dict[int, list[dict[str, Any]]] = {c: [] for c in levels}
+            for rep in range(args.repeat):
+                for c in levels:  # wrk then harness at each level, back to back: the same load on both
+                    load_wrk = _load()
+                    wq, wp = _wrk(wrk, url, lua, c, args.duration)
+                    load_harness = _load()
+                    lv = _harness(cfg, Path(tmp) / f"out-{c}-{rep}", c, args.duration)
+                    runs[c].append({"wrk": (wq, wp), "harness": lv, "load_wrk": load_wrk, "load_harness": load_harness})
         finally:
             server.terminate()
             server.wait(10)
     print(
         f"null service: nginx, 1 worker, fixed JSON reply, 127.0.0.1; {args.duration:g} s per level; "
-        f"cpus {os.cpu_count()}"
+        f"cpus {os.cpu_count()}; {args.repeat} run(s) per level, wrk and harness back to back"
     )
     head = [
         "c",
+        "run",
         "wrk qps",
         "wrk p50 ms",
         "harness qps",
@@ -176,29 +190,36 @@ def main() -> int:
     ]
     print(" | ".join(head))
     for c in levels:
-        r = rows[c]
-        wq, wp = r["wrk"]  # type: ignore[misc]
-        lv = r["harness"]
-        cl = lv.get("client") or {}  # type: ignore[union-attr]
-        print(
-            " | ".join(
-                [
-                    str(c),
-                    f"{wq:,.0f}",
-                    f"{wp:.3f}",
-                    f"{lv['qps']:,.0f}",
-                    f"{lv['p50_ms']:.3f}",  # type: ignore[index]
-                    f"{lv['qps'] / wq:.2f}",
-                    "SATURATED" if cl.get("saturated") else "ok",  # type: ignore[index]
-                    f"{cl.get('cpu_share', 0):.0%}",
-                    f"{cl.get('cpu_us_per_request') or 0:.0f}",
-                    str(r["load_wrk"]),
-                    str(r["load_harness"]),
-                ]
+        for rep, r in enumerate(runs[c], 1):
+            wq, wp = r["wrk"]
+            lv = r["harness"]
+            cl = lv.get("client") or {}
+            print(
+                " | ".join(
+                    [
+                        str(c),
+                        str(rep),
+                        f"{wq:,.0f}",
+                        f"{wp:.3f}",
+                        f"{lv['qps']:,.0f}",
+                        f"{lv['p50_ms']:.3f}",
+                        f"{lv['qps'] / wq:.2f}",
+                        "SATURATED" if cl.get("saturated") else "ok",
+                        f"{cl.get('cpu_share', 0):.0%}",
+                        f"{cl.get('cpu_us_per_request') or 0:.0f}",
+                        r["load_wrk"],
+                        r["load_harness"],
+                    ]
+                )
             )
+            if cl.get("why"):
+                print(f"    c={c} run {rep}: client saturated: {cl['why']}")
+    print(
+        "ratio to wrk per level (median of the runs; goal >= 0.5): "
+        + ", ".join(
+            f"c={c}: {statistics.median(r['harness']['qps'] / r['wrk'][0] for r in runs[c]):.2f}" for c in levels
         )
-        if cl.get("why"):
-            print(f"    c={c}: client saturated: {cl['why']}")
+    )
     return 0
 
 

@@ -19,18 +19,22 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness.cli import main
 from harness.load import LoadSpec, run_load, write_load
 from harness.load.core import load_load_config
+from harness.load.httpclient import Endpoint, run_closed, run_open
 
 pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
 
@@ -189,3 +193,29 @@ def test_bad_load_section_names_file_line_and_key(tmp_path: Path, capsys) -> Non
     assert main(["load", "--config", str(cfg)]) == 2
     err = capsys.readouterr().err
     assert "load.yaml:6:" in err and "load.concurrency" in err
+
+
+@pytest.mark.parametrize("poller", ["epoll", "poll"])
+def test_the_event_loop_accounts_for_every_request_on_either_poller(
+    service: str, poller: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker's loop, closed then open, on ``epoll`` (Linux) and on ``poll`` (where there is no
+    epoll): every request is sent once, served once, answered, and took at least S."""
+    if poller == "epoll" and not hasattr(select, "epoll"):
+        pytest.skip("no epoll here")
+    if poller == "poll":
+        monkeypatch.delattr(select, "epoll", raising=False)
+    ids = ["q1", "q2"]
+    bodies = [json.dumps({"queries": [{"id": q, "text": "x"}], "k": 10}).encode() for q in ids]
+    ep = Endpoint.build(f"{service}/search", {}, bodies, ids)
+    _stats(service, reset=True)
+    t = time.perf_counter() + 0.05
+    closed = run_closed(ep, 3, np.array([0, 1, 1]), t, t + 0.1, t + 0.5, 20)
+    sched = time.perf_counter() + 0.05 + np.arange(12) * 0.005  # 200/s on 2 connections: a queue
+    opened = run_open(ep, 2, sched, np.arange(12) % 2, 20)
+    served = _stats(service)
+    for res in (closed, opened):
+        assert res["status"].size and not res["status"].any() and not res["kinds"]
+        assert (res["done"] - res["sent"]).min() >= S_MS / 1000
+    assert opened["status"].size == 12 and np.array_equal(np.sort(opened["sent"]), sched)
+    assert served["served"] == closed["warm_sent"] + closed["status"].size + 12

@@ -1,13 +1,15 @@
 """The load client for HTTP services: worker processes, each driving its share of the connections
-with one ``selectors`` loop over raw keep-alive sockets.
+with one ``epoll`` loop over raw keep-alive sockets.
 
 Why not one pooled ``httpx`` client and a thread per request in flight: against a loopback service
 that answers in 0.07 ms, that client reached ~2,300 queries/s at concurrency 1 and *fell* to ~1,300
 at 16 (its threads take turns on the GIL, and each request costs ~0.5 ms of Python), so a fast
 vector database would have been reported at the harness's speed. Here a request costs one
-``send``, one ``recv``, a header scan and ``json.loads`` of the reply (tens of microseconds), and the
-connections are spread over one process per core, so the client's ceiling sits well above the
-rates asked of a vector database (docs/load.md has the figures against nginx and wrk).
+``send``, one ``recv``, a look-up of the reply's head and a check of its JSON (about 10 us of CPU
+against nginx; a head or body byte-identical to the last one is not parsed again, see
+:class:`ReplyCheck`), and the connections are spread over one process per core, so the client's
+ceiling sits well above the rates asked of a vector database (docs/load.md has the figures against
+nginx and wrk).
 
 Each worker measures its own CPU time over the measured window; :func:`client_load` turns that into
 the client's CPU share and its CPU time per request, so a level where the client, not the service,
@@ -25,8 +27,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
-import selectors
+import select
 import socket
 import subprocess
 import sys
@@ -82,13 +85,15 @@ class BadReply(Exception):
     """The reply is not HTTP/1.x as this client reads it."""
 
 
-def parse_reply(buf: bytes | bytearray, eof: bool = False) -> tuple[int, int, bytes, bool] | None:
-    """``(bytes consumed, status, body, server closes)`` of the first complete reply in ``buf``, or
-    None while incomplete. Content-Length, chunked, and read-to-close (HTTP/1.0 style) bodies."""
-    end = buf.find(b"\r\n\r\n")
-    if end < 0:
-        return None
-    lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+#: parsed reply heads kept (a service's heads repeat: only its Date line changes, once a second)
+_HEADS_KEPT = 64
+_heads: dict[bytes, tuple[int, int | None, bool, bool]] = {}
+
+
+def _parse_head(head: bytes) -> tuple[int, int | None, bool, bool]:
+    """``(status, Content-Length or None, chunked, server closes)`` of a reply's head (the bytes
+    before its blank line)."""
+    lines = head.decode("latin-1").split("\r\n")
     first = lines[0].split(" ", 2)
     if len(first) < 2 or not first[0].startswith("HTTP/1.") or not first[1].isdigit():
         raise BadReply(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
@@ -105,6 +110,27 @@ def parse_reply(buf: bytes | bytearray, eof: bool = False) -> tuple[int, int, by
             chunked = "chunked" in value.lower()
         elif name == "connection":
             close = value.strip().lower() == "close"
+    return status, length, chunked, close
+
+
+def parse_reply(buf: bytes | bytearray, eof: bool = False) -> tuple[int, int, bytes, bool] | None:
+    """``(bytes consumed, status, body, server closes)`` of the first complete reply in ``buf``, or
+    None while incomplete. Content-Length, chunked, and read-to-close (HTTP/1.0 style) bodies.
+
+    A head is parsed once and its reading kept (by its exact bytes; a head that is not HTTP raises
+    every time): a service's heads differ only in their Date line, so the per-request cost is one
+    dictionary look-up instead of a line-by-line parse, with the same answer."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = bytes(buf[:end])
+    known = _heads.get(head)
+    if known is None:
+        known = _parse_head(head)
+        if len(_heads) >= _HEADS_KEPT:
+            _heads.clear()
+        _heads[head] = known
+    status, length, chunked, close = known
     start = end + 4
     if chunked:
         body, pos = bytearray(), start
@@ -134,24 +160,53 @@ def parse_reply(buf: bytes | bytearray, eof: bool = False) -> tuple[int, int, by
     return len(buf), status, bytes(buf[start:]), True
 
 
+_NOT_AN_OBJECT = object()  # a body that is not a JSON object (the reading a ReplyCheck remembers)
+
+
+class ReplyCheck:
+    """:func:`check_reply` with the last body's reading remembered.
+
+    Decoding the reply's JSON was most of the client's CPU per request (90 us of a 3 KB body on a
+    busy core), and a service answering from a cache, or a null one, sends byte-identical bodies.
+    The body is compared in full with the last one (a ``memcmp``, ~0.1 us; a different body is
+    decoded), so a reply that differs in any byte is checked afresh: the verdict is always
+    :func:`check_reply`'s."""
+
+    __slots__ = ("body", "results")
+
+    def __init__(self) -> None:
+        self.body: bytes | None = None
+        self.results: Any = _NOT_AN_OBJECT
+
+    def __call__(self, status: int, body: bytes, qid: str) -> str | None:
+        """None for a good reply, else the error's kind."""
+        if status != 200:
+            return f"HTTP {status}"
+        if body != self.body:
+            try:
+                results = json.loads(body).get("results")
+            except (ValueError, AttributeError):
+                results = _NOT_AN_OBJECT
+            self.body, self.results = body, results
+        results = self.results
+        if results is _NOT_AN_OBJECT:
+            return "reply not a JSON object"
+        if not isinstance(results, dict) or qid not in results:
+            return "reply without the query's results"
+        return None
+
+
 def check_reply(status: int, body: bytes, qid: str) -> str | None:
     """None for a good reply, else the error's kind."""
-    if status != 200:
-        return f"HTTP {status}"
-    try:
-        results = json.loads(body).get("results")
-    except (ValueError, AttributeError):
-        return "reply not a JSON object"
-    if not isinstance(results, dict) or qid not in results:
-        return "reply without the query's results"
-    return None
+    return ReplyCheck()(status, body, qid)
 
 
 class _Conn:
-    __slots__ = ("buf", "deadline", "qi", "sent", "sock")
+    __slots__ = ("buf", "deadline", "fd", "qi", "sent", "sock")
 
     def __init__(self) -> None:
         self.sock: socket.socket | None = None
+        self.fd = -1
         self.buf = bytearray()
         self.qi = -1  # query index in flight, -1 when idle
         self.sent = 0.0  # send time (closed loop) or scheduled time (open loop): latency's origin
@@ -207,31 +262,52 @@ class _Recorder:
         }
 
 
-class _Loop:
-    """One worker's connections for one level (closed or open loop)."""
+def _poller() -> tuple[Any, float, int]:
+    """``(poller, its timeout unit per second, the readable event)``: ``epoll`` where there is one
+    (Linux), else ``poll`` (macOS, the BSDs), whose timeout is in milliseconds."""
+    if hasattr(select, "epoll"):
+        return select.epoll(), 1.0, select.EPOLLIN
+    return select.poll(), 1000.0, select.POLLIN
 
-    def __init__(self, ep: Endpoint, timeout_s: float, rec: _Recorder) -> None:
+
+class _Loop:
+    """One worker's connections for one level (closed or open loop), on one ``epoll``.
+
+    Kept off the per-request path: no scan of every connection per wake-up (the idle ones are a
+    list, filled as requests finish; timeouts are looked for only once the earliest deadline of a
+    request in flight, kept as a lower bound, has passed), no ``selectors`` key objects, and a reply
+    that arrives whole is parsed from the bytes ``recv`` returned, without a copy into a buffer."""
+
+    def __init__(self, ep: Endpoint, timeout_s: float, rec: _Recorder, n_conns: int) -> None:
         self.ep, self.timeout_s, self.rec = ep, timeout_s, rec
-        self.sel = selectors.DefaultSelector()
-        self.conns: list[_Conn] = []
+        self.poll, self.per_s, self.readable_event = _poller()
+        self.by_fd: dict[int, _Conn] = {}
+        self.conns = [_Conn() for _ in range(n_conns)]
+        self.idle = list(self.conns)  # the connections with no request in flight, in no order
+        self.due = math.inf  # no request in flight has a deadline earlier than this
+        self.check = ReplyCheck()
 
     def connect(self, c: _Conn) -> None:
         s = socket.create_connection((self.ep.host, self.ep.port), timeout=self.timeout_s)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         s.setblocking(False)
-        c.sock, c.buf = s, bytearray()
-        self.sel.register(s, selectors.EVENT_READ, c)
+        c.sock, c.buf, c.fd = s, bytearray(), s.fileno()
+        self.by_fd[c.fd] = c
+        self.poll.register(c.fd, self.readable_event)
 
     def drop(self, c: _Conn) -> None:
         if c.sock is not None:
-            self.sel.unregister(c.sock)
+            self.poll.unregister(c.fd)
+            del self.by_fd[c.fd]
             c.sock.close()
             c.sock = None
 
     def send(self, c: _Conn, qi: int, origin: float) -> bool:
-        """Send query ``qi`` on ``c`` (connecting if needed); False (and the failure recorded) when
-        the connection cannot be made or written."""
+        """Send query ``qi`` on idle ``c`` (connecting if needed); False (and the failure recorded)
+        when the connection cannot be made or written."""
         c.qi, c.sent, c.deadline = qi, origin, origin + self.timeout_s
+        if c.deadline < self.due:
+            self.due = c.deadline
         try:
             if c.sock is None:
                 self.connect(c)
@@ -251,6 +327,7 @@ class _Loop:
         timed-out or broken one is closed and the next request opens a new one."""
         self.rec.add(c.sent, done, status, kind, detail)
         c.qi = -1
+        self.idle.append(c)
         if not keep:
             self.drop(c)
 
@@ -270,37 +347,66 @@ class _Loop:
             self.drop(c)
             return
         eof = not data
-        c.buf += data
+        if c.buf:
+            c.buf += data
+            buf: bytes | bytearray = c.buf
+        else:
+            buf = data  # the usual case: a whole reply in one read, parsed where it lies
         try:
-            parsed = parse_reply(c.buf, eof)
+            parsed = parse_reply(buf, eof)
         except BadReply as e:
             self.finish(c, now, ERROR, "bad HTTP reply", str(e))
             return
         if parsed is None:
             if eof:
                 self.finish(c, now, ERROR, "connection closed before the reply")
+            elif buf is data:
+                c.buf += data
             return
         used, status, body, close = parsed
-        del c.buf[:used]
-        kind = check_reply(status, body, self.ep.ids[c.qi])
+        if buf is c.buf:
+            del c.buf[:used]
+        elif used < len(buf):  # more than one reply's bytes (a server that sent ahead)
+            c.buf += buf[used:]
+        kind = self.check(status, body, self.ep.ids[c.qi])
         detail = body[:200].decode("utf-8", "replace") if kind else None
         self.finish(c, now, OK if kind is None else ERROR, kind, detail, keep=not close)
 
     def expire(self, now: float) -> None:
+        """Time out the requests past their deadline (a scan only once the earliest may be)."""
+        if now < self.due:
+            return
+        due = math.inf
         for c in self.conns:
-            if c.qi >= 0 and now >= c.deadline:
-                self.finish(c, now, TIMEOUT, "timeout", f"no reply within {self.timeout_s:g} s")
+            if c.qi >= 0:
+                if now >= c.deadline:
+                    self.finish(c, now, TIMEOUT, "timeout", f"no reply within {self.timeout_s:g} s")
+                elif c.deadline < due:
+                    due = c.deadline
+        self.due = due
 
-    def wait(self, until: float) -> list[tuple[_Conn, float]]:
-        due = min([until, *(c.deadline for c in self.conns if c.qi >= 0)])
-        events = self.sel.select(max(0.0, due - time.perf_counter()))
+    def pump(self, until: float) -> None:
+        """Wait until a reply arrives, ``until``, or the earliest deadline; read what arrived and
+        time out what is overdue. Replies read in one wake-up share its time stamp."""
+        wake = until if until < self.due else self.due
+        events = self.poll.poll(max(0.0, wake - time.perf_counter()) * self.per_s)
         now = time.perf_counter()
-        return [(key.data, now) for key, _ in events]
+        by_fd = self.by_fd
+        for fd, _ in events:
+            c = by_fd.get(fd)
+            if c is not None:
+                self.readable(c, now)
+        self.expire(time.perf_counter())
+
+    def busy(self) -> bool:
+        """A request is in flight."""
+        return len(self.idle) < len(self.conns)
 
     def close(self) -> None:
         for c in self.conns:
             self.drop(c)
-        self.sel.close()
+        if hasattr(self.poll, "close"):
+            self.poll.close()
 
 
 def run_closed(
@@ -309,33 +415,32 @@ def run_closed(
     """``n_conns`` connections, each sending its next query as soon as its answer arrives, from
     ``t_start``; rows sent from ``t0`` are recorded, none are sent from ``t_end``."""
     rec = _Recorder(t0)
-    loop = _Loop(ep, timeout_s, rec)
-    loop.conns = [_Conn() for _ in range(n_conns)]
+    loop = _Loop(ep, timeout_s, rec, n_conns)
     for c in loop.conns:  # connections are opened before the level, as a warm pool would be
         with contextlib.suppress(OSError):  # the first send tries again, and records the failure
             loop.connect(c)
-    nq, pos = len(order), 0
+    queue = order.tolist()
+    nq, pos = len(queue), 0
     while time.perf_counter() < t_start:
         time.sleep(min(0.001, max(0.0, t_start - time.perf_counter())))
     cpu0, wall0 = None, None
+    clock = time.perf_counter
     while True:
-        now = time.perf_counter()
+        now = clock()
         if cpu0 is None and now >= t0:
             cpu0, wall0 = time.process_time(), now
         until = now + timeout_s
         if now < t_end:
             until = t_end
-            for c in loop.conns:
-                if c.qi < 0:
-                    loop.send(c, int(order[pos % nq]), time.perf_counter())
-                    pos += 1
-                    if c.qi < 0:  # the send failed (and was recorded): try again at once
-                        until = now
-        elif not any(c.qi >= 0 for c in loop.conns):
+            ready, loop.idle = loop.idle, []
+            for c in ready:  # each idle connection tries once per wake-up
+                loop.send(c, queue[pos % nq], clock())
+                pos += 1
+            if loop.idle:  # a send failed (and was recorded): try again at once
+                until = now
+        elif not loop.busy():
             break
-        for c, t in loop.wait(until):
-            loop.readable(c, t)
-        loop.expire(time.perf_counter())
+        loop.pump(until)
     cpu1, wall1 = time.process_time(), time.perf_counter()
     loop.close()
     if cpu0 is None:
@@ -348,32 +453,32 @@ def run_open(ep: Endpoint, max_conns: int, sched: np.ndarray, queries: np.ndarra
     connections; latency from the scheduled time; an arrival still waiting, or unanswered,
     ``timeout_s`` after its scheduled time is a timeout."""
     rec = _Recorder(-np.inf)
-    loop = _Loop(ep, timeout_s, rec)
-    loop.conns = [_Conn() for _ in range(max_conns)]
-    n, nxt = len(sched), 0
+    loop = _Loop(ep, timeout_s, rec, max_conns)
+    at, qs = sched.tolist(), queries.tolist()
+    n, nxt = len(at), 0
     waiting: deque[int] = deque()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     while rec.resolved < n:
         now = time.perf_counter()
-        while nxt < n and sched[nxt] <= now:
+        while nxt < n and at[nxt] <= now:
             waiting.append(nxt)
             nxt += 1
-        while waiting and now - sched[waiting[0]] >= timeout_s:  # waited too long for a connection
+        while waiting and now - at[waiting[0]] >= timeout_s:  # waited too long for a connection
             i = waiting.popleft()
-            rec.add(float(sched[i]), now, TIMEOUT, "timeout", "no free connection in time")
-        for c in loop.conns:
-            if not waiting:
-                break
-            if c.qi < 0:
-                i = waiting.popleft()
-                loop.send(c, int(queries[i]), float(sched[i]))
-        until = float(sched[nxt]) if nxt < n else now + timeout_s
+            rec.add(at[i], now, TIMEOUT, "timeout", "no free connection in time")
+        if waiting and loop.idle:
+            ready, loop.idle = loop.idle, []
+            for c in ready:  # each idle connection takes at most one arrival per wake-up
+                if waiting:
+                    i = waiting.popleft()
+                    loop.send(c, qs[i], at[i])
+                else:
+                    loop.idle.append(c)
+        until = at[nxt] if nxt < n else now + timeout_s
         if waiting:
-            idle = any(c.qi < 0 for c in loop.conns)  # a send failed: the next waiting one goes at once
-            until = now if idle else min(until, float(sched[waiting[0]]) + timeout_s)
-        for c, t in loop.wait(until):
-            loop.readable(c, t)
-        loop.expire(time.perf_counter())
+            # a send failed (its connection is idle again): the next waiting one goes at once
+            until = now if loop.idle else min(until, at[waiting[0]] + timeout_s)
+        loop.pump(until)
     cpu1, wall1 = time.process_time(), time.perf_counter()
     loop.close()
     return rec.result(cpu1 - cpu0, wall1 - wall0)
