@@ -82,6 +82,16 @@ def _interval(y: np.ndarray, yhat: np.ndarray, yu: np.ndarray, alpha: float) -> 
     }
 
 
+def against_baseline(runs: Mapping[str, Run], baseline: str | None) -> list[tuple[str, str]]:
+    """``(run, baseline)`` for every run but the baseline (default the first run), whose difference
+    the intervals are computed on; one line naming ``--baseline`` for a run that is not there."""
+    names = list(runs)
+    base = baseline if baseline is not None else (names[0] if names else None)
+    if base is not None and base not in runs:
+        raise InputError(f"{base!r} is not one of the runs ({', '.join(names)})", field="--baseline")
+    return [(r, base) for r in names if base is not None and r != base]
+
+
 def ppi_report(
     runs: Mapping[str, Run],
     human: Qrels,
@@ -126,13 +136,7 @@ def ppi_report(
         "runs": {r: {m: _interval(y[r][m], yhat[r][m], yu[r][m], alpha) for m in metrics} for r in runs},
         "differences": {},
     }
-    names = list(runs)
-    base = baseline if baseline is not None else (names[0] if names else None)
-    if base is not None and base not in runs:
-        raise InputError(f"{base!r} is not one of the runs ({', '.join(names)})", field="--baseline")
-    for r in names:
-        if r == base:
-            continue
+    for r, base in against_baseline(runs, baseline):
         out["differences"][f"{r} - {base}"] = {
             m: _interval(y[r][m] - y[base][m], yhat[r][m] - yhat[base][m], yu[r][m] - yu[base][m], alpha)
             for m in metrics
@@ -160,6 +164,13 @@ def ppi_from_files(
         raise InputError("--auto-qrels needs --qrels: people's judgments of the labelled queries", field="--qrels")
     if judged_only:
         raise InputError("prediction-powered intervals are computed on full rankings", field="--judged-only")
+    if labelled:  # drawn with unequal probabilities: the active estimator (harness.judging.active)
+        from harness.judging.active import active_report, read_design
+
+        design = read_design(labelled)
+        if design is not None:
+            human, judge = read_qrels(qrels), read_qrels(auto_qrels)
+            return active_report(runs, human, judge, metrics, design, alpha=alpha, baseline=baseline)
     chosen = set(sampled_queries(labelled)) if labelled else None
     human, judge = read_qrels(qrels), read_qrels(auto_qrels)
     return ppi_report(runs, human, judge, metrics, labelled=chosen, alpha=alpha, baseline=baseline)
@@ -183,6 +194,10 @@ def render(report: Mapping[str, Any]) -> str:
         "width: the PPI interval's width over the people-only interval's (below 1: the judge helps; –: the "
         "people-only interval has no width)"
     )
+    if report.get("estimator") == "active":
+        from harness.judging.active import render_notes
+
+        return "\n".join(lines) + "\n" + render_notes(report)
     return "\n".join(lines) + "\n"
 
 
