@@ -31,9 +31,10 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=agree)
     s = jsub.add_parser("sample", help="draw N queries at random for people to grade in full (for PPI intervals)")
     s.add_argument("pool", metavar="POOL", help="pool file from `harness pool`")
-    s.add_argument("--queries", type=int, required=True, metavar="N", help="how many queries to draw")
+    s.add_argument("--queries", type=int, metavar="N", help="how many queries to draw (uniform)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     s.add_argument("--out", required=True, help="new pool file with every row of the drawn queries (.csv/.jsonl)")
+    add_active_arguments(s)
     s.set_defaults(func=sample)
     from harness.judging.judge import BUILTIN
 
@@ -78,9 +79,47 @@ def agree(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_active_arguments(s: argparse.ArgumentParser) -> None:
+    """``judge sample --active``: draw where the judge is unsure (docs/judging.md, active sampling)."""
+    s.add_argument("--active", action="store_true",
+                   help="draw each query with a probability that grows with the judge's uncertainty")
+    s.add_argument("--auto", metavar="GRADED", help="--active: the pool graded by `judge auto --probabilities`")
+    s.add_argument("--results", metavar="DIR", help="--active: the results folder whose runs the pool came from")
+    s.add_argument("--budget", type=int, metavar="N", help="--active: queries people grade in all (expected)")
+    s.add_argument("--batch", type=int, metavar="M", help="--active: this round's expected size (default: the rest)")
+    s.add_argument("--mix", type=float, default=0.2, help="--active: share of the budget drawn uniformly (0.2)")
+    s.add_argument("--compare", action="append", default=[], metavar="A,B",
+                   help="--active: the difference whose uncertainty counts (default: each retriever vs the baseline)")
+    s.add_argument("--metric", help="--active: the metric (default: the folder's first)")
+    s.add_argument("--after", metavar="EARLIER", help="--active: the next round after the sample EARLIER")
+    s.add_argument("--draws", type=int, default=200, help="--active: Monte Carlo draws for nonlinear metrics")
+
+
 def sample(args: argparse.Namespace) -> int:
+    from harness.errors import InputError
+
+    if args.active:
+        from harness.judging.active_sample import ActiveSampleOptions, active_sample
+
+        if args.queries is not None:
+            raise InputError("--active draws an expected --budget, not a fixed number", field="--queries")
+        for flag in ("auto", "results"):
+            if not getattr(args, flag):
+                raise InputError("required with --active", field=f"--{flag}")
+        for line in active_sample(ActiveSampleOptions(
+            pool=args.pool, graded=args.auto, results=args.results, out=args.out, seed=args.seed,
+            budget=args.budget, batch=args.batch, mix=args.mix, compare=args.compare, metric=args.metric,
+            after=args.after, draws=args.draws,
+        )):  # fmt: skip
+            log.info("%s", line)
+        return 0
     from harness.judging.sample import sample_line
 
+    given = [f for f in ("auto", "results", "budget", "batch", "metric", "after") if getattr(args, f) is not None]
+    if given or args.compare:
+        raise InputError("needs --active", field=f"--{(given or ['compare'])[0]}")
+    if args.queries is None:
+        raise InputError("how many queries to draw (or --active with --budget)", field="--queries")
     log.info("%s", sample_line(args.pool, args.queries, args.seed, args.out))
     return 0
 

@@ -72,7 +72,7 @@ def read_design(path: str | os.PathLike[str]) -> Design | None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not MIN_PI <= v <= 1:
             raise InputError(f"query {q!r}: {v!r} is not a probability in [{MIN_PI:g}, 1]", path=rec, field="pi")
         out[str(q)] = float(v)
-    drawn = [*data.get("before", []), *data.get("queries", [])]
+    drawn = [*data.get("complete", []), *data.get("before", []), *data.get("queries", [])]
     missing = [q for q in drawn if q not in out]
     if missing:
         raise InputError(f"drawn query {missing[0]!r} has no inclusion probability", path=rec, field="queries")
