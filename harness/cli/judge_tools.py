@@ -55,6 +55,10 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     u.add_argument("--calibrate", metavar="HUMAN",
                    help="cross-encoder: fit the thresholds on people's grades (max quadratic kappa)")  # fmt: skip
     u.add_argument("--no-progress", action="store_true", help="no progress display")
+    u.add_argument("--probabilities", action="store_true",
+                   help="also p_0..p_3 beside each grade: how sure the judge is (for `judge sample --active`)")
+    u.add_argument("--votes", type=int, metavar="K",
+                   help="http with --probabilities, an endpoint without logprobs: the vote shares of K replies")
     u.set_defaults(func=auto)
 
 
@@ -183,6 +187,7 @@ def auto(args: argparse.Namespace) -> int:
         pool=args.pool, out=args.out, judge=args.judge, model=args.model, endpoint=endpoint_settings(args),
         price_in=args.price_in, price_out=args.price_out, thresholds=args.thresholds, calibrate=args.calibrate,
         judge_options=parse_options(args.judge_option), show_progress=False if args.no_progress else None,
+        probabilities=args.probabilities, votes=args.votes,
     ))  # fmt: skip
     for line in report.lines():
         log.info("%s", line)

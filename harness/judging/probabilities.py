@@ -16,6 +16,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -130,3 +131,73 @@ def read_probabilities(path: str | os.PathLike[str]) -> dict[tuple[str, str], np
         except ValueError as e:
             raise InputError(str(e), path=p, line=lineno) from None
     return out
+
+
+# ----------------------------------------------------------------------------- asking a judge
+
+
+def probability_cache(cache_dir: Path, identity: list | None, source: str) -> Any:
+    """The probabilities a judge gave, kept in ``<cache>/judge/probabilities.jsonl`` under the pair's
+    key and ``source`` (how they were had: ``logprobs``, ``votes=K``, ``class``, ...); None for a
+    judge that is never cached."""
+    from harness.endpoint.fanout import ReplyCache
+
+    if identity is None:
+        return None
+    return ReplyCache(cache_dir / "judge" / "probabilities.jsonl", [*identity, "probabilities", source],
+                      _read_cached, lambda p, _o: {"p": list(p)})  # fmt: skip
+
+
+def _read_cached(rec: dict[str, Any]) -> tuple[float, ...] | None:
+    try:
+        return tuple(check_row(rec["p"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def gather(rows: Sequence[Any], judge: Any, keys: Sequence[str | None], cache: Any) -> np.ndarray:
+    """Every row's ``p_0..p_3``: the cached ones under the row's key, the rest from the judge's
+    ``probabilities(pairs)`` in its ``batch_size``, each answer checked (:func:`check_matrix`) and
+    cached. Asked before any grade is written, so a judge whose probabilities are not a
+    distribution stops the command with one line and no output file."""
+    from harness.endpoint.client import Outcome
+    from harness.judging import umbrela
+    from harness.judging.judge import Pair
+
+    out = np.zeros((len(rows), GRADES))
+    todo: list[int] = []
+    for i, k in enumerate(keys):
+        got = cache.get(k) if cache is not None and k is not None else None
+        if got is not None:
+            out[i] = got
+        else:
+            todo.append(i)
+    batch = max(1, int(getattr(judge, "batch_size", 32)))
+    for start in range(0, len(todo), batch):
+        idx = todo[start : start + batch]
+        pairs = [Pair(rows[i].query_id, rows[i].query, rows[i].doc_id, umbrela.passage(rows[i].title, rows[i].text))
+                 for i in idx]  # fmt: skip
+        m = check_matrix(judge.probabilities(pairs), len(pairs), f"judge {judge.name!r}")
+        for j, i in enumerate(idx):
+            out[i] = m[j]
+            if cache is not None and keys[i] is not None:
+                cache.put(keys[i], tuple(map(float, m[j])), Outcome())
+    return out
+
+
+def check_capable(judge: Any, choice: str) -> str:
+    """How ``judge`` says how sure it is (its ``probability_source``, else ``class``); one line
+    naming ``--probabilities`` when it has no ``probabilities(pairs)``."""
+    if not callable(getattr(judge, "probabilities", None)):
+        raise InputError(
+            f"judge {choice!r} has no probabilities(pairs) method: it cannot say how sure it is (add one "
+            "returning one [p_0, p_1, p_2, p_3] per pair, summing to 1)",
+            field="--probabilities",
+        )
+    return str(getattr(judge, "probability_source", "class"))
+
+
+def set_columns(rows: Sequence[Any], probs: np.ndarray) -> None:
+    """``p_0..p_3`` into each row's other columns (written beside ``grade``)."""
+    for r, p in zip(rows, probs):
+        r.extra.update({c: float(x) for c, x in zip(columns(), p)})

@@ -1,0 +1,146 @@
+"""``harness judge auto --probabilities``: p_0..p_3 beside each grade, equal to what the team's class
+returned, kept in the reply cache; a judge without probabilities and hostile probabilities are one
+located line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.cli import main
+from harness.judging.pool import PoolRow, read_pool, write_pool
+from harness.judging.probabilities import check_row, read_probabilities
+
+TEAM = '''
+import json
+import math
+
+
+class SureJudge:
+    """Probabilities from the pair's ids (a fixed, uneven distribution), the grade its argmax; the
+    pairs asked about are counted in ``calls``."""
+
+    batch_size = 5
+
+    def __init__(self, calls, bad=""):
+        self.calls, self.bad = calls, bad
+        self.name = "sure"
+
+    def grade(self, pairs):
+        return [max(range(4), key=lambda g: self._p(p)[g]) for p in pairs]
+
+    def _p(self, p):
+        h = sum(map(ord, p.query_id + p.doc_id))
+        w = [1 + (h * (g + 3)) % 7 for g in range(4)]
+        return [x / sum(w) for x in w]
+
+    def probabilities(self, pairs):
+        with open(self.calls, "a", encoding="utf-8") as f:
+            f.write(json.dumps([p.doc_id for p in pairs]) + "\\n")
+        out = [self._p(p) for p in pairs]
+        if self.bad == "short":
+            return out[:-1]
+        if self.bad and len(pairs) > 1:
+            out[1] = json.loads(self.bad) if self.bad != "nan" else [math.nan, 0.5, 0.5, 0.0]
+        return out
+
+
+class PlainJudge:
+    name = "plain"
+
+    def grade(self, pairs):
+        return [1 for _ in pairs]
+'''
+
+
+def _setup(tmp_path: Path) -> Path:
+    (tmp_path / "team_probs.py").write_text(TEAM, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    rows = [PoolRow(f"q{i % 4}", f"query {i % 4}", f"d{i}", "", f"text {i}", "bm25", 1) for i in range(17)]
+    return write_pool(tmp_path / "pool.csv", rows)
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    pool = _setup(tmp_path)
+    yield pool
+    sys.path.remove(str(tmp_path))
+    sys.modules.pop("team_probs", None)
+
+
+def _auto(tmp_path: Path, cls: str, out: str, *options: str) -> int:
+    opts = [a for o in options for a in ("--judge-option", o)]
+    return main(["judge", "auto", str(tmp_path / "pool.csv"), "--judge", f"team_probs:{cls}", "--out",
+                 str(tmp_path / out), "--no-progress", "--probabilities", *opts])  # fmt: skip
+
+
+def test_probability_columns_equal_what_the_class_returned_and_are_cached(team, tmp_path, capsys):
+    calls = tmp_path / "calls.jsonl"
+    assert _auto(tmp_path, "SureJudge", "g.csv", f"calls={calls}") == 0
+    assert "from class" in capsys.readouterr().err
+    import team_probs
+
+    j = team_probs.SureJudge(str(tmp_path / "other"))
+    rows = read_pool(tmp_path / "g.csv")
+    probs = read_probabilities(tmp_path / "g.csv")
+    for r in rows:
+        want = j._p(r)
+        assert [float(r.extra[f"p_{g}"]) for g in range(4)] == want  # exactly: the class's floats
+        assert list(probs[r.query_id, r.doc_id]) == want and abs(math.fsum(want) - 1) <= 1e-12
+    asked = sum(len(json.loads(x)) for x in calls.read_text(encoding="utf-8").splitlines())
+    assert asked == 17
+    # a second run into a new file takes every probability from the cache: the class is asked nothing
+    assert _auto(tmp_path, "SureJudge", "g2.csv", f"calls={calls}") == 0
+    assert sum(len(json.loads(x)) for x in calls.read_text(encoding="utf-8").splitlines()) == 17
+    assert read_probabilities(tmp_path / "g2.csv").keys() == probs.keys()
+    rows2 = read_pool(tmp_path / "g2.csv")
+    assert [r.extra["p_2"] for r in rows2] == [r.extra["p_2"] for r in rows]
+
+
+def test_a_judge_without_probabilities_is_one_line(team, tmp_path, capsys):
+    assert _auto(tmp_path, "PlainJudge", "g.csv") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--probabilities" in err[0] and "no probabilities(pairs)" in err[0]
+    assert not (tmp_path / "g.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "bad, says",
+    [("[0.5, 0.5, 0.5, -0.5]", "p_3"), ("[0.3, 0.3, 0.3, 0.3]", "sum to"), ("nan", "p_0"),
+     ("[0.5, 0.5]", "expected 4"), ("short", "one row per pair")],
+)  # fmt: skip
+def test_hostile_probabilities_are_one_located_line_and_nothing_is_written(team, tmp_path, capsys, bad, says):
+    assert _auto(tmp_path, "SureJudge", "g.csv", f"calls={tmp_path / 'c'}", f"bad={bad}") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0] and "'sure'" in err[0]
+    if bad != "short":
+        assert "row 2" in err[0]
+    assert not (tmp_path / "g.csv").exists()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5), st.none()),
+                min_size=0, max_size=6))  # fmt: skip
+def test_check_row_accepts_only_distributions_over_four_grades(values):
+    try:
+        got = check_row(values)
+    except ValueError:
+        return
+    assert len(got) == 4 and all(x >= 0 and math.isfinite(x) for x in got) and abs(math.fsum(got) - 1) <= 1e-6
+
+
+def test_a_grade_file_written_by_hand_with_bad_probabilities_is_located(tmp_path):
+    from harness.errors import InputError
+
+    probs = [{"p_0": 0.25, "p_1": 0.25, "p_2": 0.25, "p_3": 0.25 if i != 2 else 0.5} for i in range(4)]
+    rows = [PoolRow("q1", "q", f"d{i}", "", "t", "bm25", 1, 1, probs[i]) for i in range(4)]
+    write_pool(tmp_path / "g.jsonl", rows)
+    with pytest.raises(InputError, match=r"g\.jsonl:3: .*sum to"):
+        read_probabilities(tmp_path / "g.jsonl")
