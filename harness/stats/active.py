@@ -119,29 +119,31 @@ def spread_budget(u: np.ndarray, budget: float, mix: float) -> np.ndarray:
     the uniform share of the robust variant), then every ``pi`` above 1 set to 1 and the budget it
     frees spread over the others in proportion, until none is above 1 (so the sum stays ``budget``
     and the ordering by ``u`` is kept). A zero ``u`` everywhere is the uniform design. ``pi`` below
-    :data:`MIN_PI` is left for the caller to clip and say so."""
+    :data:`MIN_PI` is left for the caller to clip and say so. ``u`` may be 2-d: one design per row
+    (the coverage benchmark draws thousands at once)."""
     u = np.asarray(u, dtype=np.float64)
-    n = u.size
-    if n == 0 or not 0 < budget <= n:
-        raise ValueError(f"budget must be in (0, {n}]")
+    n = u.shape[-1] if u.ndim else 0
+    if u.ndim not in (1, 2) or n == 0 or not 0 < budget <= n:
+        raise ValueError(f"budget must be in (0, {n}] and u 1-d or 2-d")
     if not 0 <= mix <= 1:
         raise ValueError("mix must be in [0, 1]")
     if np.any(u < 0) or not np.all(np.isfinite(u)):
         raise ValueError("u must be finite and >= 0")
-    shape = u / u.sum() if u.sum() > 0 else np.full(n, 1.0 / n)
-    w = (1 - mix) * shape + mix / n  # sums to 1
-    pi = np.zeros(n)
-    free = np.ones(n, dtype=bool)
-    left = float(budget)
+    u2 = np.atleast_2d(u)
+    total = u2.sum(axis=1, keepdims=True)
+    shape = np.where(total > 0, u2 / np.where(total > 0, total, 1.0), 1.0 / n)
+    w = (1 - mix) * shape + mix / n  # each row sums to 1
+    capped = np.zeros(u2.shape, dtype=bool)
+    pi = w * budget
     for _ in range(n + 1):
-        mass = w[free].sum()
-        pi[free] = left * w[free] / mass if mass > 0 else left / free.sum()
-        over = free & (pi >= 1)
+        left = budget - capped.sum(axis=1, keepdims=True)
+        mass = np.where(capped, 0.0, w).sum(axis=1, keepdims=True)
+        free = np.maximum((~capped).sum(axis=1, keepdims=True), 1)
+        share = np.where(mass > 0, left * w / np.where(mass > 0, mass, 1.0), left / free)
+        pi = np.where(capped, 1.0, share)
+        over = ~capped & (pi >= 1)
         if not over.any():
             break
-        pi[over] = 1.0
-        free &= ~over
-        left = budget - float(n - free.sum())
-        if not free.any() or left <= 0:
-            break
-    return np.minimum(pi, 1.0)
+        capped |= over
+    pi = np.minimum(pi, 1.0)
+    return pi if u.ndim == 2 else pi[0]
