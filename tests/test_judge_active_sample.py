@@ -199,3 +199,60 @@ def test_active_flags_without_active_and_the_reverse_are_one_line(folder, tmp_pa
     assert main(["judge", "sample", str(folder / "pool.csv"), "--active", "--out", str(tmp_path / "s.csv")]) == 2
     assert "--auto: required with --active" in capsys.readouterr().err
     assert _nothing_written(tmp_path, "s.csv")
+
+
+# ----------------------------------------------------------------------------- judge status
+
+
+def _qrels_for(folder: Path, graded: Path, tmp_path: Path, drawn: set[str]) -> tuple[Path, Path]:
+    from harness.io.trec import read_qrels
+
+    base = read_qrels(folder / "res" / "qrels.tsv")
+    human = {q: dict(j) for q, j in base.items()}
+    judge = {q: dict(j) for q, j in base.items()}
+    rng = np.random.default_rng(1)
+    for r in read_pool(graded):
+        judge.setdefault(r.query_id, {})[r.doc_id] = r.grade
+        if r.query_id in drawn:
+            human.setdefault(r.query_id, {})[r.doc_id] = r.grade if rng.random() < 0.8 else int(rng.integers(0, 4))
+    out = []
+    for name, q in (("h.txt", human), ("j.txt", judge)):
+        (tmp_path / name).write_text("".join(f"{a} 0 {d} {g}\n" for a in sorted(q) for d, g in sorted(q[a].items())))
+        out.append(tmp_path / name)
+    return out[0], out[1]
+
+
+def test_status_reads_rounds_drawn_after_each_other_and_refuses_others(folder, tmp_path, capsys):
+    graded = _graded(folder, tmp_path / "graded.csv")
+    r1, r2, other = tmp_path / "r1.csv", tmp_path / "r2.csv", tmp_path / "other.csv"
+    assert _sample(folder, graded, r1, "--budget", "20", "--batch", "8", "--seed", "1") == 0
+    assert _sample(folder, graded, r2, "--after", str(r1), "--batch", "6", "--seed", "2") == 0
+    assert _sample(folder, graded, other, "--budget", "20", "--batch", "8", "--seed", "9") == 0
+    rec = json.loads((tmp_path / "r2.csv.sample.json").read_text(encoding="utf-8"))
+    human, judge = _qrels_for(folder, graded, tmp_path, set(rec["before"]) | set(rec["queries"]))
+    capsys.readouterr()
+    args = ["--results", str(folder / "res"), "--qrels", str(human), "--auto-qrels", str(judge)]
+    assert main(["judge", "status", str(r1), str(r2), *args, "--tolerance", "0.05"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "active intervals" in out[0] and "of a budget of 20" in out[0]
+    line = next(x for x in out if x.startswith("bm25_k2 - bm25: "))
+    assert any(s in line for s in ("separated:", "within 0.05:", "not yet:", "budget spent:"))
+    for order in ([r2, r1], [r1, other]):
+        assert main(["judge", "status", *map(str, order), *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--after" in err[0]
+
+
+def test_verdicts():
+    from harness.judging.status import verdict
+
+    def iv(mean, half, n=20):
+        return {"ppi": {"mean": mean, "low": mean - half, "high": mean + half}, "n_labelled": n}
+
+    assert verdict(iv(0.05, 0.02), None, False)[0] == "separated"
+    assert "worse" in verdict(iv(-0.05, 0.02), None, False)[1]
+    assert verdict(iv(0.0, 0.02), 0.03, False)[0] == "within"
+    assert verdict(iv(0.01, 0.02), None, True)[0] == "spent"
+    state, words = verdict(iv(0.01, 0.02, n=20), None, False)
+    assert state == "not yet" and "about 60 more drawn queries" in words  # 20 * (0.02 / 0.01)^2 - 20
+    assert "no number of queries" in verdict(iv(0.0, 0.02), None, False)[1]

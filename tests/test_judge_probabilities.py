@@ -144,3 +144,26 @@ def test_a_grade_file_written_by_hand_with_bad_probabilities_is_located(tmp_path
     write_pool(tmp_path / "g.jsonl", rows)
     with pytest.raises(InputError, match=r"g\.jsonl:3: .*sum to"):
         read_probabilities(tmp_path / "g.jsonl")
+
+
+def test_export_lara_writes_the_grades_and_probabilities(team, tmp_path, capsys):
+    import csv
+
+    rc = main(["judge", "auto", str(tmp_path / "pool.csv"), "--judge", "team_probs:SureJudge", "--out",
+               str(tmp_path / "g.csv"), "--no-progress", "--probabilities", "--judge-option",
+               f"calls={tmp_path / 'c'}", "--export-lara", str(tmp_path / "lara.csv")])  # fmt: skip
+    assert rc == 0
+    rows = {(r.query_id, r.doc_id): r for r in read_pool(tmp_path / "g.csv")}
+    with open(tmp_path / "lara.csv", newline="", encoding="utf-8") as f:
+        got = list(csv.DictReader(f))
+    assert list(got[0]) == ["topic_id", "doc_id", "annotation", "prob_0", "prob_1", "prob_2", "prob_3"]
+    assert len(got) == len(rows)
+    for g in got:
+        r = rows[g["topic_id"], g["doc_id"]]
+        assert int(g["annotation"]) == r.grade
+        assert [float(g[f"prob_{k}"]) for k in range(4)] == [float(r.extra[f"p_{k}"]) for k in range(4)]
+    # without --probabilities, or onto an existing file: one line, exit 2
+    assert main(["judge", "auto", str(tmp_path / "pool.csv"), "--judge", "team_probs:SureJudge", "--out",
+                 str(tmp_path / "g3.csv"), "--judge-option", f"calls={tmp_path / 'c'}",
+                 "--export-lara", str(tmp_path / "l2.csv")]) == 2  # fmt: skip
+    assert "--export-lara: needs --probabilities" in capsys.readouterr().err and not (tmp_path / "g3.csv").exists()

@@ -59,7 +59,18 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
                    help="also p_0..p_3 beside each grade: how sure the judge is (for `judge sample --active`)")
     u.add_argument("--votes", type=int, metavar="K",
                    help="http with --probabilities, an endpoint without logprobs: the vote shares of K replies")
+    u.add_argument("--export-lara", metavar="FILE",
+                   help="with --probabilities: also LARA's CSV (topic_id, doc_id, annotation, prob_0..prob_3)")
     u.set_defaults(func=auto)
+    t = jsub.add_parser("status", help="when to stop grading: each difference separated, within T, or not yet")
+    t.add_argument("samples", nargs="+", metavar="SAMPLE", help="the sample, or its rounds in order (--after)")
+    t.add_argument("--results", required=True, metavar="DIR", help="the results folder the pool came from")
+    t.add_argument("--qrels", required=True, metavar="HUMAN", help="people's judgments")
+    t.add_argument("--auto-qrels", required=True, metavar="JUDGE", help="the judge's judgments")
+    t.add_argument("--tolerance", type=float, metavar="T", help="a difference above -T counts as non-inferior")
+    t.add_argument("--metric", help="the metric (default: the sample's, else the folder's first)")
+    t.add_argument("--alpha", type=float, default=0.05, help="1 - the intervals' coverage (default 0.05)")
+    t.set_defaults(func=judge_status)
 
 
 def agree(args: argparse.Namespace) -> int:
@@ -187,9 +198,21 @@ def auto(args: argparse.Namespace) -> int:
         pool=args.pool, out=args.out, judge=args.judge, model=args.model, endpoint=endpoint_settings(args),
         price_in=args.price_in, price_out=args.price_out, thresholds=args.thresholds, calibrate=args.calibrate,
         judge_options=parse_options(args.judge_option), show_progress=False if args.no_progress else None,
-        probabilities=args.probabilities, votes=args.votes,
+        probabilities=args.probabilities, votes=args.votes, export_lara=args.export_lara,
     ))  # fmt: skip
     for line in report.lines():
         log.info("%s", line)
     report.raise_if_cut()
+    return 0
+
+
+def judge_status(args: argparse.Namespace) -> int:
+    """``harness judge status``: one line per compared pair (docs/judging.md, when to stop)."""
+    from harness.judging.status import StatusOptions, status
+
+    for line in status(StatusOptions(
+        samples=args.samples, results=args.results, qrels=args.qrels, auto_qrels=args.auto_qrels,
+        tolerance=args.tolerance, metric=args.metric, alpha=args.alpha,
+    )):  # fmt: skip
+        sys.stdout.write(line + "\n")
     return 0

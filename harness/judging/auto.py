@@ -69,6 +69,7 @@ class AutoOptions:
     show_progress: bool | None = None
     probabilities: bool = False  # p_0..p_3 beside each grade (harness.judging.probabilities)
     votes: int | None = None  # http without logprobs: the vote shares of K replies
+    export_lara: str | None = None  # LARA's CSV of the grades and probabilities
 
 
 @dataclass
@@ -138,6 +139,7 @@ def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
     # the endpoint's flags and key, the cross-encoder's thresholds: refused before the pool is read
     judge = check_judge(build(opts), opts.judge) if build is not None else make_judge(opts.judge, opts.judge_options)
     source = probabilities.check_capable(judge, opts.judge) if opts.probabilities else None
+    lara = probabilities.check_lara(opts.export_lara, opts.probabilities)
     check_theirs(out, judge.name)
     rows = read_pool(opts.pool)
     if not rows:
@@ -153,6 +155,8 @@ def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
     report.cost_usd = report.tally.cost(opts.price_in, opts.price_out)
     if source is not None:
         report.notes.append(f"  probabilities p_0..p_3 beside each grade, from {source}")
+    if lara is not None:
+        report.notes.append(f"  LARA's CSV: {probabilities.export_lara(rows, lara)} rows written to {lara}")
     return report
 
 

@@ -201,3 +201,38 @@ def set_columns(rows: Sequence[Any], probs: np.ndarray) -> None:
     """``p_0..p_3`` into each row's other columns (written beside ``grade``)."""
     for r, p in zip(rows, probs):
         r.extra.update({c: float(x) for c, x in zip(columns(), p)})
+
+
+# ----------------------------------------------------------------------------- LARA
+
+
+def check_lara(path: str | None, with_probabilities: bool) -> Path | None:
+    """``--export-lara FILE``: needs ``--probabilities``, a new file ending in .csv."""
+    if path is None:
+        return None
+    if not with_probabilities:
+        raise InputError("needs --probabilities (LARA reads the judge's probabilities)", field="--export-lara")
+    p = Path(path)
+    if p.suffix.lower() != ".csv":
+        raise InputError("LARA reads a .csv file", field="--export-lara")
+    if p.exists():
+        raise InputError("exists; choose a new file", path=p, field="--export-lara")
+    return p
+
+
+def export_lara(rows: Sequence[Any], path: Path) -> int:
+    """LARA's graded input (RikiyaT/LARA, README: ``topic_id,doc_id,annotation,prob_0,...,prob_k``;
+    ``annotation`` the judge's grade), one line per graded row, written atomically; how many."""
+    from harness.io import atomic
+
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["topic_id", "doc_id", "annotation", *(f"prob_{g}" for g in range(GRADES))])
+    n = 0
+    for r in rows:
+        if r.grade is None:
+            continue
+        w.writerow([r.query_id, r.doc_id, r.grade, *(repr(float(r.extra[c])) for c in columns())])
+        n += 1
+    atomic.write_text(path, buf.getvalue())
+    return n
