@@ -121,21 +121,10 @@ def test_rounds_after_an_earlier_sample_spend_what_is_left(folder, tmp_path, cap
 
 def test_the_estimate_on_an_active_sample_is_active(folder, tmp_path, capsys):
     """People grade the drawn queries (a seeded rule), the judge's grade is its most likely one."""
-    from harness.io.trec import read_qrels
-
     graded = _graded(folder, tmp_path / "graded.csv")
     assert _sample(folder, graded, tmp_path / "s.csv", "--budget", "15", "--seed", "4") == 0
     rec = json.loads((tmp_path / "s.csv.sample.json").read_text(encoding="utf-8"))
-    base = read_qrels(folder / "res" / "qrels.tsv")
-    human = {q: dict(j) for q, j in base.items()}
-    judge = {q: dict(j) for q, j in base.items()}
-    rng = np.random.default_rng(0)
-    for r in read_pool(graded):
-        judge.setdefault(r.query_id, {})[r.doc_id] = r.grade
-        if r.query_id in set(rec["queries"]):
-            human.setdefault(r.query_id, {})[r.doc_id] = int(rng.integers(0, 4))
-    for name, q in (("h.txt", human), ("j.txt", judge)):
-        (tmp_path / name).write_text("".join(f"{a} 0 {d} {g}\n" for a in sorted(q) for d, g in sorted(q[a].items())))
+    _qrels_for(folder, graded, tmp_path, set(rec["queries"]), agree=0.0)
     capsys.readouterr()
     assert main(["report", str(folder / "res"), "--qrels", str(tmp_path / "h.txt"), "--auto-qrels",
                  str(tmp_path / "j.txt"), "--labelled", str(tmp_path / "s.csv")]) == 0  # fmt: skip
@@ -204,7 +193,9 @@ def test_active_flags_without_active_and_the_reverse_are_one_line(folder, tmp_pa
 # ----------------------------------------------------------------------------- judge status
 
 
-def _qrels_for(folder: Path, graded: Path, tmp_path: Path, drawn: set[str]) -> tuple[Path, Path]:
+def _qrels_for(folder: Path, graded: Path, tmp_path: Path, drawn: set[str], agree: float = 0.8) -> tuple[Path, Path]:
+    """h.txt (people: the judge's grade on a share ``agree`` of the drawn queries' pairs, else a
+    seeded guess) and j.txt (the judge's grades), each over the folder's qrels."""
     from harness.io.trec import read_qrels
 
     base = read_qrels(folder / "res" / "qrels.tsv")
@@ -214,7 +205,7 @@ def _qrels_for(folder: Path, graded: Path, tmp_path: Path, drawn: set[str]) -> t
     for r in read_pool(graded):
         judge.setdefault(r.query_id, {})[r.doc_id] = r.grade
         if r.query_id in drawn:
-            human.setdefault(r.query_id, {})[r.doc_id] = r.grade if rng.random() < 0.8 else int(rng.integers(0, 4))
+            human.setdefault(r.query_id, {})[r.doc_id] = r.grade if rng.random() < agree else int(rng.integers(0, 4))
     out = []
     for name, q in (("h.txt", human), ("j.txt", judge)):
         (tmp_path / name).write_text("".join(f"{a} 0 {d} {g}\n" for a in sorted(q) for d, g in sorted(q[a].items())))
