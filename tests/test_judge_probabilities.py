@@ -167,3 +167,105 @@ def test_export_lara_writes_the_grades_and_probabilities(team, tmp_path, capsys)
                  str(tmp_path / "g3.csv"), "--judge-option", f"calls={tmp_path / 'c'}",
                  "--export-lara", str(tmp_path / "l2.csv")]) == 2  # fmt: skip
     assert "--export-lara: needs --probabilities" in capsys.readouterr().err and not (tmp_path / "g3.csv").exists()
+
+
+# ----------------------------------------------------------------------------- http: logprobs, votes
+
+
+def _endpoint(mode: str):
+    """An OpenAI-compatible server on 127.0.0.1: each pair's distribution from its text; ``logprobs``
+    mode answers the most likely grade with the grade token's top_logprobs, ``plain`` mode no
+    logprobs and a grade that cycles over the distribution's support with each request."""
+    import hashlib
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    state = {"requests": 0, "bodies": [], "seen": {}}
+
+    def dist(text: str) -> list[float]:
+        h = hashlib.sha256(text.encode()).digest()
+        w = [1 + h[g] % 9 for g in range(4)]
+        return [x / sum(w) for x in w]
+
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            msg = body["messages"][0]["content"]
+            key = msg.split("\nQuery: ")[1]
+            state["requests"] += 1
+            state["bodies"].append({k: v for k, v in body.items() if k != "messages"})
+            p = dist(key)
+            n = state["seen"][key] = state["seen"].get(key, 0) + 1
+            g = max(range(4), key=lambda i: p[i]) if mode == "logprobs" else (n - 1) % 2
+            choice = {"message": {"role": "assistant", "content": f"##final score: {g}"}}
+            if mode == "logprobs" and body.get("logprobs"):
+                top = [{"token": f" {i}", "logprob": math.log(p[i])} for i in range(4)]
+                top.append({"token": "x", "logprob": -0.1})  # not a grade: ignored
+                choice["logprobs"] = {"content": [{"token": "##final score:", "logprob": -0.01, "top_logprobs": []},
+                                                  {"token": f" {g}", "logprob": math.log(p[g]),
+                                                   "top_logprobs": top}]}  # fmt: skip
+            out = json.dumps({"choices": [choice], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, state, dist
+
+
+def _http(tmp_path: Path, srv, out: str, *more: str) -> int:
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    return main(["judge", "auto", str(tmp_path / "pool.csv"), "--judge", "http", "--url", url, "--model", "m",
+                 "--api-key-env", "PROBS_TEST_KEY", "--out", str(tmp_path / out), "--no-progress",
+                 "--probabilities", *more])  # fmt: skip
+
+
+def test_http_probabilities_are_the_grade_tokens_logprobs_in_one_request_each(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROBS_TEST_KEY", "k")
+    _setup(tmp_path)
+    srv, state, dist = _endpoint("logprobs")
+    try:
+        assert _http(tmp_path, srv, "g.csv") == 0
+        assert "from logprobs" in capsys.readouterr().err
+        assert state["requests"] == 17  # the grade is read from the same reply: no second request
+        assert all(b["logprobs"] is True and b["top_logprobs"] == 10 for b in state["bodies"])
+        for r in read_pool(tmp_path / "g.csv"):
+            from harness.judging import umbrela
+
+            want = dist(umbrela.prompt(r.query, "", umbrela.passage(r.title, r.text)).split("\nQuery: ")[1])
+            got = [float(r.extra[f"p_{g}"]) for g in range(4)]
+            assert max(abs(a - b) for a, b in zip(got, want)) <= 1e-12 and r.grade == got.index(max(got))
+        assert _http(tmp_path, srv, "g2.csv") == 0 and state["requests"] == 17  # all from the caches
+    finally:
+        srv.shutdown()
+        srv.server_close()
+
+
+def test_http_without_logprobs_says_so_and_votes_give_shares(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PROBS_TEST_KEY", "k")
+    _setup(tmp_path)
+    srv, _, _ = _endpoint("plain")
+    try:
+        assert _http(tmp_path, srv, "g.csv") == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--votes K" in err[0] and not (tmp_path / "g.csv").exists()
+        assert _http(tmp_path, srv, "g.csv", "--votes", "4") == 0
+        assert "from votes=4" in capsys.readouterr().err
+        for r in read_pool(tmp_path / "g.csv"):  # grades 0, 1, 0, 1 after the refused first ask: shares 1/2
+            assert sorted(float(r.extra[f"p_{g}"]) for g in range(4)) == [0.0, 0.0, 0.5, 0.5]
+        assert _http(tmp_path, srv, "g3.csv", "--votes", "1") == 2
+        assert "--votes: must be at least 2" in capsys.readouterr().err
+    finally:
+        srv.shutdown()
+        srv.server_close()
