@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from harness.cli import main
 from harness.judging.pool import PoolRow, read_pool, write_pool
 from harness.judging.probabilities import check_row, read_probabilities
+from tests.conftest import send_json
 
 TEAM = '''
 import json
@@ -209,12 +210,9 @@ def _endpoint(mode: str):
                 choice["logprobs"] = {"content": [{"token": "##final score:", "logprob": -0.01, "top_logprobs": []},
                                                   {"token": f" {g}", "logprob": math.log(p[g]),
                                                    "top_logprobs": top}]}  # fmt: skip
-            out = json.dumps({"choices": [choice], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(out)))
-            self.end_headers()
-            self.wfile.write(out)
+            send_json(
+                self, json.dumps({"choices": [choice], "usage": {"prompt_tokens": 10, "completion_tokens": 3}}).encode()
+            )
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
     srv.daemon_threads = True
@@ -229,43 +227,48 @@ def _http(tmp_path: Path, srv, out: str, *more: str) -> int:
                  "--probabilities", *more])  # fmt: skip
 
 
-def test_http_probabilities_are_the_grade_tokens_logprobs_in_one_request_each(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def endpoint(tmp_path, monkeypatch):
+    """``_endpoint(mode)`` started for the test (a pool written, the cache its own) and shut after."""
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PROBS_TEST_KEY", "k")
     _setup(tmp_path)
-    srv, state, dist = _endpoint("logprobs")
-    try:
-        assert _http(tmp_path, srv, "g.csv") == 0
-        assert "from logprobs" in capsys.readouterr().err
-        assert state["requests"] == 17  # the grade is read from the same reply: no second request
-        assert all(b["logprobs"] is True and b["top_logprobs"] == 10 for b in state["bodies"])
-        for r in read_pool(tmp_path / "g.csv"):
-            from harness.judging import umbrela
+    started = []
 
-            want = dist(umbrela.prompt(r.query, "", umbrela.passage(r.title, r.text)).split("\nQuery: ")[1])
-            got = [float(r.extra[f"p_{g}"]) for g in range(4)]
-            assert max(abs(a - b) for a, b in zip(got, want)) <= 1e-12 and r.grade == got.index(max(got))
-        assert _http(tmp_path, srv, "g2.csv") == 0 and state["requests"] == 17  # all from the caches
-    finally:
+    def start(mode: str):
+        started.append(_endpoint(mode))
+        return started[-1]
+
+    yield start
+    for srv, _, _ in started:
         srv.shutdown()
         srv.server_close()
+    sys.path.remove(str(tmp_path))
 
 
-def test_http_without_logprobs_says_so_and_votes_give_shares(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("PROBS_TEST_KEY", "k")
-    _setup(tmp_path)
-    srv, _, _ = _endpoint("plain")
-    try:
-        assert _http(tmp_path, srv, "g.csv") == 2
-        err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "--votes K" in err[0] and not (tmp_path / "g.csv").exists()
-        assert _http(tmp_path, srv, "g.csv", "--votes", "4") == 0
-        assert "from votes=4" in capsys.readouterr().err
-        for r in read_pool(tmp_path / "g.csv"):  # grades 0, 1, 0, 1 after the refused first ask: shares 1/2
-            assert sorted(float(r.extra[f"p_{g}"]) for g in range(4)) == [0.0, 0.0, 0.5, 0.5]
-        assert _http(tmp_path, srv, "g3.csv", "--votes", "1") == 2
-        assert "--votes: must be at least 2" in capsys.readouterr().err
-    finally:
-        srv.shutdown()
-        srv.server_close()
+def test_http_probabilities_are_the_grade_tokens_logprobs_in_one_request_each(tmp_path, endpoint, capsys):
+    srv, state, dist = endpoint("logprobs")
+    assert _http(tmp_path, srv, "g.csv") == 0
+    assert "from logprobs" in capsys.readouterr().err
+    assert state["requests"] == 17  # the grade is read from the same reply: no second request
+    assert all(b["logprobs"] is True and b["top_logprobs"] == 10 for b in state["bodies"])
+    for r in read_pool(tmp_path / "g.csv"):
+        from harness.judging import umbrela
+
+        want = dist(umbrela.prompt(r.query, "", umbrela.passage(r.title, r.text)).split("\nQuery: ")[1])
+        got = [float(r.extra[f"p_{g}"]) for g in range(4)]
+        assert max(abs(a - b) for a, b in zip(got, want)) <= 1e-12 and r.grade == got.index(max(got))
+    assert _http(tmp_path, srv, "g2.csv") == 0 and state["requests"] == 17  # all from the caches
+
+
+def test_http_without_logprobs_says_so_and_votes_give_shares(tmp_path, endpoint, capsys):
+    srv, _, _ = endpoint("plain")
+    assert _http(tmp_path, srv, "g.csv") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--votes K" in err[0] and not (tmp_path / "g.csv").exists()
+    assert _http(tmp_path, srv, "g.csv", "--votes", "4") == 0
+    assert "from votes=4" in capsys.readouterr().err
+    for r in read_pool(tmp_path / "g.csv"):  # grades 0, 1, 0, 1 after the refused first ask: shares 1/2
+        assert sorted(float(r.extra[f"p_{g}"]) for g in range(4)) == [0.0, 0.0, 0.5, 0.5]
+    assert _http(tmp_path, srv, "g3.csv", "--votes", "1") == 2
+    assert "--votes: must be at least 2" in capsys.readouterr().err
