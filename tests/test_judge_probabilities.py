@@ -272,3 +272,72 @@ def test_http_without_logprobs_says_so_and_votes_give_shares(tmp_path, endpoint,
         assert sorted(float(r.extra[f"p_{g}"]) for g in range(4)) == [0.0, 0.0, 0.5, 0.5]
     assert _http(tmp_path, srv, "g3.csv", "--votes", "1") == 2
     assert "--votes: must be at least 2" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- cross-encoder
+
+
+def test_ordinal_and_calibrated_mappings_by_hand():
+    import numpy as np
+
+    from harness.judging.crossenc import calibrated, ordinal_probabilities
+
+    p = ordinal_probabilities(np.array([0.0]), [0.0, 0.0, 0.0])[0]
+    assert np.allclose(p, [0.5, 0.0, 0.0, 0.5])
+    sig = 1 / (1 + math.exp(-1))
+    p = ordinal_probabilities(np.array([1.0]), [0.0, 1.0, 2.0])[0]
+    assert np.allclose(p, [1 - sig, sig - 0.5, 0.5 - (1 - sig), 1 - sig])
+    m = calibrated(np.array([0, 0, 1, 3]), np.array([0, 1, 1, 3]))
+    assert np.allclose(m[0], [2 / 6, 2 / 6, 1 / 6, 1 / 6]) and np.allclose(m[2], 0.25)
+    assert np.allclose(m[1], [1 / 5, 2 / 5, 1 / 5, 1 / 5]) and np.allclose(m.sum(axis=1), 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=20), st.lists(st.floats(-50, 50), min_size=3, max_size=3))
+def test_ordinal_probabilities_are_distributions(scores, t):
+    import numpy as np
+
+    from harness.judging.crossenc import ordinal_probabilities
+
+    p = ordinal_probabilities(np.array(scores), sorted(t))
+    assert np.all(p >= 0) and np.allclose(p.sum(axis=1), 1, atol=1e-9)
+    for row in p:
+        check_row(list(row))
+
+
+@pytest.mark.slow
+def test_cross_encoder_probabilities_mapped_and_calibrated(tmp_path, monkeypatch):
+    import numpy as np
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from harness.judging.crossenc import calibrated, ordinal_probabilities, to_grades
+    from tests.conftest import build_tiny_bert
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    model = build_tiny_bert(tmp_path / "ce", head=True)
+    rows = [PoolRow(f"q{i % 4}", f"question {i % 4} on {i % 3}", f"d{i}", "", f"document {i} topic {i % 3} {i * 7}",
+                    "bm25", 1) for i in range(24)]  # fmt: skip
+    pool = write_pool(tmp_path / "pool.csv", rows)
+    raw = CrossEncoder(str(model)).predict([[r.query, r.text] for r in rows], activation_fn=torch.nn.Identity())
+    scores = np.asarray(raw, dtype=np.float64)
+    t = [float(x) for x in np.quantile(scores, [0.25, 0.5, 0.75])]
+    base = ["judge", "auto", str(pool), "--judge", "cross-encoder", "--model", str(model), "--probabilities"]
+    assert main([*base, "--thresholds", ",".join(map(repr, t)), "--out", str(tmp_path / "g.csv")]) == 0
+    got = np.array([[float(r.extra[f"p_{g}"]) for g in range(4)] for r in read_pool(tmp_path / "g.csv")])
+    assert np.allclose(got, ordinal_probabilities(scores, t), atol=1e-6)
+    people = [(1 + i) % 4 for i in range(24)]
+    human = [PoolRow(r.query_id, r.query, r.doc_id, r.title, r.text, "bm25", 1, people[i]) for i, r in enumerate(rows)]
+    write_pool(tmp_path / "human.csv", human)
+    assert main([*base, "--calibrate", str(tmp_path / "human.csv"), "--out", str(tmp_path / "c.csv")]) == 0
+    out = read_pool(tmp_path / "c.csv")
+    grades = np.array([r.grade for r in out])
+    m = calibrated(grades, np.array(people))
+    assert np.array_equal(grades, to_grades(scores, [float(x) for x in _fitted(tmp_path / "c.csv")]))
+    got = np.array([[float(r.extra[f"p_{g}"]) for g in range(4)] for r in out])
+    assert np.allclose(got, m[grades], atol=1e-12)
+
+
+def _fitted(path: Path) -> list[str]:
+    """The thresholds a cross-encoder judge's name records (``cross-encoder:MODEL:T1,T2,T3``)."""
+    return read_pool(path)[0].extra["judge"].rsplit(":", 1)[1].split(",")
