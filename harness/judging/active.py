@@ -108,7 +108,8 @@ def active_report(
 ) -> dict[str, Any]:
     """``{"estimator": "active", "runs": {run: {metric: interval}}, "differences": {...}, ...}`` over
     every query the judge graded (the population), each with its ``pi`` from ``design``."""
-    from harness.judging.ppi import _per_query, against_baseline
+    from harness.judging.per_query import against_baseline
+    from harness.judging.per_query import per_query as _per_query
 
     check_level(alpha, "--alpha")
     queries = sorted(judge)

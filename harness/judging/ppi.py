@@ -25,6 +25,8 @@ import numpy as np
 
 from harness import defaults
 from harness.errors import InputError
+from harness.judging.per_query import against_baseline
+from harness.judging.per_query import per_query as _per_query
 from harness.model import Qrels
 from harness.run import Run
 from harness.stats.levels import check_level
@@ -59,17 +61,6 @@ def split(human: Qrels, judge: Qrels, labelled: Collection[str] | None = None) -
     return Split(lab, [q for q in sorted(judge) if q not in taken], inc)
 
 
-def _per_query(runs: Mapping[str, Run], qrels: Qrels, queries: Sequence[str], metrics: Sequence[str]):
-    """``{run: {metric: array over queries}}`` (a run missing a query scores 0 there, as always)."""
-    from harness.engine.score import score
-
-    sub = {q: qrels[q] for q in queries}
-    res = score(runs, sub, list(metrics), statistics=False)
-    pos = {q: i for i, q in enumerate(res.query_ids)}
-    idx = np.array([pos[q] for q in queries], dtype=np.int64)
-    return {r: {m: res.scores(r)[m][idx] for m in metrics} for r in runs}
-
-
 def _interval(y: np.ndarray, yhat: np.ndarray, yu: np.ndarray, alpha: float) -> dict[str, Any]:
     p, lam = ppi_mean_ci(y, yhat, yu, alpha)
     c = classical_mean_ci(y, alpha)
@@ -80,16 +71,6 @@ def _interval(y: np.ndarray, yhat: np.ndarray, yu: np.ndarray, alpha: float) -> 
         "n_unlabelled": int(yu.size),
         "lam": None if np.isnan(lam) else lam,
     }
-
-
-def against_baseline(runs: Mapping[str, Run], baseline: str | None) -> list[tuple[str, str]]:
-    """``(run, baseline)`` for every run but the baseline (default the first run), whose difference
-    the intervals are computed on; one line naming ``--baseline`` for a run that is not there."""
-    names = list(runs)
-    base = baseline if baseline is not None else (names[0] if names else None)
-    if base is not None and base not in runs:
-        raise InputError(f"{base!r} is not one of the runs ({', '.join(names)})", field="--baseline")
-    return [(r, base) for r in names if base is not None and r != base]
 
 
 def ppi_report(
