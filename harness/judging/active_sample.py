@@ -254,7 +254,10 @@ def active_sample(opts: ActiveSampleOptions) -> list[str]:
     metric = opts.metric or next(iter(scorable(res.metrics)), None)
     if metric is None:
         raise InputError("the folder has no metric grades alone can score; name one", field="--metric")
-    metric = scorable(metric)[0] if scorable(metric) else metric
+    if not scorable(metric):
+        raise InputError(f"{metric} cannot be scored from grades alone (it needs embeddings or contexts)",
+                         field="--metric")  # fmt: skip
+    metric = scorable(metric)[0]
     pairs = _pairs(res, runs, opts.compare)
     folder_qrels = (res.folder or Path(opts.results)) / "qrels.tsv"
     base = read_qrels(folder_qrels) if folder_qrels.is_file() else {}
