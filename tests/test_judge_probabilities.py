@@ -249,7 +249,8 @@ def endpoint(tmp_path, monkeypatch):
 def test_http_probabilities_are_the_grade_tokens_logprobs_in_one_request_each(tmp_path, endpoint, capsys):
     srv, state, dist = endpoint("logprobs")
     assert _http(tmp_path, srv, "g.csv") == 0
-    assert "from logprobs" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "from logprobs" in err and "17 requests, 170 tokens in, 51 out" in err  # the probability pass counted
     assert state["requests"] == 17  # the grade is read from the same reply: no second request
     assert all(b["logprobs"] is True and b["top_logprobs"] == 10 for b in state["bodies"])
     for r in read_pool(tmp_path / "g.csv"):

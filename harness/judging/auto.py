@@ -152,6 +152,13 @@ def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
         probabilities.set_columns(rows, probabilities.gather(rows, judge, keys, p_cache))
     with progress_mod.session(stream or sys.stderr, enabled=opts.show_progress) as bar:
         report = fill(rows, judge, out, cache=cache, progress=bar)
+    asked = getattr(judge, "probability_usage", None)  # the probability pass's requests and tokens count too
+    if asked is not None:
+        t = report.tally
+        t.requests += asked.requests
+        t.tokens_in += asked.tokens_in
+        t.tokens_out += asked.tokens_out
+        t.usage_refused += asked.usage_refused
     report.cost_usd = report.tally.cost(opts.price_in, opts.price_out)
     if source is not None:
         report.notes.append(f"  probabilities p_0..p_3 beside each grade, from {source}")

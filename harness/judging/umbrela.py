@@ -139,6 +139,8 @@ class UmbrelaJudge:
         #: grades read from the replies that gave the probabilities: the fill asks nothing again
         self._graded: dict[tuple[str, str, str], int] = {}
         self._lock = threading.Lock()
+        #: what asking for the probabilities cost (requests, tokens): added to the summary line's tally
+        self.probability_usage = Outcome()
 
     @classmethod
     def from_options(cls, options: Any) -> UmbrelaJudge:
@@ -167,6 +169,7 @@ class UmbrelaJudge:
             if self.votes is None:
                 o, _ = self.client.ask(text, parse, extra_body={"logprobs": True, "top_logprobs": TOP_LOGPROBS},
                                        parse_reply=_with_probabilities)  # fmt: skip
+                self._spent(o)
                 if o.value is None:
                     raise InputError(f"no grade from the endpoint for query {p.query_id!r}, doc {p.doc_id!r} "
                                      f"({o.failure}): no probabilities", field="--probabilities")  # fmt: skip
@@ -175,7 +178,10 @@ class UmbrelaJudge:
                                      "vote shares of K replies)", field="--probabilities")  # fmt: skip
                 grade, probs = o.value
             else:
-                votes = [self.client.ask(text, parse)[0].value for _ in range(self.votes)]
+                asked = [self.client.ask(text, parse)[0] for _ in range(self.votes)]
+                for o in asked:
+                    self._spent(o)
+                votes = [o.value for o in asked]
                 got = [v for v in votes if v is not None]
                 if not got:
                     raise InputError(f"no grade in {self.votes} replies for query {p.query_id!r}, doc {p.doc_id!r}",
@@ -193,6 +199,14 @@ class UmbrelaJudge:
     @property
     def requests_sent(self) -> int:
         return self.client.requests_sent
+
+    def _spent(self, o: Outcome) -> None:
+        with self._lock:
+            u = self.probability_usage
+            u.requests += o.requests
+            u.tokens_in += o.tokens_in
+            u.tokens_out += o.tokens_out
+            u.usage_refused += o.usage_refused
 
     def outcomes(self, pairs: Sequence[Any], stop: threading.Event | None = None) -> list[Outcome]:
         """Each pair's grade (``Outcome.value``) with what asking cost; raises
