@@ -247,3 +247,26 @@ def test_verdicts():
     state, words = verdict(iv(0.01, 0.02, n=20), None, False)
     assert state == "not yet" and "about 60 more drawn queries" in words  # 20 * (0.02 / 0.01)^2 - 20
     assert "no number of queries" in verdict(iv(0.0, 0.02), None, False)[1]
+
+
+def test_after_a_sample_of_another_pool_or_a_uniform_one_is_one_line(folder, tmp_path, capsys):
+    graded = _graded(folder, tmp_path / "graded.csv")
+    assert _sample(folder, graded, tmp_path / "r1.csv", "--budget", "10", "--batch", "4", "--compare", "bm25,bm25_k2",
+                   "--metric", "precision@5") == 0  # fmt: skip
+    rec = json.loads((tmp_path / "r1.csv.sample.json").read_text(encoding="utf-8"))
+    assert rec["compare"] == ["bm25,bm25_k2"] and rec["metric"] == "precision@5" and rec["u_method"] == "exact"
+    other = tmp_path / "other"
+    other.mkdir()
+    from harness.judging.pool import PoolRow
+
+    write_pool(other / "pool.csv", [*read_pool(folder / "pool.csv"), PoolRow("qX", "x", "dX", "", "t", "bm25", 1)])
+    (other / "res").symlink_to(folder / "res")
+    capsys.readouterr()
+    assert _sample(other, graded, tmp_path / "r2.csv", "--after", str(tmp_path / "r1.csv")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "another pool" in err[0] and _nothing_written(tmp_path, "r2.csv")
+    assert main(["judge", "sample", str(folder / "pool.csv"), "--queries", "3", "--out", str(tmp_path / "u.csv")]) == 0
+    assert _sample(folder, graded, tmp_path / "r3.csv", "--after", str(tmp_path / "u.csv")) == 2
+    assert "drawn without --active" in capsys.readouterr().err and _nothing_written(tmp_path, "r3.csv")
+    assert _sample(folder, graded, tmp_path / "r4.csv", "--budget", "3", "--compare", "bm25,nope") == 2
+    assert "'nope' has no stored run" in capsys.readouterr().err and _nothing_written(tmp_path, "r4.csv")
