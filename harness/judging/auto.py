@@ -130,6 +130,8 @@ def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
             raise InputError(extras.message(missing))
     cls = judge_class(opts.judge)
     out = check_out(opts.out)
+    if opts.votes is not None and opts.judge != "http":
+        raise InputError("only --judge http takes --votes (the vote shares of K replies)", field="--votes")
     for flag, price in (("--price-in", opts.price_in), ("--price-out", opts.price_out)):
         if price is not None and not price >= 0:
             raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)

@@ -16,7 +16,8 @@ one), one of:
 Several samples must be rounds of one draw: each drawn ``--after`` the one before it (its record
 names the earlier record's sha256). Looking at the interval and then drawing a fresh, unrelated
 sample would let a team stop when it likes the answer; rounds drawn with ``--after`` spend one
-budget and keep the last interval valid.
+budget and keep the last interval valid. Each look spends some of alpha: with k planned rounds,
+``--alpha 0.05/k`` (Bonferroni) keeps the guarantee across all of them (docs/judging.md).
 """
 
 from __future__ import annotations
