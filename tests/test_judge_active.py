@@ -220,3 +220,17 @@ def test_a_pi_that_is_not_a_probability_is_located(tmp_path, capsys, bad):
     pi["q07"] = bad
     rc, out, err = _evaluate(f, _sample(tmp_path, "s.csv", ["q01"], pi), capsys)
     assert rc == 2 and out == "" and "'q07'" in err and "pi" in err
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(0, 1e6), min_size=1, max_size=60), st.floats(0.01, 1.0), st.floats(0.0, 1.0))
+def test_spread_budget_invariants(u, share, mix):
+    """Whatever the uncertainties: every pi in [0, 1], summing to the budget, ordered as u, and at
+    least the uniform share mix * budget / N."""
+    u = np.array(u)
+    budget = max(share * u.size, 1e-3)
+    pi = spread_budget(u, budget, mix)
+    assert np.all(pi >= 0) and np.all(pi <= 1) and abs(pi.sum() - budget) <= 1e-9 * max(1, budget)
+    order = np.argsort(u, kind="stable")
+    assert np.all(np.diff(pi[order]) >= -1e-12)
+    assert np.all(pi >= min(1.0, mix * budget / u.size) - 1e-12)
