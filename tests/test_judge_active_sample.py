@@ -270,3 +270,89 @@ def test_after_a_sample_of_another_pool_or_a_uniform_one_is_one_line(folder, tmp
     assert "drawn without --active" in capsys.readouterr().err and _nothing_written(tmp_path, "r3.csv")
     assert _sample(folder, graded, tmp_path / "r4.csv", "--budget", "3", "--compare", "bm25,nope") == 2
     assert "'nope' has no stored run" in capsys.readouterr().err and _nothing_written(tmp_path, "r4.csv")
+
+
+TEAM_SURE = '''
+import hashlib
+
+
+class HashJudge:
+    """A team's judge that says how sure it is: a fixed distribution per pair, the grade its argmax."""
+
+    name = "hash-judge"
+    batch_size = 512
+
+    def _p(self, p):
+        h = hashlib.sha256((p.query_id + "|" + p.doc_id).encode()).digest()
+        w = [1 + h[g] % 5 + (6 if h[4] % 4 == g else 0) for g in range(4)]
+        return [x / sum(w) for x in w]
+
+    def grade(self, pairs):
+        return [max(range(4), key=lambda g: self._p(p)[g]) for p in pairs]
+
+    def probabilities(self, pairs):
+        return [self._p(p) for p in pairs]
+'''
+
+
+@pytest.mark.slow
+def test_scifact_active_loop_equals_the_transcription(tmp_path, capsys, monkeypatch):
+    """SciFact: two BM25 runs pooled, a team's judge with probabilities (`judge auto --probabilities`),
+    `judge sample --active` (nDCG@10, Monte Carlo u), "people" grading the drawn queries by a seeded
+    rule, and `evaluate --labelled`: the active intervals equal the paper's formulas on the harness's
+    per-query values."""
+    import sys
+
+    from harness.io.trec import read_qrels
+    from harness.metrics.evaluate import CompiledQrels, evaluate_run
+    from harness.results import Results
+    from harness.results.store import read_runs
+    from tests.test_judge_active import paper
+    from tests.test_judge_ppi import scifact_pooled
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "team_sure.py").write_text(TEAM_SURE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    folder = scifact_pooled(tmp_path)
+    assert main(["judge", "auto", str(tmp_path / "pool.csv"), "--judge", "team_sure:HashJudge", "--probabilities",
+                 "--out", str(tmp_path / "graded.csv"), "--no-progress"]) == 0  # fmt: skip
+    sys.modules.pop("team_sure", None)
+    assert main(["judge", "sample", str(tmp_path / "pool.csv"), "--active", "--auto", str(tmp_path / "graded.csv"),
+                 "--results", str(folder), "--budget", "60", "--seed", "5", "--out", str(tmp_path / "s.csv")]) == 0
+    rec = json.loads((tmp_path / "s.csv.sample.json").read_text(encoding="utf-8"))
+    assert rec["u_method"] == "monte carlo, 200 draws" and 40 <= len(rec["queries"]) <= 80
+    base = read_qrels(folder / "qrels.tsv")
+    human = {q: dict(j) for q, j in base.items()}
+    judge = {q: dict(j) for q, j in base.items()}
+    rng = np.random.default_rng(3)
+    for r in read_pool(tmp_path / "graded.csv"):
+        judge[r.query_id][r.doc_id] = r.grade
+        if r.query_id in set(rec["queries"]):
+            human[r.query_id][r.doc_id] = r.grade if rng.random() < 0.6 else int(rng.integers(0, 4))
+    for name, q in (("h.txt", human), ("j.txt", judge)):
+        (tmp_path / name).write_text("".join(f"{a} 0 {d} {g}\n" for a in sorted(q) for d, g in sorted(q[a].items())))
+    runs = read_runs(Results.load(folder))
+    trec = {n: str(folder / Results.load(folder).run_files[n]["file"]) for n in runs}
+    capsys.readouterr()
+    assert main(["evaluate", "--qrels", str(tmp_path / "h.txt"), "--auto-qrels", str(tmp_path / "j.txt"),
+                 "--labelled", str(tmp_path / "s.csv"), "--run", trec["bm25"], "--run", trec["bm25_plain"],
+                 "--metrics", "ndcg@10", "--format", "json"]) == 0  # fmt: skip
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["estimator"] == "active" and rep["valid"] is True
+    qs = sorted(judge)
+
+    def per_query(qrels, run):
+        cq = CompiledQrels(qrels)
+        v = dict(zip(cq.query_ids, evaluate_run(cq, run, ["ndcg@10"]).values["ndcg@10"].tolist()))
+        return np.array([v.get(q, 0.0) for q in qs])
+
+    y = {n: per_query(human, runs[n]) for n in runs}
+    yh = {n: per_query(judge, runs[n]) for n in runs}
+    pi = np.array([rec["pi"][q] for q in qs])
+    xi = np.array([1.0 if q in set(rec["queries"]) | set(rec["complete"]) else 0.0 for q in qs])
+    for got, yy, hh in ((rep["runs"]["bm25"]["ndcg@10"], y["bm25"], yh["bm25"]),
+                        (rep["differences"]["bm25_plain - bm25"]["ndcg@10"], y["bm25_plain"] - y["bm25"],
+                         yh["bm25_plain"] - yh["bm25"])):  # fmt: skip
+        est, lo, hi, lam = paper(yy, hh, pi, xi)
+        assert abs(got["ppi"]["mean"] - est) <= 1e-9 and abs(got["lam"] - lam) <= 1e-9
+        assert abs(got["ppi"]["low"] - lo) <= 1e-9 and abs(got["ppi"]["high"] - hi) <= 1e-9
