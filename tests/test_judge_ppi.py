@@ -68,15 +68,9 @@ def _grade(q: str, d: str, salt: str, p_rel: float) -> int:
     return 0 if u >= p_rel else 1 + int(u / p_rel * 3) % 3
 
 
-@pytest.mark.slow
-def test_scifact_ppi_equals_ppi_py_and_is_narrower(tmp_path, capsys):
-    """100 queries drawn by `judge sample` graded by "people" (a seeded rule), a noisy judge for
-    every pooled pair; nDCG@10 of bm25 and of their difference with a second bm25."""
-    from harness.io.trec import read_qrels
-    from harness.metrics.evaluate import CompiledQrels, evaluate_run
-    from harness.results import Results
-    from harness.results.store import read_runs
-
+def scifact_pooled(tmp_path: Path) -> Path:
+    """SciFact test run by bm25 and bm25 without stemming or stop words (``tmp_path/sf``), their top
+    10 pooled into ``tmp_path/pool.csv``."""
     cfg = tmp_path / "sf.yaml"
     cfg.write_text(
         f"dataset: {{path: {shared('scifact')}, split: test}}\nmetrics: [ndcg@10]\ndepth: 10\nseed: 0\n"
@@ -87,6 +81,19 @@ def test_scifact_ppi_equals_ppi_py_and_is_narrower(tmp_path, capsys):
     folder = tmp_path / "sf"
     assert main(["run", "--config", str(cfg), "--out", str(folder), "--no-progress"]) == 0
     assert main(["pool", str(folder), "--depth", "10", "--out", str(tmp_path / "pool.csv")]) == 0
+    return folder
+
+
+@pytest.mark.slow
+def test_scifact_ppi_equals_ppi_py_and_is_narrower(tmp_path, capsys):
+    """100 queries drawn by `judge sample` graded by "people" (a seeded rule), a noisy judge for
+    every pooled pair; nDCG@10 of bm25 and of their difference with a second bm25."""
+    from harness.io.trec import read_qrels
+    from harness.metrics.evaluate import CompiledQrels, evaluate_run
+    from harness.results import Results
+    from harness.results.store import read_runs
+
+    folder = scifact_pooled(tmp_path)
     assert main(["judge", "sample", str(tmp_path / "pool.csv"), "--queries", "100", "--seed", "11",
                  "--out", str(tmp_path / "sample.csv")]) == 0  # fmt: skip
     capsys.readouterr()

@@ -16,8 +16,9 @@ ABOUT = """grade a pool on a local page (serve), or merge its grades into qrels 
 
 Grow the judgments: `serve` grades a pool file in the browser, one document at a time, saving each
 grade as it is made; `merge` writes the old judgments plus the new grades to a new qrels file.
-`auto` fills a pool with an automatic judge's grades, `agree` measures a judge against people, and
-`sample` draws the queries people grade in full for prediction-powered intervals."""
+`auto` fills a pool with an automatic judge's grades, `agree` measures a judge against people,
+`sample` draws the queries people grade in full for prediction-powered intervals (`--active`: where
+the judge is unsure), and `status` says when to stop grading."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:

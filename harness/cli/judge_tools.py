@@ -31,9 +31,10 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=agree)
     s = jsub.add_parser("sample", help="draw N queries at random for people to grade in full (for PPI intervals)")
     s.add_argument("pool", metavar="POOL", help="pool file from `harness pool`")
-    s.add_argument("--queries", type=int, required=True, metavar="N", help="how many queries to draw")
+    s.add_argument("--queries", type=int, metavar="N", help="how many queries to draw (uniform)")
     s.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     s.add_argument("--out", required=True, help="new pool file with every row of the drawn queries (.csv/.jsonl)")
+    add_active_arguments(s)
     s.set_defaults(func=sample)
     from harness.judging.judge import BUILTIN
 
@@ -54,7 +55,22 @@ def register_tools(jsub: argparse._SubParsersAction) -> None:
     u.add_argument("--calibrate", metavar="HUMAN",
                    help="cross-encoder: fit the thresholds on people's grades (max quadratic kappa)")  # fmt: skip
     u.add_argument("--no-progress", action="store_true", help="no progress display")
+    u.add_argument("--probabilities", action="store_true",
+                   help="also p_0..p_3 beside each grade: how sure the judge is (for `judge sample --active`)")
+    u.add_argument("--votes", type=int, metavar="K",
+                   help="http with --probabilities, an endpoint without logprobs: the vote shares of K replies")
+    u.add_argument("--export-lara", metavar="FILE",
+                   help="with --probabilities: also LARA's CSV (topic_id, doc_id, annotation, prob_0..prob_3)")
     u.set_defaults(func=auto)
+    t = jsub.add_parser("status", help="when to stop grading: each difference separated, within T, or not yet")
+    t.add_argument("samples", nargs="+", metavar="SAMPLE", help="the sample, or its rounds in order (--after)")
+    t.add_argument("--results", required=True, metavar="DIR", help="the results folder the pool came from")
+    t.add_argument("--qrels", required=True, metavar="HUMAN", help="people's judgments")
+    t.add_argument("--auto-qrels", required=True, metavar="JUDGE", help="the judge's judgments")
+    t.add_argument("--tolerance", type=float, metavar="T", help="a difference above -T counts as non-inferior")
+    t.add_argument("--metric", help="the metric (default: the sample's, else the folder's first)")
+    t.add_argument("--alpha", type=float, default=0.05, help="1 - the intervals' coverage (default 0.05)")
+    t.set_defaults(func=judge_status)
 
 
 def agree(args: argparse.Namespace) -> int:
@@ -78,9 +94,47 @@ def agree(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_active_arguments(s: argparse.ArgumentParser) -> None:
+    """``judge sample --active``: draw where the judge is unsure (docs/judging.md, active sampling)."""
+    s.add_argument("--active", action="store_true",
+                   help="draw each query with a probability that grows with the judge's uncertainty")
+    s.add_argument("--auto", metavar="GRADED", help="--active: the pool graded by `judge auto --probabilities`")
+    s.add_argument("--results", metavar="DIR", help="--active: the results folder whose runs the pool came from")
+    s.add_argument("--budget", type=int, metavar="N", help="--active: queries people grade in all (expected)")
+    s.add_argument("--batch", type=int, metavar="M", help="--active: this round's expected size (default: the rest)")
+    s.add_argument("--mix", type=float, default=0.2, help="--active: share of the budget drawn uniformly (0.2)")
+    s.add_argument("--compare", action="append", default=[], metavar="A,B",
+                   help="--active: the difference whose uncertainty counts (default: each retriever vs the baseline)")
+    s.add_argument("--metric", help="--active: the metric (default: the folder's first)")
+    s.add_argument("--after", metavar="EARLIER", help="--active: the next round after the sample EARLIER")
+    s.add_argument("--draws", type=int, default=200, help="--active: Monte Carlo draws for nonlinear metrics")
+
+
 def sample(args: argparse.Namespace) -> int:
+    from harness.errors import InputError
+
+    if args.active:
+        from harness.judging.active_sample import ActiveSampleOptions, active_sample
+
+        if args.queries is not None:
+            raise InputError("--active draws an expected --budget, not a fixed number", field="--queries")
+        for flag in ("auto", "results"):
+            if not getattr(args, flag):
+                raise InputError("required with --active", field=f"--{flag}")
+        for line in active_sample(ActiveSampleOptions(
+            pool=args.pool, graded=args.auto, results=args.results, out=args.out, seed=args.seed,
+            budget=args.budget, batch=args.batch, mix=args.mix, compare=args.compare, metric=args.metric,
+            after=args.after, draws=args.draws,
+        )):  # fmt: skip
+            log.info("%s", line)
+        return 0
     from harness.judging.sample import sample_line
 
+    given = [f for f in ("auto", "results", "budget", "batch", "metric", "after") if getattr(args, f) is not None]
+    if given or args.compare:
+        raise InputError("needs --active", field=f"--{(given or ['compare'])[0]}")
+    if args.queries is None:
+        raise InputError("how many queries to draw (or --active with --budget)", field="--queries")
     log.info("%s", sample_line(args.pool, args.queries, args.seed, args.out))
     return 0
 
@@ -132,8 +186,21 @@ def auto(args: argparse.Namespace) -> int:
         pool=args.pool, out=args.out, judge=args.judge, model=args.model, endpoint=endpoint_settings(args),
         price_in=args.price_in, price_out=args.price_out, thresholds=args.thresholds, calibrate=args.calibrate,
         judge_options=parse_options(args.judge_option), show_progress=False if args.no_progress else None,
+        probabilities=args.probabilities, votes=args.votes, export_lara=args.export_lara,
     ))  # fmt: skip
     for line in report.lines():
         log.info("%s", line)
     report.raise_if_cut()
+    return 0
+
+
+def judge_status(args: argparse.Namespace) -> int:
+    """``harness judge status``: one line per compared pair (docs/judging.md, when to stop)."""
+    from harness.judging.status import StatusOptions, status
+
+    for line in status(StatusOptions(
+        samples=args.samples, results=args.results, qrels=args.qrels, auto_qrels=args.auto_qrels,
+        tolerance=args.tolerance, metric=args.metric, alpha=args.alpha,
+    )):  # fmt: skip
+        sys.stdout.write(line + "\n")
     return 0

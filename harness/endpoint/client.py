@@ -255,17 +255,25 @@ class ChatClient:
         self._pool.close()
 
     def ask(
-        self, content: str, parse: Callable[[str], Any], stop: threading.Event | None = None
+        self,
+        content: str,
+        parse: Callable[[str], Any],
+        stop: threading.Event | None = None,
+        *,
+        extra_body: dict[str, Any] | None = None,
+        parse_reply: Callable[[object], Any] | None = None,
     ) -> tuple[Answer, str | None]:
         """Send ``content`` as the user message until ``parse`` reads something other than None from
         a reply (in ``Answer.value``), or the retries are spent; also the text of the reply that
         parsed. :class:`EndpointStopped` (carrying the requests sent for this message in ``requests``)
-        when the endpoint cannot answer anything."""
+        when the endpoint cannot answer anything. ``extra_body``: more request fields (``logprobs``);
+        ``parse_reply``: read the whole reply object instead of its text (the token log-probabilities)."""
         body = {
             "model": self.model,
             "messages": [{"role": "user", "content": content}],
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            **(extra_body or {}),
         }
         data = json.dumps(body).encode("ascii")  # \u escapes: lone surrogates stay valid JSON
         out = Answer()
@@ -289,7 +297,7 @@ class ChatClient:
                 raise
             _count_usage(out, reply)
             text = _content(reply)
-            value = parse(text)
+            value = parse(text) if parse_reply is None else parse_reply(reply)
             if value is not None:
                 out.value, out.failure = value, None
                 return out, text

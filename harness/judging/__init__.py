@@ -11,7 +11,10 @@ the registry in :mod:`~harness.judging.judge`) fills a pool through one fill loo
 (:mod:`~harness.judging.crossenc`), a plugin or a team's own class;
 :mod:`~harness.judging.agree` measures it against people; :mod:`~harness.judging.sample` draws the
 queries people grade in full and :mod:`~harness.judging.ppi` turns both into prediction-powered
-intervals; :mod:`~harness.judging.order` sets the page's order. docs/judging.md."""
+intervals; :mod:`~harness.judging.order` sets the page's order. Judges that say how sure they
+are (:mod:`~harness.judging.probabilities`) let :mod:`~harness.judging.active_sample` draw the queries
+people grade where the judge is unsure, :mod:`~harness.judging.active` estimate from that sample, and
+:mod:`~harness.judging.status` say when to stop. docs/judging.md."""
 
 from harness.judging.judge import Judge, Pair
 

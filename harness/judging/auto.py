@@ -37,7 +37,7 @@ from harness.endpoint.settings import EndpointSettings
 from harness.errors import InputError
 from harness.io import staged
 from harness.io.append_log import sha256_text
-from harness.judging import umbrela
+from harness.judging import probabilities, umbrela
 from harness.judging.judge import Judge, Pair, check_judge, judge_class, make_judge
 from harness.judging.pool import COLUMNS, PoolRow, file_format, read_pool, write_pool
 from harness.protocol import Batched, CacheIdentity, Closeable, Concurrent, GradesWithCost
@@ -69,6 +69,9 @@ class AutoOptions:
     calibrate: str | None = None
     judge_options: dict[str, str] = field(default_factory=dict)
     show_progress: bool | None = None
+    probabilities: bool = False  # p_0..p_3 beside each grade (harness.judging.probabilities)
+    votes: int | None = None  # http without logprobs: the vote shares of K replies
+    export_lara: str | None = None  # LARA's CSV of the grades and probabilities
 
 
 @dataclass
@@ -82,6 +85,7 @@ class FillReport:
     cost_usd: float | None = None
     seconds: float = 0.0
     grades: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # how many of each grade 0-3
+    notes: list[str] = field(default_factory=list)  # more lines to print (where the probabilities came from)
 
     def line(self) -> str:
         t = self.tally
@@ -104,7 +108,7 @@ class FillReport:
     def lines(self) -> list[str]:
         """The summary line and one line per kind of failure (what ``judge auto`` prints)."""
         head = f"{self.out}: {self.line()} ({self.seconds:.1f} s)"
-        return [head, *(f"  failed {n}: {why}" for why, n in sorted(self.tally.failures.items()))]
+        return [head, *(f"  failed {n}: {why}" for why, n in sorted(self.tally.failures.items())), *self.notes]
 
     def raise_if_cut(self) -> None:
         """Exit 2 for a stopped endpoint, 130 for Ctrl-C, each saying where the grades are."""
@@ -128,6 +132,8 @@ def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
             raise InputError(extras.message(missing))
     cls = judge_class(opts.judge)
     out = check_out(opts.out)
+    if opts.votes is not None and opts.judge != "http":
+        raise InputError("only --judge http takes --votes (the vote shares of K replies)", field="--votes")
     for flag, price in (("--price-in", opts.price_in), ("--price-out", opts.price_out)):
         if price is not None and not price >= 0:
             raise InputError("must be a price >= 0 (USD per 1M tokens)", field=flag)
@@ -136,14 +142,32 @@ def auto(opts: AutoOptions, stream: Any = None) -> FillReport:
         raise InputError(f"the {opts.judge} judge takes its flags, not --judge-option", field="--judge-option")
     # the endpoint's flags and key, the cross-encoder's thresholds: refused before the pool is read
     judge = check_judge(build(opts), opts.judge) if build is not None else make_judge(opts.judge, opts.judge_options)
+    source = probabilities.check_capable(judge, opts.judge) if opts.probabilities else None
+    lara = probabilities.check_lara(opts.export_lara, opts.probabilities)
     check_theirs(out, judge.name)
     rows = read_pool(opts.pool)
     if not rows:
         raise InputError("the pool is empty: nothing to grade", path=opts.pool)
     cache = auto_cache(cache_dir_of(None), judge)
+    if source is not None:  # asked first: probabilities that are not a distribution stop before any output
+        identity = judge_identity(judge)
+        keys = [None if identity is None else pair_key(identity, r.query, r.title, r.text) for r in rows]
+        p_cache = probabilities.probability_cache(cache_dir_of(None), identity, source)
+        probabilities.set_columns(rows, probabilities.gather(rows, judge, keys, p_cache))
     with progress_mod.session(stream or sys.stderr, enabled=opts.show_progress) as bar:
         report = fill(rows, judge, out, cache=cache, progress=bar)
+    asked = getattr(judge, "probability_usage", None)  # the probability pass's requests and tokens count too
+    if asked is not None:
+        t = report.tally
+        t.requests += asked.requests
+        t.tokens_in += asked.tokens_in
+        t.tokens_out += asked.tokens_out
+        t.usage_refused += asked.usage_refused
     report.cost_usd = report.tally.cost(opts.price_in, opts.price_out)
+    if source is not None:
+        report.notes.append(f"  probabilities p_0..p_3 beside each grade, from {source}")
+    if lara is not None:
+        report.notes.append(f"  LARA's CSV: {probabilities.export_lara(rows, lara)} rows written to {lara}")
     return report
 
 

@@ -67,6 +67,30 @@ def fit_thresholds(scores: np.ndarray, grades: np.ndarray) -> tuple[tuple[float,
     return best, float(best_k)
 
 
+def calibrated(judge: np.ndarray, people: np.ndarray) -> np.ndarray:
+    """``P(people's grade = g | the judge's grade = k)`` as a 4 x 4 matrix, from pairs both graded:
+    each row the people's grades at that judge grade, plus one of each (Laplace's rule, so no
+    grade gets probability 0 from a small sample, and a grade the judge never gave is uniform)."""
+    counts = np.ones((4, 4))
+    np.add.at(counts, (np.asarray(judge, dtype=np.int64), np.asarray(people, dtype=np.int64)), 1)
+    return counts / counts.sum(axis=1, keepdims=True)
+
+
+def ordinal_probabilities(scores: np.ndarray, thresholds: Sequence[float]) -> np.ndarray:
+    """The cumulative-logit mapping: ``P(grade >= j) = sigmoid(score - t_j)`` for j = 1, 2, 3, so
+    ``p_0 = 1 - s_1``, ``p_1 = s_1 - s_2``, ``p_2 = s_2 - s_3``, ``p_3 = s_3`` (non-negative since
+    ``t_1 <= t_2 <= t_3``; summing to 1). The scale (one logit unit) is the model's, not fitted to
+    people: a mapping for ranking pairs by uncertainty, not a calibrated probability."""
+    s = np.asarray(scores, dtype=np.float64)[:, None]
+    t = np.asarray(thresholds, dtype=np.float64)[None, :]
+    from scipy.special import expit
+
+    cum = expit(s - t)  # [n, 3]: P(grade >= 1), >= 2, >= 3 (no overflow at large scores)
+    ones, zeros = np.ones((s.shape[0], 1)), np.zeros((s.shape[0], 1))
+    edges = np.concatenate([ones, cum, zeros], axis=1)
+    return np.clip(edges[:, :-1] - edges[:, 1:], 0.0, 1.0)
+
+
 def parse_thresholds(text: str) -> tuple[float, float, float]:
     try:
         t = tuple(float(x) for x in text.split(","))
@@ -98,15 +122,21 @@ class CrossEncoderJudge:
 
             self._identity = torch.nn.Identity()
             self._ce = CrossEncoder(model, device="cpu")
+            self.calibration: np.ndarray | None = None
             if calib is not None:
                 scores = self._scores([(r.query, umbrela.passage(r.title, r.text)) for r in calib])
                 t, kq = fit_thresholds(scores, np.array([r.grade for r in calib]))
+                self.calibration = calibrated(to_grades(scores, t), np.array([r.grade for r in calib]))
                 log.info("thresholds %s fitted on %d pairs of %s (quadratic kappa %.3f on them)",
                          ",".join(f"{x:.4g}" for x in t), len(calib), calibrate, kq)  # fmt: skip
         except (OSError, ValueError) as e:
             raise InputError(f"cannot load or run the cross-encoder: {e}", field="--model") from None
         assert t is not None
         self.thresholds = t
+        self.probability_source = (
+            f"people's grades given each grade on {len(calib)} pairs of {calibrate} (calibrated)" if calib is not None
+            else "the ordinal-logistic mapping of the scores at the thresholds (not calibrated: docs/judging.md)"
+        )  # fmt: skip
         self.name = f"cross-encoder:{Path(model).resolve().name}:{','.join(f'{x:.6g}' for x in t)}"
 
     @classmethod
@@ -123,6 +153,18 @@ class CrossEncoderJudge:
         except (OSError, ValueError) as e:
             raise InputError(f"cannot load or run the cross-encoder: {e}", field="--model") from None
         return [int(g) for g in to_grades(scores, self.thresholds)]
+
+    def probabilities(self, pairs: Sequence[Any]) -> list[list[float]]:
+        """``p_0..p_3`` per pair: with ``--calibrate``, the people's grades seen at the pair's grade
+        (:func:`calibrated`); otherwise :func:`ordinal_probabilities` of its score (a mapping, not a
+        calibration: docs/judging.md)."""
+        try:
+            scores = self._scores([(p.query, p.text) for p in pairs])
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot load or run the cross-encoder: {e}", field="--model") from None
+        if self.calibration is not None:
+            return self.calibration[to_grades(scores, self.thresholds)].tolist()
+        return ordinal_probabilities(scores, self.thresholds).tolist()
 
     def _scores(self, pairs: list[tuple[str, str]], batch_size: int = 32) -> np.ndarray:
         """The raw scores (logits) of (query, passage) pairs."""

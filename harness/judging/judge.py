@@ -9,7 +9,9 @@ for no grade). ``harness judge auto --judge module:Class`` builds it with the ``
 KEY=VALUE`` pairs as keyword arguments (strings); :func:`harness.judging.auto.fill` gives it the
 cache, the resume, Ctrl-C and the provenance columns. Optional, for what a judge can do better:
 ``batch_size`` (pairs per ``grade`` call, default 32), ``concurrency`` (calls at a time, default 1:
-a team's class need not be thread-safe), ``close()``.
+a team's class need not be thread-safe), ``close()``, ``probabilities(pairs)`` (one ``[p_0, p_1,
+p_2, p_3]`` per pair, summing to 1: how sure it is, for ``judge auto --probabilities`` and
+``judge sample --active``; :mod:`harness.judging.probabilities` checks it).
 
 Plugins register a class under a name in the entry-point group ``retrieval_harness.judges``
 (``[project.entry-points."retrieval_harness.judges"] mine = "my_pkg.judges:MyJudge"``).

@@ -25,6 +25,8 @@ import numpy as np
 
 from harness import defaults
 from harness.errors import InputError
+from harness.judging.per_query import against_baseline
+from harness.judging.per_query import per_query as _per_query
 from harness.model import Qrels
 from harness.run import Run
 from harness.stats.levels import check_level
@@ -57,17 +59,6 @@ def split(human: Qrels, judge: Qrels, labelled: Collection[str] | None = None) -
         (lab if all(d in h for d in judge[q]) else inc).append(q)
     taken = set(lab)  # a half-graded query is still the judge's: unlabelled
     return Split(lab, [q for q in sorted(judge) if q not in taken], inc)
-
-
-def _per_query(runs: Mapping[str, Run], qrels: Qrels, queries: Sequence[str], metrics: Sequence[str]):
-    """``{run: {metric: array over queries}}`` (a run missing a query scores 0 there, as always)."""
-    from harness.engine.score import score
-
-    sub = {q: qrels[q] for q in queries}
-    res = score(runs, sub, list(metrics), statistics=False)
-    pos = {q: i for i, q in enumerate(res.query_ids)}
-    idx = np.array([pos[q] for q in queries], dtype=np.int64)
-    return {r: {m: res.scores(r)[m][idx] for m in metrics} for r in runs}
 
 
 def _interval(y: np.ndarray, yhat: np.ndarray, yu: np.ndarray, alpha: float) -> dict[str, Any]:
@@ -126,13 +117,7 @@ def ppi_report(
         "runs": {r: {m: _interval(y[r][m], yhat[r][m], yu[r][m], alpha) for m in metrics} for r in runs},
         "differences": {},
     }
-    names = list(runs)
-    base = baseline if baseline is not None else (names[0] if names else None)
-    if base is not None and base not in runs:
-        raise InputError(f"{base!r} is not one of the runs ({', '.join(names)})", field="--baseline")
-    for r in names:
-        if r == base:
-            continue
+    for r, base in against_baseline(runs, baseline):
         out["differences"][f"{r} - {base}"] = {
             m: _interval(y[r][m] - y[base][m], yhat[r][m] - yhat[base][m], yu[r][m] - yu[base][m], alpha)
             for m in metrics
@@ -160,6 +145,13 @@ def ppi_from_files(
         raise InputError("--auto-qrels needs --qrels: people's judgments of the labelled queries", field="--qrels")
     if judged_only:
         raise InputError("prediction-powered intervals are computed on full rankings", field="--judged-only")
+    if labelled:  # drawn with unequal probabilities: the active estimator (harness.judging.active)
+        from harness.judging.active import active_report, read_design
+
+        design = read_design(labelled)
+        if design is not None:
+            human, judge = read_qrels(qrels), read_qrels(auto_qrels)
+            return active_report(runs, human, judge, metrics, design, alpha=alpha, baseline=baseline)
     chosen = set(sampled_queries(labelled)) if labelled else None
     human, judge = read_qrels(qrels), read_qrels(auto_qrels)
     return ppi_report(runs, human, judge, metrics, labelled=chosen, alpha=alpha, baseline=baseline)
@@ -183,6 +175,10 @@ def render(report: Mapping[str, Any]) -> str:
         "width: the PPI interval's width over the people-only interval's (below 1: the judge helps; –: the "
         "people-only interval has no width)"
     )
+    if report.get("estimator") == "active":
+        from harness.judging.active import render_notes
+
+        return "\n".join(lines) + "\n" + render_notes(report)
     return "\n".join(lines) + "\n"
 
 
