@@ -92,6 +92,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--history", metavar="FILE.jsonl", help="append this night (means, verdicts, commit) to a history file"
     )
+    p.add_argument(
+        "--comment",
+        metavar="FILE.md",
+        help="write the pull request comment (verdict, regressions, blind checks; under 65,536 bytes) for "
+        "`harness ci comment` (docs/nightly.md)",
+    )
+    p.add_argument(
+        "--annotations",
+        action="store_true",
+        help="print GitHub workflow commands: ::error per regression, ::warning per blind check",
+    )
     add_allow_incomplete(p)
     p.set_defaults(func=run)
 

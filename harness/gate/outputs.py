@@ -24,7 +24,7 @@ from harness.gate import junit, render
 from harness.gate.history import SCHEMA
 
 #: what a file of each kind must hold to be ours
-_MARKERS = {"summary": render.MARKER, "junit": junit.MARKER}
+_MARKERS = {"summary": render.MARKER, "junit": junit.MARKER, "comment": render.MARKER}
 
 
 def protected(inputs: Iterable[str | os.PathLike[str] | None]) -> tuple[list[Path], list[Path]]:
