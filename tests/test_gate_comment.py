@@ -86,37 +86,12 @@ def test_nothing_to_say_prints_nothing():
 
 def _suite_part(i: int) -> Part:
     """One dataset of a big suite: 12 regressions, 6 blind checks, every name long."""
-    rows = [
-        CheckRow(
-            retriever=f"retriever-{j:02d}-" + "x" * 40,
-            metric="ndcg@10",
-            verdict="regression",
-            baseline=0.5,
-            current=0.4,
-            delta=-0.1,
-            p_value=1e-4,
-            tolerance=0.01,
-            queries=300,
-        )
-        for j in range(12)
-    ]
-    rows += [
-        CheckRow(
-            retriever=f"retriever-{j:02d}-" + "x" * 40,
-            metric="recall@100",
-            verdict="ok",
-            baseline=0.7,
-            current=0.699,
-            delta=-0.001,
-            p_value=0.8,
-            tolerance=0.01,
-            queries=300,
-            mde=0.02,
-            blind=True,
-            queries_needed=1200,
-        )
-        for j in range(6)
-    ]
+    names = [f"retriever-{j:02d}-" + "x" * 40 for j in range(12)]
+    fell = {"verdict": "regression", "baseline": 0.5, "current": 0.4, "delta": -0.1, "p_value": 1e-4}
+    blind = {"verdict": "ok", "baseline": 0.7, "current": 0.699, "delta": -0.001, "p_value": 0.8, "mde": 0.02}
+    blind |= {"blind": True, "queries_needed": 1200}
+    rows = [CheckRow(retriever=n, metric="ndcg@10", tolerance=0.01, queries=300, **fell) for n in names]
+    rows += [CheckRow(retriever=n, metric="recall@100", tolerance=0.01, queries=300, **blind) for n in names[:6]]
     dataset = DatasetCheck(name=f"dataset-{i:03d}", split="test", common_queries=300)
     return Part(f"dataset-{i:03d}", CheckReport(rows=rows, dataset=dataset))
 
