@@ -40,6 +40,7 @@ COMMANDS = [
     "synth",
     "traces",
     "stream",
+    "ci",
 ]
 
 
