@@ -41,6 +41,7 @@ COMMANDS = [
     "traces",
     "stream",
     "ci",
+    "export",
 ]
 
 

@@ -116,6 +116,15 @@ class Manifest:
     config = _Section()
     git = _Section()
     retrievers = _Section()
+    #: the libraries and their versions, and the machine, the run had (``harness export --to ir-metadata``)
+    versions = _Section()
+    machine = _Section()
+
+    @property
+    def command(self) -> list[str]:
+        """The command line that produced the result (empty when none was recorded)."""
+        value = self.data.get("command")
+        return [str(x) for x in value] if isinstance(value, list) else []
 
     @property
     def baseline(self) -> str | None:
