@@ -1,12 +1,13 @@
 """Render a pull request comment (``harness check --comment``) to HTML the way GitHub lays it out,
 for the screenshot in docs/nightly.md:
 
-    python docs/img/render_comment.py comment.md comment.html
+    python docs/img/render_comment.py comment.md comment.html [--open]
     chromium --headless --no-sandbox --hide-scrollbars --window-size=980,900 \
         --screenshot=docs/img/pr-comment.png comment.html
 
 CommonMark with tables and raw HTML (``<details>``, ``<code>``) as GitHub renders them; the styles are a
 small imitation of a comment box (markdown-it-py comes with rich, which the harness installs).
+``--open`` shows the folded ``<details>`` open, as a reader who clicks it sees them.
 """
 
 from __future__ import annotations
@@ -35,13 +36,15 @@ details summary { cursor: pointer; }
 """
 
 
-def main(src: str, dst: str) -> None:
+def main(src: str, dst: str, *, unfold: bool = False) -> None:
     md = MarkdownIt("commonmark", {"html": True}).enable("table")
     body = md.render(Path(src).read_text(encoding="utf-8"))
+    if unfold:
+        body = body.replace("<details>", "<details open>")
     head = '<div class="head"><b>github-actions</b> <span>bot</span> commented</div>'
     page = f'<!doctype html><meta charset="utf-8"><style>{STYLE}</style><div class="box">{head}<div class="body">{body}</div></div>'
     Path(dst).write_text(page, encoding="utf-8")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(sys.argv[1], sys.argv[2], unfold="--open" in sys.argv[3:])

@@ -201,7 +201,7 @@ def _render_part(part: Part, items: Sequence[_Item], suite: bool) -> list[str]:
     if blind:
         total = sum(1 for r in report.rows if r.blind and not r.failing)
         rows = [r for r in report.rows if r.blind]
-        summary = f"{_n(total, 'blind check')}: {_blind_span(rows)} (folded)"
+        summary = f"{_n(total, 'blind check')}: {_blind_span(rows)}"
         out += ["", f"<details><summary>{summary}</summary>", "", *_blind_head(report.power_target), *blind]
         out += ["", "</details>"]
     return out
