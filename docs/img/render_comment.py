@@ -42,7 +42,8 @@ def main(src: str, dst: str, *, unfold: bool = False) -> None:
     if unfold:
         body = body.replace("<details>", "<details open>")
     head = '<div class="head"><b>github-actions</b> <span>bot</span> commented</div>'
-    page = f'<!doctype html><meta charset="utf-8"><style>{STYLE}</style><div class="box">{head}<div class="body">{body}</div></div>'
+    box = f'<div class="box">{head}<div class="body">{body}</div></div>'
+    page = f'<!doctype html><meta charset="utf-8"><style>{STYLE}</style>{box}'
     Path(dst).write_text(page, encoding="utf-8")
 
 
