@@ -208,3 +208,22 @@ def test_comment_never_replaces_a_users_file_and_says_why_on_bad_input(folders, 
     err = capsys.readouterr().err
     assert main(["check", "--baseline", str(base), "--current", str(cur), "--annotations", "--format", "json"]) == 2
     assert "--annotations" in capsys.readouterr().err and err
+
+
+def test_a_real_suite_check_writes_one_comment_and_dataset_named_annotations(tmp_path, capsys):
+    """Two suite folders (the golden-output inputs): every dataset's section, its blind checks, one verdict."""
+    import shutil
+
+    suite = Path(__file__).parent / "data" / "golden_outputs" / "inputs" / "suite"
+    for side in ("a", "b"):
+        shutil.copytree(suite, tmp_path / side)
+    out = tmp_path / "comment.md"
+    argv = ["check", "--baseline", str(tmp_path / "a"), "--current", str(tmp_path / "b")]
+    assert main([*argv, "--comment", str(out), "--annotations"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("::warning title=[support] blind check%3A ") == 4
+    assert printed.count("::warning title=[small] blind check%3A ") == 4
+    text = out.read_text()
+    assert text.splitlines()[1].startswith("⚠️ **The gate passed on all 2 datasets, but it is blind on 8 of 8 checks**")
+    assert "#### <code>support</code>" in text and "#### <code>small</code>" in text
+    assert "verdict=blind regressions=0" in text

@@ -217,8 +217,13 @@ def _compose(parts: Sequence[Part], problems: Sequence[str], items: Sequence[_It
         if bad:
             out.append(f"❌ **The gate failed on {bad:,} of {_n(n, 'dataset')}** of the suite.")
         elif any(r.blind for p in parts for r in p.report.rows):
-            blind = sum(1 for p in parts if any(r.blind for r in p.report.rows))
-            out.append(f"⚠️ **The gate passed on {_n(n, 'dataset')}, but it is blind on some checks of {blind:,}**.")
+            blind = sum(r.blind for p in parts for r in p.report.rows)
+            checks = sum(_checked(p.report) for p in parts)
+            where = sum(1 for p in parts if any(r.blind for r in p.report.rows))
+            out.append(
+                f"⚠️ **The gate passed on all {_n(n, 'dataset')}, but it is blind on {blind:,} of "
+                f"{_n(checks, 'check')}** (in {_n(where, 'dataset')}): a pass there vouches for nothing."
+            )
         else:
             out.append(f"✅ **The gate passed on all {_n(n, 'dataset')}** of the suite: no regression.")
         out += ["", *(f"- **FAILURE**: {_plain(p)}" for p in problems)] if problems else []
