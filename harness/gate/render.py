@@ -173,7 +173,7 @@ def _markdown(report: CheckReport, v: View, page: str | None = None) -> str:
     out.append(f"- {v.dataset_line}")
     out.append(f"- {v.rule}")
     if page:
-        out.append(f'- page: `{page}` (section "Against the baseline folder": the queries behind each regression)')
+        out.append(f"- page: `{page}` (section \"Against the baseline folder\": the queries behind each regression)")
     out += [f"- **FAILURE**: {_md(p)}" for p in report.problems]
     out += [f"- {'**FAILURE**' if bad else 'note'}: {_md(text)}" for text, bad in v.row_notes]
     out += [f"- note: {_md(n)}" for n in report.notes]
