@@ -227,7 +227,7 @@ def _compose(parts: Sequence[Part], problems: Sequence[str], items: Sequence[_It
         else:
             out.append(f"✅ **The gate passed on all {_n(n, 'dataset')}** of the suite: no regression.")
         out += ["", *(f"- **FAILURE**: {_plain(p)}" for p in problems)] if problems else []
-    by_part: dict[int, list[_Item]] = {}
+    by_part: dict[int, list[_Item]] = {} if suite else {0: []}  # one report: its sentence even with no row
     for it in items:
         by_part.setdefault(it.part, []).append(it)
     for i, its in by_part.items():
@@ -266,9 +266,11 @@ def to_comment(
         else:
             hi = mid - 1
     n, text = size(lo)
-    if n > limit:  # even the head does not fit (a dataset name of 60 kB): the verdict alone
-        text = _compose(parts[:0], (), (), items, None, state) if parts else text
-        text = text if len(text.encode("utf-8")) <= limit else f"{MARKER}\n{state}\n{SUMMARY_MARKER}\n"
+    if n > limit:  # even one row does not fit (names of 60 kB): the verdict word and the link alone
+        word = {"regression": "❌ **The gate failed**", "blind": "⚠️ **The gate passed, blind on some checks**"}
+        head = word.get(verdict(parts, problems), "✅ **The gate passed**")
+        seen = f"[the run's summary]({link})" if link and len(link) < limit // 4 else "the run's summary"
+        text = f"{MARKER}\n{head}: every row was too long for a comment; see {seen}.\n\n{state}\n{SUMMARY_MARKER}\n"
     return text
 
 
