@@ -162,3 +162,15 @@ def test_an_export_never_overwrites_a_users_files(folder, tmp_path, capsys):
     out = tmp_path / "ranx"
     assert export(folder, "ranx", out) == 0 and export(folder, "ranx", out) == 0  # its own folder: replaced
     assert "qrels.json" in capsys.readouterr().out
+
+
+def test_two_names_made_alike_are_refused_not_one_dropped(suite, tmp_path, capsys):
+    """``support`` and ``small`` both called SciFact in their manifests: one MTEB task file each is
+    impossible, so the export says so (exit 2) and writes nothing."""
+    for d in ("support", "small"):
+        path = suite / d / "results.json"
+        data = json.loads(path.read_text())
+        data["manifest"]["dataset"]["name"] = "scifact" if d == "support" else "beir/scifact"
+        path.write_text(json.dumps(data))
+    assert export(suite, "mteb", tmp_path / "mteb") == 2
+    assert "SciFact.json" in capsys.readouterr().err and not (tmp_path / "mteb").exists()

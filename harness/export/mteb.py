@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.export.source import Source
+from harness.export.source import Source, put
 
 #: the mteb release whose results layout these files follow (mteb >= 1.12.48 reads them as they are)
 LAYOUT = "2.0.0"
@@ -117,6 +117,7 @@ def files(sources: Sequence[Source]) -> dict[str, dict[str, Any]]:
             if not s.results.summary[retriever]:
                 continue
             base = f"{safe(retriever)}/{s.revision(retriever)}"
-            out[f"{base}/{safe(task_name(s.dataset_name))}.json"] = task_result(s, retriever)
+            what = f"retriever {retriever!r} on dataset {s.dataset_name!r}"
+            put(out, f"{base}/{safe(task_name(s.dataset_name))}.json", task_result(s, retriever), what)
             out.setdefault(f"{base}/model_meta.json", model_meta(s, retriever))
     return out

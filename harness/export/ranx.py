@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.export.mteb import safe
-from harness.export.source import Source, stored_runs
+from harness.export.source import Source, put, stored_runs
 from harness.io.trec import read_run
 
 
@@ -18,7 +18,7 @@ def files(sources: Sequence[Source]) -> tuple[dict[str, Any], list[str]]:
     out: dict[str, Any] = {}
     notes: list[str] = []
     for _, base, retriever, path in stored_runs(sources, notes):
-        out[f"{base}{safe(retriever)}.json"] = read_run(path, name=retriever).to_dict()
+        put(out, f"{base}{safe(retriever)}.json", read_run(path, name=retriever).to_dict(), f"run {retriever!r}")
     for s in sources:
         base = f"{s.dataset}/" if s.dataset else ""
         qrels = s.qrels()

@@ -70,6 +70,14 @@ class Source:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def put(files: dict[str, Any], path: str, value: Any, what: str) -> None:
+    """``files[path] = value``, refusing a second value for one path (two names made file-safe alike:
+    ``a/b`` and ``a__b``) rather than dropping one of them silently."""
+    if path in files:
+        raise InputError(f"{what} would be written to {path!r} as well as another: rename one of them")
+    files[path] = value
+
+
 def stored_runs(sources: Sequence[Source], notes: list[str]) -> Iterator[tuple[Source, str, str, Path]]:
     """``(source, prefix, retriever, run file)`` for every stored run, ``prefix`` the dataset's folder
     inside an export of a suite (``""`` for one folder); a run not found is a note instead."""
