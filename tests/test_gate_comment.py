@@ -236,3 +236,16 @@ def test_a_real_suite_check_writes_one_comment_and_dataset_named_annotations(tmp
     assert text.splitlines()[1].startswith("⚠️ **The gate passed on all 2 datasets, but it is blind on 8 of 8 checks**")
     assert "#### <code>support</code>" in text and "#### <code>small</code>" in text
     assert "verdict=blind regressions=0" in text
+
+
+def test_summary_may_be_the_empty_step_summary_file_a_runner_creates(folders):
+    """``--summary "$GITHUB_STEP_SUMMARY"`` as the runner creates it (an empty file) is written; a file
+    with anything in it that harness check did not write is still refused."""
+    tmp, base, cur = folders
+    step = tmp / "step_summary"
+    step.write_bytes(b"")
+    assert main(["check", "--baseline", str(base), "--current", str(cur), "--summary", str(step)]) == 1
+    assert "harness check" in step.read_text()
+    step.write_text("## an earlier step's summary\n")
+    assert main(["check", "--baseline", str(base), "--current", str(cur), "--summary", str(step)]) == 2
+    assert step.read_text() == "## an earlier step's summary\n"
