@@ -108,3 +108,56 @@ def test_the_pre_commit_hook_is_harness_inspect_strict_on_golden_set_files():
         assert files.search(changed), changed
     for other in ("harness/cli/inspect.py", "docs/golden-sets.md", "results/nightly/results.json"):
         assert not files.search(other), other
+
+
+def _step(name: str) -> dict:
+    return next(s for s in ACTION["runs"]["steps"] if s.get("name") == name)
+
+
+@pytest.fixture
+def harness_on_path(tmp_path) -> dict[str, str]:
+    """A ``harness`` command on PATH running this checkout, as the action's install step leaves one."""
+    import os
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "harness"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m harness "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(ROOT)}
+
+
+@pytest.mark.parametrize(
+    ("current", "tolerances", "want"),
+    [
+        ("runB", "0.005", {"exit": "1", "verdict": "regression", "regressions": "1"}),
+        ("runA", "", {"exit": "0", "verdict": "blind", "regressions": "0"}),
+        ("missing", "", {"exit": "2", "verdict": "error", "regressions": "0"}),
+    ],
+)
+def test_the_check_step_sets_the_outputs_from_the_gate(tmp_path, harness_on_path, current, tolerances, want):
+    """The check step's own script, run by bash on two demo results folders: its outputs and the job
+    summary, for a regression, a blind pass and bad input."""
+    import shutil
+    import subprocess
+
+    inputs = ROOT / "tests" / "data" / "golden_outputs" / "inputs"
+    for name in ("runA", "runB"):
+        shutil.copytree(inputs / name, tmp_path / name)
+    tol = tmp_path / "tol.yaml"
+    tol.write_text(f"default: {tolerances}\n" if tolerances else "default: 0.01\n")
+    output, summary = tmp_path / "output", tmp_path / "summary"
+    summary.write_text("")
+    step = _step("Check against the baseline")
+    env = {**harness_on_path, "GITHUB_OUTPUT": str(output), "GITHUB_STEP_SUMMARY": str(summary)}
+    env |= {"BASELINE": str(tmp_path / "runA"), "RESULTS": str(tmp_path / current), "TOLERANCES": str(tol)}
+    env |= {"REQUIRE_POWER": "", "RUNNER_TEMP": str(tmp_path)}
+    done = subprocess.run(["bash", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr  # the step itself passes: the last step gives the gate's exit
+    got = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert {k: got[k] for k in want} == want, (got, done.stdout[-2000:], done.stderr[-2000:])
+    assert got["results"] == str(tmp_path / current)
+    if want["exit"] != "2":
+        assert "harness check" in summary.read_text() and (tmp_path / current / "check" / "junit.xml").is_file()
+        assert ("::error title=regression" in done.stdout) == (want["verdict"] == "regression")
