@@ -3,7 +3,9 @@
 Exit codes: 0 no regression, 1 a regression (or a missing/failed retriever, a changed dataset),
 2 bad input (one line, ``error: ...``). The table always goes to stdout; ``--summary`` and
 ``--junit`` write files for CI, atomically, also when the check fails or the input is bad, and
-``--history`` appends the night to a JSON-lines file (``harness history`` plots it).
+``--history`` appends the night to a JSON-lines file (``harness history`` plots it); ``--comment``
+writes the pull request comment ``harness ci comment`` posts and ``--annotations`` prints GitHub
+workflow commands (docs/nightly.md).
 
 Outputs are checked before anything is written (:mod:`harness.gate.outputs`): none may be an input
 or inside a results folder's ``results.json``/``runs/``, and an existing file is replaced only when
