@@ -40,6 +40,8 @@ COMMANDS = [
     "synth",
     "traces",
     "stream",
+    "ci",
+    "export",
 ]
 
 

@@ -3,7 +3,9 @@
 Exit codes: 0 no regression, 1 a regression (or a missing/failed retriever, a changed dataset),
 2 bad input (one line, ``error: ...``). The table always goes to stdout; ``--summary`` and
 ``--junit`` write files for CI, atomically, also when the check fails or the input is bad, and
-``--history`` appends the night to a JSON-lines file (``harness history`` plots it).
+``--history`` appends the night to a JSON-lines file (``harness history`` plots it); ``--comment``
+writes the pull request comment ``harness ci comment`` posts and ``--annotations`` prints GitHub
+workflow commands (docs/nightly.md).
 
 Outputs are checked before anything is written (:mod:`harness.gate.outputs`): none may be an input
 or inside a results folder's ``results.json``/``runs/``, and an existing file is replaced only when
@@ -91,6 +93,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--junit", metavar="FILE.xml", help="write JUnit XML: one test case per retriever x metric")
     p.add_argument(
         "--history", metavar="FILE.jsonl", help="append this night (means, verdicts, commit) to a history file"
+    )
+    p.add_argument(
+        "--comment",
+        metavar="FILE.md",
+        help="write the pull request comment (verdict, regressions, blind checks; under 65,536 bytes) for "
+        "`harness ci comment` (docs/nightly.md)",
+    )
+    p.add_argument(
+        "--annotations",
+        action="store_true",
+        help="print GitHub workflow commands: ::error per regression, ::warning per blind check",
     )
     add_allow_incomplete(p)
     p.set_defaults(func=run)

@@ -6,6 +6,8 @@
 - :mod:`~harness.gate.verdict`: :func:`check`, the pure rule, and the :class:`CheckReport` it returns;
 - :mod:`~harness.gate.suites`: two suites checked per dataset, one verdict naming the datasets;
 - :mod:`~harness.gate.render` (text, markdown) and :mod:`~harness.gate.junit` (JUnit XML, written only there);
+- :mod:`~harness.gate.comment` (the pull request comment) and :mod:`~harness.gate.annotations` (GitHub
+  workflow commands), for a folder and a suite through :mod:`~harness.gate.ci`;
 - :mod:`~harness.gate.outputs`: where a check may write (never over an input or a user's file);
 - :mod:`~harness.gate.history` (one JSON line per night) and :mod:`~harness.gate.trend` (its plots and page).
 """

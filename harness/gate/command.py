@@ -18,7 +18,7 @@ import logging
 from typing import TextIO
 
 from harness.errors import InputError
-from harness.gate import history, junit, outputs, suites
+from harness.gate import ci, history, junit, outputs, suites
 from harness.gate import load as load_gate
 from harness.gate.render import error_markdown, render
 from harness.gate.tolerances import CheckOptions as CheckOptions  # the flags: defined beside their checks
@@ -36,7 +36,7 @@ def run(o: CheckOptions, stdout: TextIO) -> int:
     input or a user's file). The report (table or JSON) to ``stdout``, the files written; the exit
     code (0 pass, 1 fail). Bad input: the error files (and, for folders as JSON, the error) first,
     then the :class:`InputError`."""
-    outputs.guard({"--summary": o.summary, "--junit": o.junit, "--history": o.history},
+    outputs.guard({"--summary": o.summary, "--junit": o.junit, "--history": o.history, "--comment": o.comment},
                   [o.baseline, o.current, o.tolerances])  # fmt: skip
     suite = is_suite(o.baseline) or is_suite(o.current)
     load_only = not suite and (load_gate.load_only(o.baseline) or load_gate.load_only(o.current))
@@ -46,6 +46,11 @@ def run(o: CheckOptions, stdout: TextIO) -> int:
         if suite and o.history:
             raise InputError(
                 "--history takes one dataset's check; for a suite, check DIR/<dataset> folders", field="--history"
+            )
+        if o.annotations and o.format == "json":
+            raise InputError(
+                "prints workflow commands on stdout, which --format json keeps one JSON document: use one or the other",
+                field="--annotations",
             )
         s = settings(o, quality=not load_only)
         if suite:  # per dataset (docs/suites.md)
@@ -88,11 +93,17 @@ def run(o: CheckOptions, stdout: TextIO) -> int:
     stdout.write(shown.stdout)
     if page and o.format != "json":  # stdout is one JSON document there
         stdout.write(f"page: {page[0]} (#{page[1]})\n")
-    outputs.write_all({"--summary": (o.summary, shown.summary), "--junit": (o.junit, shown.junit)})
+    result = sc if checked is None else checked
+    if o.annotations:
+        stdout.write(ci.annotations(result))
+    comment = ci.comment(result) if o.comment else ""
+    outputs.write_all(
+        {"--summary": (o.summary, shown.summary), "--junit": (o.junit, shown.junit), "--comment": (o.comment, comment)}
+    )
     if o.history and checked is not None:
         line = history.append(o.history, history.night(checked))
         stdout.write(f"history: night {line} appended to {o.history}\n")
-    return (sc if checked is None else checked).exit_code
+    return result.exit_code
 
 
 def _underpowered(blind: list[str], unsized: list[str]) -> str:
@@ -115,6 +126,7 @@ def write_error(o: CheckOptions, message: str) -> None:
     try:
         outputs.write(o.summary, error_markdown(message), "--summary")
         outputs.write(o.junit, junit.error_junit(message), "--junit")
+        outputs.write(o.comment, ci.failed_comment(message), "--comment")
         if o.history:
             history.append(o.history, history.error_night(message, baseline=o.baseline, current=o.current))
     except InputError:

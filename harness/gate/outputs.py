@@ -8,8 +8,10 @@ current results, so every output is checked before anything is written:
   inside a results folder's ``results.json`` or ``runs/`` (compared by resolved path and, where the
   file exists, by inode with :func:`os.path.samefile`, so links and ``..`` do not get around it);
 - two outputs must not name the same file;
-- an existing target must be a file ``harness check`` wrote: a summary or JUnit file ends with its
-  marker comment, a history file's lines are its nights. Anything else is a user's file: refused.
+- an existing target must be a file ``harness check`` wrote: a summary, JUnit or comment file ends
+  with its marker comment, a history file's lines are its nights; or an empty file (nothing to lose:
+  the ``$GITHUB_STEP_SUMMARY`` a runner creates empty for each step). Anything else is a user's
+  file: refused.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from harness.gate import junit, render
 from harness.gate.history import SCHEMA, SCHEMA_V1
 
 #: what a file of each kind must hold to be ours
-_MARKERS = {"summary": render.MARKER, "junit": junit.MARKER}
+_MARKERS = {"summary": render.MARKER, "junit": junit.MARKER, "comment": render.MARKER}
 
 
 def protected(inputs: Iterable[str | os.PathLike[str] | None]) -> tuple[list[Path], list[Path]]:
@@ -98,6 +100,8 @@ def _check_ours(flag: str, target: Path) -> None:
         raise InputError(f"{flag} names a folder; give a file name", path=target)
     if not target.is_file():
         raise InputError(f"{flag} exists and is not a regular file; choose another name", path=target)
+    if target.stat().st_size == 0 and not target.is_symlink():
+        return  # an empty file holds nothing to lose: the $GITHUB_STEP_SUMMARY a runner creates for a step
     kind = flag.lstrip("-")
     if kind == "history":
         if not is_history(target):

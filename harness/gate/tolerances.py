@@ -176,6 +176,8 @@ class CheckOptions(BaseModel):
     summary: str | None = None
     junit: str | None = None
     history: str | None = None
+    comment: str | None = None
+    annotations: bool = False
     allow_incomplete: bool = False
 
 

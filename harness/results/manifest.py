@@ -119,6 +119,14 @@ class Manifest:
     #: the library versions the run used; what a re-score was made against (``qrels``), when it was one
     versions = _Section()
     rescored = _Section()
+    #: the machine the run had (``harness export --to ir-metadata``)
+    machine = _Section()
+
+    @property
+    def command(self) -> list[str]:
+        """The command line that produced the result (empty when none was recorded)."""
+        value = self.data.get("command")
+        return [str(x) for x in value] if isinstance(value, list) else []
 
     @property
     def baseline(self) -> str | None:
