@@ -347,6 +347,13 @@ def _metrics(metrics: Sequence[str | Metric] | str) -> list[Metric]:
             "judgments alone cannot",
             field="metrics",
         )
+    nug = [m.name for m in ms if m.needs_nuggets]
+    if nug:
+        raise InputError(
+            f"{', '.join(nug)} needs nuggets and their assignments (--nuggets, --assignments; "
+            "a config's dataset: nuggets:, assignments:), judgments alone cannot",
+            field="metrics",
+        )
     return ms
 
 
