@@ -8,6 +8,7 @@ import sys
 from harness import defaults
 from harness.cli.command import add_allow_incomplete
 from harness.engine import score
+from harness.errors import InputError
 from harness.io.qrels_columnar import read_qrels_columnar
 from harness.io.trec import read_qrels, read_run
 from harness.metrics.evaluate import CompiledQrels, check_overlap
@@ -20,11 +21,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="score TREC run files against judgments",
         description="Score TREC run files against TREC qrels or a BEIR qrels tsv.",
     )
-    p.add_argument("--qrels", required=True, help="TREC qrels (4 columns) or BEIR tsv (query-id corpus-id score)")
+    p.add_argument(
+        "--qrels", help="TREC qrels (4 columns) or BEIR tsv (query-id corpus-id score); optional with --nuggets"
+    )
+    p.add_argument(
+        "--nuggets", metavar="FILE", help="nuggetizer nuggets JSONL, for the nugget metrics (docs/nuggets.md)"
+    )
+    p.add_argument("--assignments", metavar="FILE", help="nuggetizer assignments JSONL (assign --input-kind retrieval)")
     p.add_argument(
         "--run", required=True, action="append", dest="runs", metavar="FILE", help="TREC run file (repeat for several)"
     )
-    p.add_argument("--metrics", default=",".join(defaults.METRICS), help="comma-separated, e.g. ndcg@10,map,mrr@10")
+    p.add_argument(
+        "--metrics",
+        help=f"comma-separated, e.g. ndcg@10,map,mrr@10 (default {','.join(defaults.METRICS)}; "
+        f"with nuggets and no qrels {','.join(defaults.NUGGET_METRICS)})",
+    )
     p.add_argument("--per-query", action="store_true", help="also report every query's values")
     p.add_argument(
         "--judged-only", action="store_true", help="drop unjudged documents from each ranking first (trec_eval -J)"
@@ -49,8 +60,15 @@ def run(args: argparse.Namespace) -> int:
         from harness.stats.levels import check_level
 
         check_level(args.alpha, "--alpha")
+    if args.qrels is None and args.nuggets is None:
+        raise InputError("give --qrels, or --nuggets for the nugget metrics", field="--qrels")
+    if args.metrics is None:
+        args.metrics = ",".join(defaults.METRICS if args.qrels else defaults.NUGGET_METRICS)
     metrics = parse_metrics(args.metrics)
-    qrels = _compiled_qrels(args.qrels)
+    from harness.nuggets.judgments import for_metrics
+
+    nuggets = for_metrics(metrics, args.nuggets, args.assignments, qrels_given=args.qrels is not None)
+    qrels = _compiled_qrels(args.qrels) if args.qrels else CompiledQrels(nuggets.qrels())  # type: ignore[union-attr]
     from harness.results.integrity import check_stored_run
 
     for path in args.runs:
@@ -63,11 +81,22 @@ def run(args: argparse.Namespace) -> int:
 
         return print_ppi(args, runs, [m.name for m in metrics], fmt=args.format)
     for run, path in zip(runs.values(), args.runs):
+        if nuggets is not None:
+            nuggets.check_overlap(run, path)
+        if args.qrels is None:
+            continue
         warning = check_overlap(qrels, run, run_label=path, qrels_label=args.qrels)
         if warning:
             print(f"harness: warning: {warning}", file=sys.stderr)
     # the one scorer every command uses; evaluate prints means and per-query values, no statistics
-    results = score(runs, qrels, metrics, statistics=False, judged_only=args.judged_only)
+    results = score(
+        runs,
+        qrels,
+        metrics,
+        statistics=False,
+        judged_only=args.judged_only,
+        nuggets=None if nuggets is None else nuggets.input_for,
+    )
     from harness.results.evaluate_table import evaluate_table
 
     sys.stdout.write(evaluate_table(results, args.format, args.per_query))

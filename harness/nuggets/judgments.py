@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.errors import InputError
+from harness.metrics.names import Metric
 from harness.metrics.nuggets import LEVELS, NuggetInput
 from harness.nuggets.files import Assignment, NuggetRecord, read_assignments, read_nuggets
 from harness.run import Run
@@ -82,3 +84,42 @@ class NuggetJudgments:
         for (q, d), a in self.assignments.items():
             out[q][d] = max((LEVELS.get(x, 0) for x in a.labels.values()), default=0)
         return out
+
+    def check_overlap(self, run: Run, label: str) -> None:
+        """Refuse a run that ranks none of the queries with nuggets (another dataset, renamed ids):
+        its nugget metrics would all be 0 and look like a bad retriever."""
+        if not any(q in self.nuggets for q in run.query_ids):
+            raise InputError(
+                f"run {label} shares no query ids with the nuggets file "
+                f"(run e.g. {', '.join(map(repr, run.query_ids[:3])) or 'none'}; "
+                f"nuggets e.g. {', '.join(map(repr, list(self.nuggets)[:3]))}); are they from the same dataset?"
+            )
+
+
+def for_metrics(
+    metrics: Sequence[Metric],
+    nuggets: str | os.PathLike[str] | None,
+    assignments: str | os.PathLike[str] | None,
+    *,
+    qrels_given: bool,
+    flags: tuple[str, str, str] = ("--nuggets", "--assignments", "--qrels"),
+) -> NuggetJudgments | None:
+    """The nugget judgments the asked metrics need, read and checked before any scoring; None when
+    no nugget metric is asked and no nuggets file given. Without qrels only nugget metrics can be
+    scored (``judged@k`` excepted: the assignments imply it). ``flags``: how the three inputs are
+    named in errors (the command's flags, or a config's fields)."""
+    nug = [m.name for m in metrics if m.needs_nuggets]
+    if nuggets is None:
+        if nug:
+            raise InputError(f"{', '.join(nug)} needs a nuggets file", field=flags[0])
+        if assignments is not None:
+            raise InputError(f"assignments need their nuggets file ({flags[0]})", field=flags[1])
+        return None
+    if not qrels_given:
+        other = [m.name for m in metrics if not m.needs_nuggets and m.kind != "judged"]
+        if other:
+            raise InputError(
+                f"{', '.join(other)} needs qrels; with nuggets alone ask nugget metrics (e.g. nugget_vital@10)",
+                field=flags[2],
+            )
+    return NuggetJudgments.load(nuggets, assignments)
