@@ -14,13 +14,14 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.nuggets import read_assignments, read_nuggets
+from tests.conftest import LocalServer, send_json
 
 pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
 
@@ -59,15 +60,9 @@ class FakeEndpoint:
                     "choices": [{"message": {"role": "assistant", "content": str([label(passage, t) for t in texts])}}],
                     "usage": {"prompt_tokens": 100, "completion_tokens": 10},
                 }
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, json.dumps(reply).encode())
 
-        self.srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.srv.daemon_threads = True
+        self.srv = LocalServer(Handler)
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.srv.server_address[1]}/v1"
 

@@ -227,36 +227,22 @@ def parse_assignment(obj: dict[str, Any], nuggets: Mapping[str, NuggetRecord], p
     labels: dict[str, str] = {}
     for j, n in enumerate(_nugget_list(obj, path, line)):
         t = _text(n, "text", path, line, f"nuggets[{j}].text")
-        if t not in importance:
-            raise InputError(
-                f"nugget {t[:60]!r} is not one of query {qid!r}'s nuggets (nuggets file line {known.line})",
-                path=path,
-                line=line,
-                field=f"nuggets[{j}].text",
-            )
-        imp = _importance(n, path, line, j)
-        if imp != importance[t]:
-            raise InputError(
-                f"importance {imp!r}, but the nuggets file (line {known.line}) says {importance[t]!r}",
-                path=path,
-                line=line,
-                field=f"nuggets[{j}].importance",
-            )
-        a = _text(n, "assignment", path, line, f"nuggets[{j}].assignment")
-        if a not in LEVELS:
-            raise InputError(
-                f"unknown assignment {a!r}; nuggetizer writes {', '.join(LEVELS)}",
-                path=path,
-                line=line,
-                field=f"nuggets[{j}].assignment",
-            )
-        if t in labels and labels[t] != a:
-            raise InputError(
-                f"nugget {t[:60]!r} is assigned twice in this record, differently",
-                path=path,
-                line=line,
-                field=f"nuggets[{j}].assignment",
-            )
+        imp = _importance(n, path, line, j) if t in importance else None
+        a = _text(n, "assignment", path, line, f"nuggets[{j}].assignment") if imp is not None else None
+        problem = (
+            ("text", f"nugget {t[:60]!r} is not one of query {qid!r}'s nuggets (nuggets file line {known.line})")
+            if imp is None
+            else ("importance", f"importance {imp!r}, but the nuggets file (line {known.line}) says {importance[t]!r}")
+            if imp != importance[t]
+            else ("assignment", f"unknown assignment {a!r}; nuggetizer writes {', '.join(LEVELS)}")
+            if a not in LEVELS
+            else ("assignment", f"nugget {t[:60]!r} is assigned twice in this record, differently")
+            if t in labels and labels[t] != a
+            else None
+        )
+        if problem is not None:
+            raise InputError(problem[1], path=path, line=line, field=f"nuggets[{j}].{problem[0]}")
+        assert a is not None
         labels[t] = a
     query = obj.get("text") if isinstance(obj.get("text"), str) else known.query
     passage = obj.get("candidate_text") if isinstance(obj.get("candidate_text"), str) else ""
