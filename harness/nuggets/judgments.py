@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -36,7 +35,7 @@ class NuggetJudgments:
     ) -> NuggetJudgments:
         """Both files, checked (``FILE:LINE: field`` errors); no assignments file: nothing assessed yet."""
         ns = read_nuggets(nuggets)
-        ass = read_assignments(assignments, ns) if assignments is not None and Path(assignments).exists() else {}
+        ass = read_assignments(assignments, ns) if assignments is not None else {}
         return cls(ns, ass)
 
     @property
