@@ -124,6 +124,20 @@ def test_config_run_check_power(tmp_path: Path) -> None:
     assert "nugget_vital@10" in res["intervals"]["bm25"] and "nugget_vital@10" in res["significance"]["bm25_k09"]
     assert "nugget_vital@10" in (tmp_path / "r" / "table.md").read_text()
     assert res["manifest"]["config"]["dataset"]["nuggets"].endswith("nuggets.jsonl")
+    # the page: per query, the nuggets each run's top 10 covers
+    from harness.results import Results
+    from harness.results.drilldown import attach_folder
+    from harness.results.page.data import build
+
+    loaded = Results.open(tmp_path / "r")
+    attach_folder(loaded)
+    nug = build(loaded).details[0]["nug"]
+    i = loaded.query_ids.index("q01")
+    assert nug["t"][i] == ["q01 fact 0", "q01 fact 1", "q01 fact 2"] and nug["v"][i] == [1, 1, 0]
+    vital = [b for b, v in zip(nug["b"]["bm25"][i], nug["v"][i]) if v]
+    # levels 2 (support) and 1 (partial): nugget_vital@10 = sum of the vital ones' levels / 2 / |vital|
+    assert sum(vital) / 2 / len(vital) == res["per_query"]["bm25"]["nugget_vital@10"][i]
+    assert '"nug"' in (tmp_path / "r" / "report.html").read_text()
     # the stored run scored by `harness evaluate --nuggets` gives the same per-query values
     trec = next((tmp_path / "r" / "runs").glob("bm25-*.trec"))
     code, out, err = _cli(
