@@ -15,10 +15,12 @@ import pytest
 
 from harness.cli import main
 from harness.io.trec import read_qrels, read_run
+from tests.conftest import SHARED_DATA
 
 pytestmark = pytest.mark.core  # runs on the core install alone too (.ci/core_tests.sh)
 
 DEMO = Path(__file__).resolve().parents[1] / "datasets" / "demo"
+SCIFACT = SHARED_DATA / "scifact"
 
 #: ragas PR #2816's example: retrieved doc_1, doc_3, doc_7, doc_2, doc_9; doc_1 and doc_7 relevant
 EXAMPLE = {
@@ -128,20 +130,22 @@ def test_bad_cells_are_located(tmp_path: Path) -> None:
     assert not (tmp_path / "d").exists()
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_a_beir_set_through_ragas_scores_as_pytrec_eval_on_the_original(tmp_path: Path, fmt: str) -> None:
-    """The demo's judgments (relevant: grade >= 1) and a BM25 top 20 as a RAGAS file: every query's
-    metrics from the converted folder equal pytrec_eval's on the original qrels (binarised) and run."""
+def through_ragas(tmp_path: Path, dataset: Path, fmt: str, depth: int = 20) -> int:
+    """``dataset``'s judgments (relevant: grade >= 1) and a BM25 top ``depth`` as a RAGAS file, converted:
+    every query's metrics from the converted folder equal pytrec_eval's on the original qrels
+    (binarised) and run, to 1e-12. Returns the number of queries compared."""
     pytrec_eval = pytest.importorskip("pytrec_eval")
     (tmp_path / "c.yaml").write_text(
-        "dataset: demo\nlatency_queries: 1\nwarmup_queries: 0\ndepth: 20\nretrievers:\n  bm25: {type: bm25}\n"
+        f"dataset: {{path: {json.dumps(str(dataset))}}}\nlatency_queries: 1\nwarmup_queries: 0\ndepth: {depth}\n"
+        "retrievers:\n  bm25: {type: bm25}\n"
     )
     code, _, err = _cli("run", "--config", str(tmp_path / "c.yaml"), "--out", str(tmp_path / "r"), "--no-progress")
     assert code == 0, err
     run = read_run(next((tmp_path / "r" / "runs").glob("bm25-*.trec")))
-    qrels = read_qrels(DEMO / "qrels" / "test.tsv")
+    qrels = read_qrels(dataset / "qrels" / "test.tsv")
     texts = {
-        json.loads(line)["_id"]: json.loads(line)["text"] for line in (DEMO / "queries.jsonl").read_text().splitlines()
+        json.loads(line)["_id"]: json.loads(line)["text"]
+        for line in (dataset / "queries.jsonl").read_text().splitlines()
     }
     relevant = {q: {d: 1 for d, g in j.items() if g >= 1} for q, j in qrels.items()}
     relevant = {q: j for q, j in relevant.items() if j}
@@ -173,7 +177,20 @@ def test_a_beir_set_through_ragas_scores_as_pytrec_eval_on_the_original(tmp_path
     ref = pytrec_eval.RelevanceEvaluator(relevant, set(measures.values())).evaluate(
         {q: dict(run.ranking(q)) for q in run.query_ids if q in relevant}
     )
-    assert len(ours) == len(relevant) > 50
+    assert len(ours) == len(relevant)
     for i, q in enumerate(order):
         for ours_name, theirs in measures.items():
             assert abs(ours[f"q{i + 1}"][ours_name] - ref[q][theirs]) <= 1e-12, (q, ours_name)
+    return len(ours)
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_beir_set_through_ragas_scores_as_pytrec_eval_on_the_original(tmp_path: Path, fmt: str) -> None:
+    assert through_ragas(tmp_path, DEMO, fmt) > 50
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SCIFACT / "corpus.jsonl").is_file(), reason="needs ../shared/data/scifact")
+def test_scifact_through_ragas_scores_as_pytrec_eval_on_the_original(tmp_path: Path) -> None:
+    """SciFact's 300 test queries, a BM25 top 100 over its 5,183 abstracts."""
+    assert through_ragas(tmp_path, SCIFACT, "jsonl", depth=100) == 300
