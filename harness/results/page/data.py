@@ -108,9 +108,7 @@ def build(results: Results, *, texts: Texts | None = None, chunk: int = CHUNK) -
         "parts": (len(qids) + chunk - 1) // chunk if qids else 0,
     }
     nuggets = _nuggets(results, notes)
-    details = [
-        _detail(qids[lo : lo + chunk], lo, runs, qrels, texts, nuggets) for lo in range(0, len(qids), chunk)
-    ]
+    details = [_detail(qids[lo : lo + chunk], lo, runs, qrels, texts, nuggets) for lo in range(0, len(qids), chunk)]
     return PageData(head, details, notes)
 
 
