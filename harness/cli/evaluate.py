@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from harness import defaults
@@ -28,6 +29,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--nuggets", metavar="FILE", help="nuggetizer nuggets JSONL, for the nugget metrics (docs/nuggets.md)"
     )
     p.add_argument("--assignments", metavar="FILE", help="nuggetizer assignments JSONL (assign --input-kind retrieval)")
+    p.add_argument(
+        "--auto-assignments",
+        metavar="FILE",
+        help="a judge's assignments: with --assignments (people's, on a sample of queries), each nugget metric's "
+        "prediction-powered interval (docs/nuggets.md)",
+    )
     p.add_argument(
         "--run", required=True, action="append", dest="runs", metavar="FILE", help="TREC run file (repeat for several)"
     )
@@ -56,7 +63,7 @@ def _compiled_qrels(path: str) -> CompiledQrels:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.auto_qrels:  # before anything is read: an alpha no interval can be computed at is one line
+    if args.auto_qrels or args.auto_assignments:  # first: an alpha no interval can be computed at is one line
         from harness.stats.levels import check_level
 
         check_level(args.alpha, "--alpha")
@@ -76,6 +83,17 @@ def run(args: argparse.Namespace) -> int:
     from harness.results.record import run_names
 
     runs = {name: read_run(path, name=name) for name, path in zip(run_names(args.runs), args.runs)}
+    if args.auto_assignments:  # prediction-powered intervals: people's assignments and a judge's
+        from harness.judging.ppi import ppi_from_nugget_files, render
+
+        report = ppi_from_nugget_files(
+            runs, [m.name for m in metrics], nuggets=args.nuggets, assignments=args.assignments,
+            auto_assignments=args.auto_assignments, labelled=args.labelled, alpha=args.alpha,
+        )  # fmt: skip
+        sys.stdout.write(
+            json.dumps(report, indent=1, allow_nan=False) + "\n" if args.format == "json" else render(report)
+        )
+        return 0
     if args.auto_qrels:  # prediction-powered intervals: people's judgments (--qrels) and a judge's
         from harness.cli.judge_tools import print_ppi
 

@@ -59,12 +59,15 @@ def split(human: Qrels, judge: Qrels, labelled: Collection[str] | None = None) -
     return Split(lab, [q for q in sorted(judge) if q not in taken], inc)
 
 
-def _per_query(runs: Mapping[str, Run], qrels: Qrels, queries: Sequence[str], metrics: Sequence[str]):
-    """``{run: {metric: array over queries}}`` (a run missing a query scores 0 there, as always)."""
+def _per_query(
+    runs: Mapping[str, Run], qrels: Qrels, queries: Sequence[str], metrics: Sequence[str], nuggets: Any = None
+):
+    """``{run: {metric: array over queries}}`` (a run missing a query scores 0 there, as always);
+    ``nuggets``: the nugget judgments the nugget metrics are scored on."""
     from harness.engine.score import score
 
     sub = {q: qrels[q] for q in queries}
-    res = score(runs, sub, list(metrics), statistics=False)
+    res = score(runs, sub, list(metrics), statistics=False, nuggets=None if nuggets is None else nuggets.input_for)
     pos = {q: i for i, q in enumerate(res.query_ids)}
     idx = np.array([pos[q] for q in queries], dtype=np.int64)
     return {r: {m: res.scores(r)[m][idx] for m in metrics} for r in runs}
@@ -91,12 +94,15 @@ def ppi_report(
     labelled: Collection[str] | None = None,
     alpha: float = defaults.ALPHA,
     baseline: str | None = None,
+    nuggets: tuple[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """``{"runs": {run: {metric: interval}}, "differences": {"B - A": {metric: interval}}, ...}``.
 
     Each interval is ``{ppi: {mean, low, high}, classical: {mean, low, high, n}, n_labelled,
     n_unlabelled, lam}``. Differences are per query (run minus ``baseline``, default the first run),
-    so the same queries' judge errors cancel where they can.
+    so the same queries' judge errors cancel where they can. ``nuggets``: the people's and the
+    judge's nugget judgments (:class:`harness.nuggets.NuggetJudgments`), for nugget metrics: then
+    ``human`` and ``judge`` are the passages each assessed (:func:`assessed`).
     """
     check_level(alpha, "--alpha")
     s = split(human, judge, labelled)
@@ -115,9 +121,10 @@ def ppi_report(
         raise InputError(
             "the judge grades no query beyond the labelled ones: nothing for PPI to add", field="--auto-qrels"
         )
-    y = _per_query(runs, human, s.labelled, metrics)
-    yhat = _per_query(runs, judge, s.labelled, metrics)
-    yu = _per_query(runs, judge, s.unlabelled, metrics)
+    people, machine = nuggets if nuggets is not None else (None, None)
+    y = _per_query(runs, human, s.labelled, metrics, people)
+    yhat = _per_query(runs, judge, s.labelled, metrics, machine)
+    yu = _per_query(runs, judge, s.unlabelled, metrics, machine)
     out: dict[str, Any] = {
         "alpha": alpha,
         "n_labelled": len(s.labelled),
@@ -163,6 +170,46 @@ def ppi_from_files(
     chosen = set(sampled_queries(labelled)) if labelled else None
     human, judge = read_qrels(qrels), read_qrels(auto_qrels)
     return ppi_report(runs, human, judge, metrics, labelled=chosen, alpha=alpha, baseline=baseline)
+
+
+def assessed(nuggets: Any) -> Qrels:
+    """The passages a nugget assignments file assessed, as judgments (:meth:`NuggetJudgments.qrels`
+    less the queries nobody assessed): a query is labelled when the people assessed every passage
+    the judge assessed for it, as for grades."""
+    return {q: j for q, j in nuggets.qrels().items() if j}
+
+
+def ppi_from_nugget_files(
+    runs: Mapping[str, Run],
+    metrics: Sequence[str],
+    *,
+    nuggets: str | None,
+    assignments: str | None,
+    auto_assignments: str,
+    labelled: str | None = None,
+    alpha: float = defaults.ALPHA,
+    baseline: str | None = None,
+) -> dict[str, Any]:
+    """:func:`ppi_report` for nugget metrics: ``--assignments`` (people's, on a sample of queries) and
+    ``--auto-assignments`` (a judge's, on every query), both of ``--nuggets``."""
+    from harness.judging.sample import sampled_queries
+    from harness.metrics.names import parse_metrics
+    from harness.nuggets import NuggetJudgments
+
+    if not nuggets or not assignments:
+        raise InputError(
+            "--auto-assignments needs --nuggets and --assignments (people's, of the labelled queries)",
+            field="--assignments",
+        )
+    other = [m.name for m in parse_metrics(metrics) if not m.needs_nuggets]
+    if other:
+        raise InputError(f"{', '.join(other)}: with --auto-assignments ask nugget metrics only", field="--metrics")
+    chosen = set(sampled_queries(labelled)) if labelled else None
+    people, machine = NuggetJudgments.load(nuggets, assignments), NuggetJudgments.load(nuggets, auto_assignments)
+    return ppi_report(
+        runs, assessed(people), assessed(machine), metrics, labelled=chosen, alpha=alpha, baseline=baseline,
+        nuggets=(people, machine),
+    )  # fmt: skip
 
 
 def render(report: Mapping[str, Any]) -> str:
