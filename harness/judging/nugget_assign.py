@@ -298,12 +298,19 @@ def items_to_assign(
         return []
     ds = _dataset(res)
     corpus = {d.id: d for d in ds.corpus}
-    out = []
+    out, textless = [], []
     for q, d, _, _ in rows:
         doc = corpus.get(d)
-        text = umbrela.passage(doc.title, doc.text) if doc is not None else ""
+        if doc is None or not (doc.title.strip() or doc.text.strip()):
+            textless.append(d)  # nothing for a judge to read: never asked, left unassessed
+            continue
         rec = nuggets[q]
-        out.append(Item(q, d, rec.query, text, tuple(n.text for n in rec.nuggets)))
+        out.append(Item(q, d, rec.query, umbrela.passage(doc.title, doc.text), tuple(n.text for n in rec.nuggets)))
+    if textless:
+        log.warning(
+            "%d passages of the top %d have no text in the dataset (e.g. %s): not asked, left unassessed",
+            len(textless), depth, ", ".join(map(repr, textless[:3])),
+        )  # fmt: skip
     return out
 
 
