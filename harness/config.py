@@ -93,6 +93,9 @@ class DatasetConfig(BaseModel):
     #: a numeric field of queries.jsonl (``count`` from ``harness traces import``): every figure is
     #: weighted by it (docs/traces.md); unweighted when unset
     weights: str | None = None
+    #: nuggetizer's nuggets and assignments JSONL, for the nugget metrics (docs/nuggets.md)
+    nuggets: str | None = None
+    assignments: str | None = None
 
     @property
     def label(self) -> str:

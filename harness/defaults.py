@@ -13,6 +13,8 @@ DATASET = "demo"
 SPLIT = "test"
 #: metrics scored when none are named
 METRICS = ("ndcg@10", "mrr@10", "recall@100", "hit_rate@5", "precision@5", "map@100")
+#: metrics scored when nuggets are given without qrels and none are named (docs/nuggets.md)
+NUGGET_METRICS = ("nugget_strict_vital@10", "nugget_vital@10", "nugget_all@10", "nugget_assessed@10")
 #: k asked of every retriever
 DEPTH = 100
 #: one seed for every random choice

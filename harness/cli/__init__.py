@@ -35,6 +35,7 @@ COMMANDS = [
     "retrievers",
     "pool",
     "judge",
+    "nuggets",
     "load",
     "inspect",
     "synth",

@@ -31,7 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--split", default=None, help="split to read (BEIR, HF DatasetDict) and to write (default: test)")
     p.add_argument("--judge-by", choices=["auto", "ids", "answers"], default="auto", help="rows with ids and answers")
     p.add_argument("--corpus-format", choices=["jsonl", "csv", "tsv", "parquet", "hf", "text"], default=None)
-    p.add_argument("--golden-format", choices=["jsonl", "csv", "tsv", "parquet", "hf"], default=None)
+    p.add_argument(
+        "--golden-format",
+        choices=["jsonl", "csv", "tsv", "parquet", "hf", "ragas"],
+        default=None,
+        help="ragas: a RAGAS EvaluationDataset (JSONL or CSV; no --corpus), written with its ranking as "
+        "OUT/runs/ragas.trec (docs/nuggets.md)",
+    )
     p.add_argument(
         "--keywords",
         choices=["resolve", "keep"],
@@ -64,6 +70,13 @@ def parse_chunking_flag(value: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.golden_format == "ragas":
+        if args.golden is None or args.corpus is not None or args.dataset is not None or args.chunking is not None:
+            raise InputError("--golden-format ragas takes --golden FILE and --out alone", field="--golden-format")
+        from harness.io.ragas import convert_ragas
+
+        print(convert_ragas(args.golden, args.out, split=args.split), file=sys.stderr)
+        return 0
     pair = args.corpus is not None or args.golden is not None
     if pair and args.dataset is not None:
         raise InputError("give either DATASET or --corpus and --golden, not both")

@@ -52,10 +52,10 @@ def rescore(
     if missing:
         raise InputError(f"no stored run for {', '.join(missing)} (runs/*.trec)", path=folder)
     metrics = parse_metrics(results.metrics)
-    dropped = [m.name for m in metrics if m.needs_embeddings or m.needs_context]
+    dropped = [m.name for m in metrics if m.needs_embeddings or m.needs_context or m.needs_nuggets]
     if dropped:
-        log.info("%s: computed from embeddings or chunks, not re-scored from run files", ", ".join(dropped))
-    metrics = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
+        log.info("%s: computed from embeddings, chunks or nuggets, not re-scored from run files", ", ".join(dropped))
+    metrics = [m for m in metrics if not (m.needs_embeddings or m.needs_context or m.needs_nuggets)]
     if not metrics:
         raise InputError("no metric of this folder can be re-scored from run files", path=folder)
     for name, run in runs.items():

@@ -18,6 +18,7 @@ from harness.metrics.context import ContextInput
 from harness.metrics.diversity import embedding_metrics
 from harness.metrics.evaluate import CompiledQrels, evaluate_run, judged_at_10, mean
 from harness.metrics.names import Metric, parse_metrics
+from harness.metrics.nuggets import NuggetInput
 from harness.results import Comparison, Manifest, Results
 from harness.results.data import Weights
 from harness.run import Run
@@ -29,6 +30,9 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 #: ``context(name, run, query_ids) -> ContextInput``: per query, the ranked chunks' token counts and
 #: what they cover, for the RAG context metrics (recall@Ntok...)
 Context = Callable[[str, Run, list[str]], ContextInput]
+#: ``nuggets(run, query_ids) -> NuggetInput``: per query its nuggets and each ranked passage's
+#: assignment, for the nugget metrics (:meth:`harness.nuggets.NuggetJudgments.input_for`)
+Nuggets = Callable[[Run, list[str]], NuggetInput]
 
 
 def score(
@@ -42,6 +46,7 @@ def score(
     statistics: bool = True,
     embed: Embed | None = None,
     context: Context | None = None,
+    nuggets: Nuggets | None = None,
     efficiency: Mapping[str, Mapping[str, Any]] | None = None,
     failures: Mapping[str, str] | None = None,
     manifest: Mapping[str, Any] | None = None,
@@ -63,9 +68,16 @@ def score(
     """
     metrics = parse_metrics(metrics)
     cq = qrels if isinstance(qrels, CompiledQrels) else CompiledQrels(qrels)
-    judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
+    judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context or m.needs_nuggets)]
     embedded = [m for m in metrics if m.needs_embeddings]
     contextual = [m for m in metrics if m.needs_context]
+    nuggety = [m for m in metrics if m.needs_nuggets]
+    if nuggety and nuggets is None and runs:
+        raise InputError(
+            f"{', '.join(m.name for m in nuggety)} needs nuggets and their assignments "
+            "(--nuggets and --assignments, or the config's dataset: nuggets:, assignments:)",
+            field="metrics",
+        )
     if embedded and embed is None and runs:
         raise InputError(
             f"{', '.join(m.name for m in embedded)} needs document embeddings, which these runs do not carry; "
@@ -109,6 +121,9 @@ def score(
         if contextual:
             ctx = context(name, run, list(cq.query_ids))
             vals.update({m.name: m.spec.compute(ctx, m.k) for m in contextual})
+        if nuggety:
+            nin = nuggets(run, list(cq.query_ids))  # type: ignore[misc]
+            vals.update({m.name: m.spec.compute(nin, m.k) for m in nuggety})
         vals = {m.name: np.asarray(vals[m.name], dtype=np.float64)[order] for m in metrics}
         values[name] = vals
         res.summary[name] = {m: mean(v) if w is None else weighted_mean(v, w) for m, v in vals.items()}

@@ -67,6 +67,8 @@ class Session:
     embedder: Embedder | None = None
     #: ``dataset: {weights: FIELD}``: (field, query id -> weight); every figure is traffic-weighted
     weights: tuple[str, dict[str, float]] | None = None
+    #: ``dataset: {nuggets: N, assignments: A}``: the nugget metrics' judgments (harness.nuggets)
+    nuggets: Any = None
 
     @classmethod
     def from_config(
@@ -92,13 +94,15 @@ class Session:
             ds = load_dataset(dataset, split or config.dataset.split, name=config.dataset.name)
         else:
             section = config.dataset.model_dump()
-            section.pop("weights", None)  # read from the loaded queries below
+            for key in ("weights", "nuggets", "assignments"):
+                section.pop(key, None)  # read from the loaded queries, and the nugget files, below
             if split:
                 section["split"] = split
             ds = load_from_config(section, base)
         field = config.dataset.weights
         weights = (field, query_weights(ds, field)) if field else None
         check_dataset_usable(ds)  # an empty corpus or a lone surrogate fails here, not after hours of work
+        nuggets = _nuggets(config, base, metrics)  # a bad nugget file: exit 2 before any work
         cache = cache_dir_of(config.cache_dir)
         ctx = BuildContext(cache_dir=cache, config_dir=base, seed=config.seed, depth=config.depth, show_progress=False)
         specs = config.specs(objects=objects)
@@ -121,6 +125,9 @@ class Session:
         resolved["dataset"] = {"path": str(ds.source) if ds.source else ds.name, "split": ds.split, "name": ds.name}
         if field:
             resolved["dataset"]["weights"] = field
+        for key in ("nuggets", "assignments"):
+            if getattr(config.dataset, key):
+                resolved["dataset"][key] = str(base / getattr(config.dataset, key))
         resolved["cache_dir"] = str(cache)
         resolved["retrievers"] = {n: graph[n].spec for n in graph.order}
         return cls(
@@ -141,6 +148,7 @@ class Session:
             chunking=config.chunking,
             executor=config.executor,
             weights=weights,
+            nuggets=nuggets,
             **wiring,
         )
 
@@ -155,6 +163,21 @@ class Session:
         executor = executor_from_config(self.executor) if self.executor is not None else None
         with use_executor(executor):
             return run_graph(self, out=out, resume=resume, show_progress=show_progress)
+
+
+def _nuggets(config: RunConfig, base: Path, metrics: Sequence[str] | None) -> Any:
+    """The config's nugget judgments (``dataset: {nuggets, assignments}``), read and checked now;
+    None when it names none and asks no nugget metric (one that does without them: exit 2 here)."""
+    from harness.nuggets.judgments import for_metrics
+
+    d = config.dataset
+    return for_metrics(
+        parse_metrics(list(metrics) if metrics else list(config.metrics)),
+        base / d.nuggets if d.nuggets else None,
+        base / d.assignments if d.assignments else None,
+        qrels_given=True,
+        flags=("dataset.nuggets", "dataset.assignments", "dataset"),
+    )
 
 
 def check_corpus(specs: Mapping[str, SpecBase], corpus: Any, config_dir: Path) -> None:
@@ -408,6 +431,7 @@ def _summarise(run: _Run, *, complete: bool) -> Results:
         statistics=complete,
         embed=run.embed if complete else None,
         context=run.context,
+        nuggets=None if s.nuggets is None else s.nuggets.input_for,
         efficiency=_efficiency(full, outcomes, len(s.dataset.queries)),
         failures={n: o.error for n, o in outcomes.items() if o.error},
         manifest=run.manifest,
@@ -420,7 +444,7 @@ def _summarise(run: _Run, *, complete: bool) -> Results:
     res.attach(res.runs, res.qrels, {n: outcomes[n].cost for n in ok if outcomes[n].cost is not None})
     res.attach_dataset(s.dataset)  # the page's texts come from what the run holds, not a second read
     if complete and s.chunking:
-        judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context)]
+        judged = [m for m in metrics if not (m.needs_embeddings or m.needs_context or m.needs_nuggets)]
         for n in ok:
             chunk_qrels = run.variant_of[n].dataset.qrels
             if judged and chunk_qrels:

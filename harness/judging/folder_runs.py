@@ -29,7 +29,7 @@ def scorable(metrics: str | Sequence[str]) -> list[str]:
     """The metric names (a comma-separated list or names) grades alone can score."""
     from harness.metrics.names import parse_metrics
 
-    return [m.name for m in parse_metrics(metrics) if not (m.needs_embeddings or m.needs_context)]
+    return [m.name for m in parse_metrics(metrics) if not (m.needs_embeddings or m.needs_context or m.needs_nuggets)]
 
 
 def agree_inputs(

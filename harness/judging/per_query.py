@@ -5,6 +5,7 @@ computed on: what prediction-powered (:mod:`~harness.judging.ppi`) and active
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -13,12 +14,15 @@ from harness.model import Qrels
 from harness.run import Run
 
 
-def per_query(runs: Mapping[str, Run], qrels: Qrels, queries: Sequence[str], metrics: Sequence[str]):
-    """``{run: {metric: array over queries}}`` (a run missing a query scores 0 there, as always)."""
+def per_query(
+    runs: Mapping[str, Run], qrels: Qrels, queries: Sequence[str], metrics: Sequence[str], nuggets: Any = None
+):
+    """``{run: {metric: array over queries}}`` (a run missing a query scores 0 there, as always);
+    ``nuggets``: the nugget judgments the nugget metrics are scored on."""
     from harness.engine.score import score
 
     sub = {q: qrels[q] for q in queries}
-    res = score(runs, sub, list(metrics), statistics=False)
+    res = score(runs, sub, list(metrics), statistics=False, nuggets=None if nuggets is None else nuggets.input_for)
     pos = {q: i for i, q in enumerate(res.query_ids)}
     idx = np.array([pos[q] for q in queries], dtype=np.int64)
     return {r: {m: res.scores(r)[m][idx] for m in metrics} for r in runs}

@@ -82,12 +82,15 @@ def ppi_report(
     labelled: Collection[str] | None = None,
     alpha: float = defaults.ALPHA,
     baseline: str | None = None,
+    nuggets: tuple[Any, Any] | None = None,
 ) -> dict[str, Any]:
     """``{"runs": {run: {metric: interval}}, "differences": {"B - A": {metric: interval}}, ...}``.
 
     Each interval is ``{ppi: {mean, low, high}, classical: {mean, low, high, n}, n_labelled,
     n_unlabelled, lam}``. Differences are per query (run minus ``baseline``, default the first run),
-    so the same queries' judge errors cancel where they can.
+    so the same queries' judge errors cancel where they can. ``nuggets``: the people's and the
+    judge's nugget judgments (:class:`harness.nuggets.NuggetJudgments`), for nugget metrics: then
+    ``human`` and ``judge`` are the passages each assessed (:func:`assessed`).
     """
     check_level(alpha, "--alpha")
     s = split(human, judge, labelled)
@@ -106,9 +109,10 @@ def ppi_report(
         raise InputError(
             "the judge grades no query beyond the labelled ones: nothing for PPI to add", field="--auto-qrels"
         )
-    y = _per_query(runs, human, s.labelled, metrics)
-    yhat = _per_query(runs, judge, s.labelled, metrics)
-    yu = _per_query(runs, judge, s.unlabelled, metrics)
+    people, machine = nuggets if nuggets is not None else (None, None)
+    y = _per_query(runs, human, s.labelled, metrics, people)
+    yhat = _per_query(runs, judge, s.labelled, metrics, machine)
+    yu = _per_query(runs, judge, s.unlabelled, metrics, machine)
     out: dict[str, Any] = {
         "alpha": alpha,
         "n_labelled": len(s.labelled),
@@ -155,6 +159,46 @@ def ppi_from_files(
     chosen = set(sampled_queries(labelled)) if labelled else None
     human, judge = read_qrels(qrels), read_qrels(auto_qrels)
     return ppi_report(runs, human, judge, metrics, labelled=chosen, alpha=alpha, baseline=baseline)
+
+
+def assessed(nuggets: Any) -> Qrels:
+    """The passages a nugget assignments file assessed, as judgments (:meth:`NuggetJudgments.qrels`
+    less the queries nobody assessed): a query is labelled when the people assessed every passage
+    the judge assessed for it, as for grades."""
+    return {q: j for q, j in nuggets.qrels().items() if j}
+
+
+def ppi_from_nugget_files(
+    runs: Mapping[str, Run],
+    metrics: Sequence[str],
+    *,
+    nuggets: str | None,
+    assignments: str | None,
+    auto_assignments: str,
+    labelled: str | None = None,
+    alpha: float = defaults.ALPHA,
+    baseline: str | None = None,
+) -> dict[str, Any]:
+    """:func:`ppi_report` for nugget metrics: ``--assignments`` (people's, on a sample of queries) and
+    ``--auto-assignments`` (a judge's, on every query), both of ``--nuggets``."""
+    from harness.judging.sample import sampled_queries
+    from harness.metrics.names import parse_metrics
+    from harness.nuggets import NuggetJudgments
+
+    if not nuggets or not assignments:
+        raise InputError(
+            "--auto-assignments needs --nuggets and --assignments (people's, of the labelled queries)",
+            field="--assignments",
+        )
+    other = [m.name for m in parse_metrics(metrics) if not m.needs_nuggets]
+    if other:
+        raise InputError(f"{', '.join(other)}: with --auto-assignments ask nugget metrics only", field="--metrics")
+    chosen = set(sampled_queries(labelled)) if labelled else None
+    people, machine = NuggetJudgments.load(nuggets, assignments), NuggetJudgments.load(nuggets, auto_assignments)
+    return ppi_report(
+        runs, assessed(people), assessed(machine), metrics, labelled=chosen, alpha=alpha, baseline=baseline,
+        nuggets=(people, machine),
+    )  # fmt: skip
 
 
 def render(report: Mapping[str, Any]) -> str:

@@ -332,21 +332,27 @@ def _counts(cq: CompiledQrels, lengths: np.ndarray, run_qids, duplicates: int) -
     }
 
 
+#: the metrics judgments alone cannot score: what each needs
+_NOT_FROM_JUDGMENTS = (
+    ("needs_embeddings", "needs document embeddings; `harness run` computes it, judgments alone cannot"),
+    (
+        "needs_context",
+        "needs the ranked chunks' token counts; `harness run` computes it, judgments alone cannot",
+    ),
+    (
+        "needs_nuggets",
+        "needs nuggets and their assignments (--nuggets, --assignments; a config's dataset: nuggets:, "
+        "assignments:), judgments alone cannot",
+    ),
+)
+
+
 def _metrics(metrics: Sequence[str | Metric] | str) -> list[Metric]:
     ms = parse_metrics(metrics)
-    bad = [m.name for m in ms if m.needs_embeddings]
-    if bad:
-        raise InputError(
-            f"{', '.join(bad)} needs document embeddings; `harness run` computes it, judgments alone cannot",
-            field="metrics",
-        )
-    ctx = [m.name for m in ms if m.needs_context]
-    if ctx:
-        raise InputError(
-            f"{', '.join(ctx)} needs the ranked chunks' token counts; `harness run` computes it, "
-            "judgments alone cannot",
-            field="metrics",
-        )
+    for needs, why in _NOT_FROM_JUDGMENTS:
+        bad = [m.name for m in ms if getattr(m, needs)]
+        if bad:
+            raise InputError(f"{', '.join(bad)} {why}", field="metrics")
     return ms
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from harness import defaults
-from harness.metrics import context, core, diversity  # noqa: F401 - their @register lines fill the registry
+from harness.metrics import context, core, diversity, nuggets  # noqa: F401 - their @register lines fill the registry
 from harness.metrics.registry import Metric, bounds_of, parse_metric, parse_metrics, specs, valid_names
 
 # KINDS and DEFAULT_METRICS: deprecated, given by __getattr__ below for one release

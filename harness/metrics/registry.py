@@ -29,7 +29,7 @@ from typing import Any, Literal
 from harness.errors import InputError
 
 Cutoff = Literal["required", "optional", "none"]
-Source = Literal["judgments", "embeddings", "context"]
+Source = Literal["judgments", "embeddings", "context", "nuggets"]
 
 _NAME = re.compile(r"[a-z][a-z0-9_-]*\Z")
 #: A cutoff is plain ASCII digits: ``str.isdigit`` would also take ``٣`` or ``²``.
@@ -65,6 +65,11 @@ class MetricSpec:
     def needs_context(self) -> bool:
         """Computed from ranked chunks' token counts and what each covers (RAG context metrics)."""
         return self.source == "context"
+
+    @property
+    def needs_nuggets(self) -> bool:
+        """Computed from nuggets and their per-passage assignments (:mod:`harness.metrics.nuggets`)."""
+        return self.source == "nuggets"
 
     @property
     def written(self) -> str:
@@ -111,8 +116,8 @@ def register(
     """
     if cutoff not in ("required", "optional", "none"):
         raise ValueError(f"cutoff must be 'required', 'optional' or 'none', not {cutoff!r}")
-    if source not in ("judgments", "embeddings", "context"):
-        raise ValueError(f"source must be 'judgments', 'embeddings' or 'context', not {source!r}")
+    if source not in ("judgments", "embeddings", "context", "nuggets"):
+        raise ValueError(f"source must be 'judgments', 'embeddings', 'context' or 'nuggets', not {source!r}")
     names = (kind, *aliases)
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -198,6 +203,10 @@ class Metric:
     @property
     def needs_context(self) -> bool:
         return self.spec.needs_context
+
+    @property
+    def needs_nuggets(self) -> bool:
+        return self.spec.needs_nuggets
 
     def __str__(self) -> str:
         return self.name

@@ -107,8 +107,25 @@ def build(results: Results, *, texts: Texts | None = None, chunk: int = CHUNK) -
         "chunk": chunk,
         "parts": (len(qids) + chunk - 1) // chunk if qids else 0,
     }
-    details = [_detail(qids[lo : lo + chunk], lo, runs, qrels, texts) for lo in range(0, len(qids), chunk)]
+    nuggets = _nuggets(results, notes)
+    details = [_detail(qids[lo : lo + chunk], lo, runs, qrels, texts, nuggets) for lo in range(0, len(qids), chunk)]
     return PageData(head, details, notes)
+
+
+def _nuggets(results: Results, notes: list[str]) -> Any:
+    """The nugget judgments the folder's config names (``dataset: {nuggets, assignments}``), for each
+    query's nugget coverage; None when it names none, or with a note when they cannot be read."""
+    ds = (results.manifest.get("config") or {}).get("dataset") or {}
+    if not isinstance(ds, Mapping) or not ds.get("nuggets"):
+        return None
+    from harness.errors import InputError
+    from harness.nuggets import NuggetJudgments
+
+    try:
+        return NuggetJudgments.load(ds["nuggets"], ds.get("assignments"))
+    except InputError as e:
+        notes.append(f"nuggets not shown: {e}")
+        return None
 
 
 def _title(results: Results) -> str:
@@ -145,7 +162,9 @@ class _Docs:
         return {"id": self.ids, "t": self.titles, "x": self.snippets}
 
 
-def _detail(qids: Sequence[str], lo: int, runs: Mapping[str, Run], qrels: Qrels, texts: Texts) -> dict[str, Any]:
+def _detail(
+    qids: Sequence[str], lo: int, runs: Mapping[str, Run], qrels: Qrels, texts: Texts, nuggets: Any = None
+) -> dict[str, Any]:
     """One detail record for queries ``lo .. lo + len(qids)`` (see module doc). Per query:
 
     - ``top[r]``: document numbers of run ``r``'s first :data:`TOP`;
@@ -153,7 +172,10 @@ def _detail(qids: Sequence[str], lo: int, runs: Mapping[str, Run], qrels: Qrels,
     - ``rel``: the relevant documents (grade >= 1), highest grade first;
     - ``rr[r]``: each relevant document's rank in run ``r`` (0: not in what it returned);
     - ``fr[r]``: rank of the first relevant document in run ``r`` (0: none); ``n[r]``: documents
-      returned (0: no ranking for the query).
+      returned (0: no ranking for the query);
+    - with nuggets (``nug``, only then): ``t``: the query's nugget texts, ``v``: 1 for a vital one,
+      ``b[r]``: each nugget's best assignment in run ``r``'s top :data:`TOP` (2 support, 1 partial
+      support, 0 neither), ``a[r]``: how many of that top were assessed.
     """
     docs = _Docs(texts)
     top: dict[str, list[list[int]]] = {r: [] for r in runs}
@@ -181,7 +203,7 @@ def _detail(qids: Sequence[str], lo: int, runs: Mapping[str, Run], qrels: Qrels,
         rel_out.append([docs(d) for d in relevant])
         shown.update(dict.fromkeys(relevant))
         judged_out.append([x for d in shown if d in judged for x in (docs(d), int(judged[d]))])
-    return {
+    out = {
         "lo": lo,
         "hi": lo + len(qids),
         "d": docs.to_json(),
@@ -192,3 +214,22 @@ def _detail(qids: Sequence[str], lo: int, runs: Mapping[str, Run], qrels: Qrels,
         "fr": fr,
         "n": depth,
     }
+    if nuggets is not None:
+        out["nug"] = _coverage(qids, runs, nuggets)
+    return out
+
+
+def _coverage(qids: Sequence[str], runs: Mapping[str, Run], nuggets: Any) -> dict[str, Any]:
+    """Per query, which nuggets each run's top :data:`TOP` covers (see :func:`_detail`)."""
+    texts, vital = [], []
+    best: dict[str, list[list[int]]] = {r: [] for r in runs}
+    assessed: dict[str, list[int]] = {r: [] for r in runs}
+    for q in qids:
+        rec = nuggets.nuggets.get(q)
+        texts.append([n.text for n in rec.nuggets] if rec is not None else [])
+        vital.append([int(n.vital) for n in rec.nuggets] if rec is not None else [])
+    for r, run in runs.items():
+        ctx = nuggets.input_for(run, list(qids))
+        best[r] = [b.tolist() for b in ctx.best(TOP)]
+        assessed[r] = [int(a[:TOP].sum()) for a in ctx.assessed]
+    return {"t": texts, "v": vital, "b": best, "a": assessed}

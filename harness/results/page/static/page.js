@@ -174,6 +174,20 @@
     if (p.d.x[d]) li.appendChild(el("div", "dx", p.d.x[d]));
     return li;
   }
+  function nuggets(nug, k, r, n) {
+    const box = el("div", "nuggets");
+    const b = nug.b[r][k], names = ["not covered", "partially supported", "supported"];
+    box.appendChild(el("h5", null, "Nuggets its top " + n + " covers (" + nug.a[r][k] + " of " + n + " passages assessed)"));
+    const ul = el("ul", "nugs");
+    nug.t[k].forEach((t, x) => {
+      const li = el("li", "nug n" + b[x], t);
+      li.title = (nug.v[k][x] ? "vital" : "okay") + ": " + names[b[x]];
+      if (nug.v[k][x]) li.classList.add("vital");
+      ul.appendChild(li);
+    });
+    box.appendChild(ul);
+    return box;
+  }
   function column(p, k, i, r, g) {
     const col = el("section", "col");
     col.dataset.retriever = r;
@@ -186,6 +200,7 @@
     const mt = el("div", "meta", meta);
     mt.dataset.firstRelevant = String(first);
     col.appendChild(mt);
+    if (p.nug && p.nug.t[k].length) col.appendChild(nuggets(p.nug, k, r, top.length));
     const ol = el("ol", "docs");
     top.forEach((d, x) => ol.appendChild(docItem(p, d, x + 1, g.get(d))));
     col.appendChild(ol);
