@@ -376,8 +376,12 @@ def _plain(value: Any) -> Any:
 
 
 #: Keys of a ``dataset:`` mapping in a config (see :func:`resolve_dataset_section`).
-#: ``weights`` is read by the session from the loaded queries (``harness.datasets.query_weights``), not here
-SECTION_KEYS = ("path", "corpus", "golden", "split", "name", "judge_by", "corpus_format", "golden_format", "weights")
+#: ``weights`` is read by the session from the loaded queries (``harness.datasets.query_weights``), and
+#: ``nuggets``/``assignments`` from the nugget files (``harness.nuggets``), not here
+SECTION_KEYS = (
+    "path", "corpus", "golden", "split", "name", "judge_by", "corpus_format", "golden_format", "weights", "nuggets",
+    "assignments",
+)
 
 
 def assemble_golden(
