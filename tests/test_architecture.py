@@ -193,6 +193,7 @@ def test_folders_are_renamed_only_by_the_staged_writer():
 JSON_READERS = {
     "harness/chunking/store.py": "the chunk store's own metadata, beside its rows",
     "harness/engine/fingerprint.py": "the fingerprint memo of the dataset cache",
+    "harness/export/command.py": "an export's own list of the files it wrote, and the benchmark file it wrote",
     "harness/gate/load.py": "load.json, the owner's reader (harness load)",
     "harness/judging/sample.py": "the sample's record, its owner",
     "harness/results/record.py": "RunRecord.read, the run record's one reader",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
@@ -224,6 +224,7 @@ def test_a_pi_that_is_not_a_probability_is_located(tmp_path, capsys, bad):
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(0, 1e6), min_size=1, max_size=60), st.floats(0.01, 1.0), st.floats(0.0, 1.0))
+@example([1.0, 5e-324], 0.75, 0.0)  # a subnormal u: left * w underflowed to a pi of 0 (the budget not spent)
 def test_spread_budget_invariants(u, share, mix):
     """Whatever the uncertainties: every pi in [0, 1], summing to the budget, ordered as u, and at
     least the uniform share mix * budget / N."""

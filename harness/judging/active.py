@@ -20,7 +20,6 @@ output is then today's, byte for byte.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -53,15 +52,10 @@ class Design:
 def read_design(path: str | os.PathLike[str]) -> Design | None:
     """The design of the sample at ``path``: None for a uniform one (no ``pi`` in its record, or
     every ``pi`` equal), which today's prediction-powered intervals handle."""
-    from harness.judging.sample import sidecar
+    from harness.judging.sample import read_record, sidecar
 
     rec = sidecar(path)
-    if not rec.is_file():
-        return None
-    try:
-        data = json.loads(rec.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise InputError(f"not JSON ({e})", path=rec) from None
+    data = read_record(path)
     if not isinstance(data, dict) or "pi" not in data:
         return None
     pi = data["pi"]

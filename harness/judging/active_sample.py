@@ -32,7 +32,6 @@ batches).
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -158,16 +157,13 @@ def uncertainty(
 
 
 def _earlier(after: str, pool_sha: str) -> dict[str, Any]:
-    from harness.judging.sample import sidecar
+    from harness.judging.sample import read_record, sidecar
 
     rec = sidecar(after)
-    if not rec.is_file():
+    data = read_record(after, field="--after")
+    if data is None:
         raise InputError(f"no {rec.name} beside it: not a sample `judge sample --active` drew", path=after,
                          field="--after")  # fmt: skip
-    try:
-        data = json.loads(rec.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise InputError(f"not JSON ({e})", path=rec, field="--after") from None
     if not isinstance(data, dict) or data.get("design") != "active":
         raise InputError("not an active sample's record (drawn without --active)", path=rec, field="--after")
     if (data.get("pool") or {}).get("sha256") != pool_sha:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.endpoint.client import ChatClient, Outcome
+from harness.endpoint.client import Answer, ChatClient
 from harness.endpoint.fanout import ReplyCache, Tally, ask_many, reply_key
 from harness.endpoint.settings import EndpointSettings
 from harness.errors import InputError
@@ -119,10 +119,10 @@ class HttpAssigner:
     def requests_sent(self) -> int:
         return self.client.requests_sent
 
-    def outcome(self, item: Item, stop: threading.Event | None = None) -> Outcome:
+    def outcome(self, item: Item, stop: threading.Event | None = None) -> Answer:
         """The passage's labels (every window's, in order) with what asking cost; no value when a
         window never parsed."""
-        total = Outcome(value=[])
+        total = Answer(value=[])
         for s in range(0, len(item.texts), WINDOW):
             window = item.texts[s : s + WINDOW]
             read = functools.partial(parse_labels, n=len(window))
@@ -158,14 +158,14 @@ class TeamAssigner:
     def cache_identity(self) -> list:
         return [self.name, PROMPT_VERSION]
 
-    def outcome(self, item: Item, stop: threading.Event | None = None) -> Outcome:
+    def outcome(self, item: Item, stop: threading.Event | None = None) -> Answer:
         labels = list(self.inner.assign(item.query, list(item.texts), item.passage))
         if len(labels) != len(item.texts) or not all(isinstance(x, str) and x in LEVELS for x in labels):
             raise InputError(
                 f"assigner {self.name!r}: assign() must return one label ({', '.join(LABELS)}) per nugget; it "
                 f"returned {labels[:5]!r} for {len(item.texts)} nuggets"
             )
-        return Outcome(labels, None, 1)
+        return Answer(labels, None, 1)
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)
@@ -319,7 +319,7 @@ def _read_cached(rec: dict[str, Any]) -> list[str] | None:
     return labels if isinstance(labels, list) and all(isinstance(x, str) and x in LEVELS for x in labels) else None
 
 
-def _record(labels: list[str], o: Outcome) -> dict[str, Any]:
+def _record(labels: list[str], o: Answer) -> dict[str, Any]:
     return {"labels": labels, "tokens_in": o.tokens_in, "tokens_out": o.tokens_out}
 
 
@@ -349,7 +349,7 @@ def assign(opts: AssignOptions, *, progress: Any = None, clock: Callable[[], flo
 
     with out.open("a", encoding="utf-8") as fh:
 
-        def on_reply(i: int, o: Outcome) -> None:
+        def on_reply(i: int, o: Answer) -> None:
             it = items[i]
             if o.value is None or len(o.value) != len(it.texts):
                 return
@@ -358,7 +358,7 @@ def assign(opts: AssignOptions, *, progress: Any = None, clock: Callable[[], flo
                 fh.write(dumps(rec.to_json()))  # nuggetizer's line, flushed: a kill keeps it
                 fh.flush()
 
-        def ask(batch: list[Item], stop: threading.Event) -> list[Outcome]:
+        def ask(batch: list[Item], stop: threading.Event) -> list[Answer]:
             return [judge.outcome(it, stop) for it in batch]
 
         try:

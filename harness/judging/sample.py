@@ -37,6 +37,18 @@ def sidecar(path: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + ".sample.json")
 
 
+def read_record(path: str | os.PathLike[str], *, field: str | None = None) -> object | None:
+    """The record beside the sample file ``path`` (``SAMPLE.sample.json``) parsed, or None when there is
+    none: the record's one reader (uniform and active samples; the callers check its keys)."""
+    rec = sidecar(path)
+    if not rec.is_file():
+        return None
+    try:
+        return json.loads(rec.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"not JSON ({e})", path=rec, field=field) from None
+
+
 def draw(query_ids: list[str], n: int, seed: int) -> list[str]:
     """``n`` of ``query_ids`` uniformly without replacement, sorted (seeded, order-independent)."""
     ids = sorted(set(query_ids))

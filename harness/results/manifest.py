@@ -123,6 +123,16 @@ class Manifest:
     machine = _Section()
 
     @property
+    def nugget_files(self) -> tuple[str | None, str | None]:
+        """The nuggets and assignments files the run's config named (``dataset: {nuggets, assignments}``),
+        each None when it named none."""
+        ds = self.config.get("dataset")
+        if not isinstance(ds, Mapping):
+            return None, None
+        n, a = ds.get("nuggets"), ds.get("assignments")
+        return (str(n) if n else None), (str(a) if a else None)
+
+    @property
     def command(self) -> list[str]:
         """The command line that produced the result (empty when none was recorded)."""
         value = self.data.get("command")

@@ -115,14 +115,16 @@ def build(results: Results, *, texts: Texts | None = None, chunk: int = CHUNK) -
 def _nuggets(results: Results, notes: list[str]) -> Any:
     """The nugget judgments the folder's config names (``dataset: {nuggets, assignments}``), for each
     query's nugget coverage; None when it names none, or with a note when they cannot be read."""
-    ds = (results.manifest.get("config") or {}).get("dataset") or {}
-    if not isinstance(ds, Mapping) or not ds.get("nuggets"):
+    from harness.results.manifest import Manifest
+
+    nuggets, assignments = Manifest.of(results).nugget_files
+    if not nuggets:
         return None
     from harness.errors import InputError
     from harness.nuggets import NuggetJudgments
 
     try:
-        return NuggetJudgments.load(ds["nuggets"], ds.get("assignments"))
+        return NuggetJudgments.load(nuggets, assignments)
     except InputError as e:
         notes.append(f"nuggets not shown: {e}")
         return None
