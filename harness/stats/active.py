@@ -140,7 +140,8 @@ def spread_budget(u: np.ndarray, budget: float, mix: float) -> np.ndarray:
         mass = np.where(capped, 0.0, w).sum(axis=1, keepdims=True)
         free = np.maximum((~capped).sum(axis=1, keepdims=True), 1)
         # w / mass first: left * w underflows for a subnormal w (then 0 / mass gave a pi of 0)
-        share = np.where(mass > 0, left * (w / np.where(mass > 0, mass, 1.0)), left / free)
+        with np.errstate(over="ignore"):  # a capped entry's own ratio may overflow: np.where drops it
+            share = np.where(mass > 0, left * (w / np.where(mass > 0, mass, 1.0)), left / free)
         pi = np.where(capped, 1.0, share)
         over = ~capped & (pi >= 1)
         if not over.any():
