@@ -12,7 +12,7 @@ from harness.cli.command import add_command
 
 log = logging.getLogger("harness")
 
-ABOUT = """score retrievers while documents are inserted, deleted and updated
+ABOUT = """score retrievers while documents are inserted, deleted and updated (a report.html of it)
 
 Plays a runbook of writes (drawn from the config's `stream:` section, or --runbook) against each
 retriever through its add/delete/update, and at every checkpoint scores it on the documents visible
