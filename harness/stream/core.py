@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness import __version__
+from harness import __version__, progress
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
@@ -47,6 +47,9 @@ class StreamOptions(BaseModel):
     config: Path
     out: Path
     runbook: Path | None = None
+    #: the retrievers report their encode to the display the caller made current (:func:`harness.progress.use`);
+    #: the stream reports each retriever, step and checkpoint there whatever this says
+    progress: bool = False
 
 
 def load_stream_config(path: str | os.PathLike[str]) -> tuple[RunConfig, StreamSpec, Path]:
@@ -151,7 +154,9 @@ class Streamer:
         visible = Visible()
         seg = _Segment()
         cp = 0
+        shown = progress.current()
         for n, op in enumerate(self.ops):
+            shown.phase(step_label(self.ops, n))
             if op.op in WRITES:
                 if n == 0:
                     docs = [corpus[index[i]] for i in op.ids]
@@ -250,6 +255,23 @@ class Streamer:
         }
 
 
+def step_label(ops: Sequence[Op], n: int) -> str:
+    """What op ``n`` of the runbook is, for the display: ``step 2 of 5: insert 500 documents``, ``checkpoint
+    3 of 7: 300 queries, and an exact index of the visible documents``."""
+    op = ops[n]
+    checkpoints = sum(1 for o in ops if o.op == "checkpoint")
+    if op.op in WRITES:
+        if n == 0:
+            return f"indexing {len(op.ids):,} documents (the initial load)"
+        step = sum(1 for o in ops[:n] if o.op == "checkpoint")
+        steps = sum(1 for o in ops if o.op == "checkpoint") - 1 - sum(1 for o in ops if o.op == "settle")
+        return f"step {step} of {max(steps, step)}: {op.op} {len(op.ids):,} documents"
+    if op.op == "settle":
+        return "settling (the engine's maintenance)"
+    cp = sum(1 for o in ops[:n] if o.op == "checkpoint")
+    return f"checkpoint {cp + 1} of {checkpoints}: searching, and an exact index of the visible documents"
+
+
 def _means(qrels: Qrels, run: Any, metrics: list[str]) -> dict[str, float | None]:
     if not qrels:
         return dict.fromkeys(metrics)
@@ -274,7 +296,9 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
     specs = config.specs(config_dir=base)
     check_changeable(specs)
     ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,
-                       depth=config.depth, show_progress=False)  # fmt: skip
+                       depth=config.depth, show_progress=opts.progress)  # fmt: skip
+    shown = progress.current()  # the display the caller set up (harness stream: progress.session), or none
+    shown.start(len(specs))
     engines = build_engines(specs, ctx)
     doc: dict[str, Any] = {
         "schema": SCHEMA,
@@ -291,11 +315,14 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
     streamer = Streamer(ds, ops, spec, list(config.metrics), config.depth, ctx, folder, doc)
     try:
         folder.write(RUNBOOK, format_runbook(ops).encode("utf-8"))
-        for engine in engines.values():
+        for i, engine in enumerate(engines.values(), 1):
+            shown.node(i, len(engines), engine.name)
+            started = time.monotonic()
             try:
                 streamer.play(engine)
             finally:
                 engine.close()
+            shown.node_done(engine.name, True, time.monotonic() - started)
     except BaseException:
         for engine in engines.values():
             engine.close()
