@@ -83,7 +83,7 @@ def main() -> None:
     for label in commands:
         for checkout in checkouts:
             t = times[(label, checkout)]
-            print(f"{label:<22} {str(checkout):<{width}}  {statistics.median(t):.3f} ({min(t):.3f}-{max(t):.3f})")
+            print(f"{label:<22} {checkout!s:<{width}}  {statistics.median(t):.3f} ({min(t):.3f}-{max(t):.3f})")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,9 @@ ABOUT = """score retrievers while documents are inserted, deleted and updated (a
 Plays a runbook of writes (drawn from the config's `stream:` section, or --runbook) against each
 retriever through its add/delete/update, and at every checkpoint scores it on the documents visible
 then beside an exact index of the same documents, with time to retrievable, ghost and stale hits,
-blinks, write rate and search latency while writing. Writes DIR/runbook.jsonl, DIR/runs/ and
-DIR/stream.json; `harness report DIR` prints the tables again."""
+blinks, write rate (cold or warm embedding cache, encoding apart) and search latency while writing.
+Writes DIR/runbook.jsonl, DIR/runs/, DIR/stream.json and DIR/report.html (the charts, open it in a
+browser); `harness report DIR` prints the tables again."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -42,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
     with progress.session(sys.stderr, enabled=opts.progress):
         doc = run_stream(opts)
     sys.stdout.write(to_text(doc))
-    log.info("wrote %s", opts.out)
+    log.info("wrote %s: the page is %s", opts.out, opts.out / "report.html")
     return 0

@@ -31,7 +31,7 @@ from harness.metrics.evaluate import evaluate_run
 from harness.model import Document, GoldenDataset, Qrels
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, strict_scalar_problem
-from harness.stream import probes
+from harness.stream import encoding, probes
 from harness.stream.engines import Engine, build_engines, check_changeable, exact_reference
 from harness.stream.folder import RUNBOOK, SCHEMA, StreamFolder, check_out, run_name
 from harness.stream.runbook import WRITES, Op, Visible, draw, format_runbook, read_runbook, version_of
@@ -105,6 +105,8 @@ class _Segment:
     written: int = 0
     seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
+    #: the engine's encoder counters when the segment began (:mod:`.encoding`)
+    encoder: encoding.Reading | None = None
 
 
 class _Searcher:
@@ -148,11 +150,12 @@ class Streamer:
 
     def play(self, engine: Engine) -> None:
         """The whole runbook against one engine; each checkpoint's record appended as it completes."""
-        record: dict[str, Any] = {"type": engine.spec.type, "checkpoints": []}
+        # the whole config of the row (secrets scrubbed), not its type alone: an HNSW row is not a flat one
+        record: dict[str, Any] = {"type": engine.spec.type, "config": engine.spec.redacted(), "checkpoints": []}
         self.doc["retrievers"][engine.name] = record
         corpus, index = self.ds.corpus, self.ds.doc_index
         visible = Visible()
-        seg = _Segment()
+        seg = _Segment(encoder=encoding.read(engine.obj))
         cp = 0
         shown = progress.current()
         for n, op in enumerate(self.ops):
@@ -181,9 +184,10 @@ class Streamer:
             elif op.op == "settle":
                 engine.settle()
             else:
-                record["checkpoints"].append(self._checkpoint(engine, cp, visible, seg))
+                encoded = encoding.since(engine.obj, seg.encoder)  # before the checkpoint's own searches
+                record["checkpoints"].append({**self._checkpoint(engine, cp, visible, seg), **encoded})
                 cp += 1
-                seg = _Segment()
+                seg = _Segment(encoder=encoding.read(engine.obj))
 
     def _write(self, engine: Engine, kind: str, docs: list[Document], seg: _Segment) -> None:
         """Write ``docs`` in batches paced to ``rate`` (one batch at rate 0), timing each acknowledgement,
@@ -297,9 +301,9 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
     check_changeable(specs)
     ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,
                        depth=config.depth, show_progress=opts.progress)  # fmt: skip
+    engines = build_engines(specs, ctx)  # a retriever that cannot change is refused here, before any line
     shown = progress.current()  # the display the caller set up (harness stream: progress.session), or none
-    shown.start(len(specs))
-    engines = build_engines(specs, ctx)
+    shown.start(len(engines))
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "version": __version__,
