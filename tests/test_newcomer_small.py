@@ -1,0 +1,76 @@
+"""The smaller newcomer items of issue 57, one test each: suite titles count right, ``judge merge`` without
+old judgments says no "0 judgments from no judgments", a sweep prints one label for one setting and no
+``-0.0000``, and ``harness evaluate``'s tables show run names and query ids as written."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.judging.merge import merge_line
+from harness.judging.pool import PoolRow, write_pool
+from harness.results import Results
+from harness.results.evaluate_table import evaluate_table
+from harness.results.suite_table import suite_title
+from harness.sweep.render import _signed
+from harness.sweep.spec import point_label
+
+pytestmark = pytest.mark.core
+
+
+@pytest.mark.parametrize(
+    ("retrievers", "datasets", "title"),
+    [(1, 1, "Suite: 1 retriever x 1 dataset"), (1, 3, "Suite: 1 retriever x 3 datasets"),
+     (4, 2, "Suite: 4 retrievers x 2 datasets")],
+)  # fmt: skip
+def test_suite_titles_count_right(retrievers, datasets, title):
+    suite = SimpleNamespace(retrievers=[f"r{i}" for i in range(retrievers)],
+                            datasets=[f"d{i}" for i in range(datasets)])  # fmt: skip
+    assert suite_title(suite) == title
+
+
+def test_merge_without_old_judgments_names_no_zero_of_nothing(tmp_path):
+    rows = [PoolRow("q1", "query", f"d{i}", "", "text", "bm25", 1, grade=i % 4) for i in range(3)]
+    pool = write_pool(tmp_path / "pool.csv", rows)
+    line = merge_line(pool, None, tmp_path / "qrels.tsv")
+    assert "no judgments" not in line and "0 judgments" not in line
+    assert line.startswith(f"{tmp_path / 'qrels.tsv'}: 3 new (0 already judged alike, 0 left ungraded)"), line
+
+
+def test_a_sweep_labels_one_setting_once_and_prints_no_negative_zero():
+    assert point_label({"rrf_k": 60.0}) == point_label({"rrf_k": 60}) == "rrf_k=60"
+    assert point_label({"b": 0.75}) == "b=0.75"
+    assert _signed(-0.00001) == "+0.0000" and _signed(-0.012) == "-0.0120" and _signed(0.5) == "+0.5000"
+
+
+def test_evaluate_tables_show_names_as_written():
+    name, query = "[bold]team[/bold]|x", "q[1]\x01"
+    results = Results.from_json({
+        "manifest": {}, "summary": {name: {"ndcg@10": 0.5}}, "per_query": {name: {query: {"ndcg@10": 0.5}}},
+        "failures": {},
+    })  # fmt: skip
+    table = evaluate_table(results, "table", per_query=True)
+    assert "[bold]team[/bold]" in table and "q[1]\\x01" in table and "\x01" not in table
+    md = evaluate_table(results, "markdown", per_query=True)
+    assert "[bold]team[/bold]\\|x" in md and "\x01" not in md
+
+
+def test_retrievers_fits_the_terminal_cuts_nothing_and_shows_no_rest_markup(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from harness.cli.retrievers import list_types, plain_text
+    from tests.conftest import REPO
+
+    assert plain_text("uses ``faiss`` and :class:`~harness.run.Run` here") == "uses faiss and harness.run.Run here"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "80"}
+    proc = subprocess.run([sys.executable, "-m", "harness", "retrievers"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    table = [line for line in proc.stdout.splitlines() if line.startswith(("│", "┃", "┏", "└", "┡"))]
+    assert table and max(len(line) for line in table) <= 80
+    assert "…" not in proc.stdout and "``" not in proc.stdout and ":class:" not in proc.stdout
+    first_cells = {line.split("│")[1].strip() for line in table if line.startswith("│")}
+    assert {i.name for i in list_types()} <= first_cells  # every type's name whole, in its own cell
