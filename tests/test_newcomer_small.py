@@ -82,3 +82,23 @@ def test_the_readmes_reranker_smoke_test_names_the_queries_it_was_scored_on():
     line = next(x for x in (REPO / "README.md").read_text(encoding="utf-8").splitlines() if "train-reranker" in x
                 and "smoke test" in x)  # fmt: skip
     assert "0.2050" in line and "held-out" in line and "0.2050 on SciFact test" not in line
+
+
+def test_the_load_note_says_1000_over_p50_equals_not_a_number_in_parentheses():
+    from harness.load.core import _c1_note
+    from harness.load.drivers import Level
+
+    note = _c1_note([Level("closed", concurrency=1, qps=26.6, p50_ms=18.5, mean_ms=37.6, p95_ms=140, p99_ms=167)])
+    assert "not 1000 / p50 = 54:" in note and "p50 (54)" not in note
+
+
+@pytest.mark.parametrize("flags", [[], ["--no-progress"]])
+def test_load_shows_its_builds_progress_unless_told_not_to(tmp_path, capsys, flags):
+    from harness.cli import main
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("dataset: demo\nretrievers:\n  bm25: {type: bm25}\n", encoding="utf-8")
+    args = ["load", "--config", str(cfg), "--concurrency", "1", "--duration", "0.2", "--warmup", "0", "--no-gil-probe"]
+    assert main([*args, *flags]) == 0
+    err = capsys.readouterr().err
+    assert ("tokenizing docs" in err) == (not flags), err[-2000:]
