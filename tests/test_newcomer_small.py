@@ -102,3 +102,19 @@ def test_load_shows_its_builds_progress_unless_told_not_to(tmp_path, capsys, fla
     assert main([*args, *flags]) == 0
     err = capsys.readouterr().err
     assert ("tokenizing docs" in err) == (not flags), err[-2000:]
+
+
+def test_a_run_files_row_shows_no_latency_or_qps(tmp_path):
+    import numpy as np
+
+    from harness.efficiency import Cost
+    from retrievers.run_file import RunFile
+
+    path = tmp_path / "r.trec"
+    path.write_text("q1 Q0 d1 1 1.0 x\n", encoding="utf-8")
+    lookup = Cost(search_seconds=0.001, n_queries=1, latencies_s=np.array([0.0001]),
+                  extra=dict(RunFile(path).efficiency_extra(10)))  # fmt: skip
+    total = Cost.total([lookup], 1)
+    assert total["qps"] is None and total["latency_ms_p50"] is None and total["latency_ms_p99"] is None
+    timed = Cost.total([Cost(search_seconds=0.001, n_queries=1, latencies_s=np.array([0.0001]))], 1)
+    assert timed["qps"] == pytest.approx(1000) and timed["latency_ms_p50"] == pytest.approx(0.1)
