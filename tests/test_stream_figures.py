@@ -114,3 +114,23 @@ def test_lancedbs_warn_lines_stay_off_the_terminal(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "indexed" in proc.stdout, proc.stderr[-2000:]
     assert " WARN " not in proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_page_has_axes_tells_engine_from_exact_and_tables_every_checkpoint():
+    import re
+
+    from harness.stream.page import to_html
+
+    doc = {"metrics": ["ndcg@10"], "created": "2026-12-07T05:50:00+00:00", "version": "0.1.0", "queries": 83,
+           "dataset": {"name": "demo", "split": "test", "documents": 187}, "complete": True,
+           "retrievers": {"hnsw": {"type": "dense", "checkpoints": [_checkpoint(0, cache="cold"), _checkpoint(1)]}}}
+    page = to_html(doc)
+    assert "dataset demo (test, 187 documents, 83 queries); streamed 2026-12-07T05:50:00+00:00" in page
+    assert len(re.findall(r'text-anchor="end">[0-9.e-]+</text>', page)) >= 5  # y ticks with their values
+    assert ">checkpoint</text>" in page
+    engine, exact = page.split("exact index over the same visible documents", 1)[0], page
+    assert "<circle" in engine.split("<figcaption>", 2)[1] and "<rect" in exact  # filled dots vs hollow squares
+    assert 'stroke-dasharray="6,4"' in page
+    for column in ("ghost hits", "stale hits", "blinks", "writes/s", "encode s", "cache", "latency p50 ms"):
+        assert f"<th>{column}</th>" in page, column
+    assert "<td>999/1000</td>" in page and "<td>cold</td>" in page and "<td>warm</td>" in page

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness import __version__, progress
+from harness import __version__, clock, progress
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
@@ -307,6 +307,7 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "version": __version__,
+        "created": clock.stamp(),
         "dataset": {"name": ds.name, "source": ds.source, "split": ds.split, "documents": len(ds.corpus)},
         "queries": len(ds.queries),
         "metrics": list(config.metrics),

@@ -14,14 +14,14 @@ cache's ``hits``/``misses``. A retriever without one (bm25, a team's class) gets
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.results.table import WARM_ABOVE
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
+    """An encoder's running counters at one moment: seconds spent encoding, cache rows found and not."""
+
     seconds: float
     hits: int
     misses: int
