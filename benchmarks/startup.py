@@ -4,7 +4,7 @@ starts it. Each checkout given is measured in turn, round by round (A B A B ...)
 busier does not favour the one measured last; the median of the rounds is printed per command and checkout.
 
     python benchmarks/startup.py                                  # this checkout
-    python benchmarks/startup.py --checkout ../main --checkout .  # before (main) and after, side by side
+    python benchmarks/startup.py --checkout OTHER --checkout .    # before (another checkout) and after
 
 Each checkout runs as ``PYTHONPATH=CHECKOUT python -c 'from harness.cli import main; ...'`` with the working
 folder off the path, as the console script runs (docs/install.md has the figures).
