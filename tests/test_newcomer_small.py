@@ -118,3 +118,16 @@ def test_a_run_files_row_shows_no_latency_or_qps(tmp_path):
     assert total["qps"] is None and total["latency_ms_p50"] is None and total["latency_ms_p99"] is None
     timed = Cost.total([Cost(search_seconds=0.001, n_queries=1, latencies_s=np.array([0.0001]))], 1)
     assert timed["qps"] == pytest.approx(1000) and timed["latency_ms_p50"] == pytest.approx(0.1)
+
+
+def test_every_long_command_takes_no_progress():
+    from harness.cli import build_parser
+
+    for command in ("run", "stream", "load", "sweep", "synth", "train-reranker", "inspect", "traces"):
+        parser = build_parser([command])
+        sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+        flags = {o for a in sub.choices[command]._actions for o in a.option_strings}
+        nested = [c for a in sub.choices[command]._actions if a.__class__.__name__ == "_SubParsersAction"
+                  for c in a.choices.values()]  # fmt: skip
+        flags |= {o for c in nested for a in c._actions for o in a.option_strings}
+        assert "--no-progress" in flags, command
