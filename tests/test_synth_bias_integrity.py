@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from tests.conftest import REPO, run_harness
 from tests.test_synth_checks import _corpus
-
-pytestmark = pytest.mark.core
 
 CONFIG = REPO / "configs" / "synth-bm25-variants.yaml"
 
