@@ -13,6 +13,7 @@ import pytest
 
 from harness.cli import main
 from harness.stream.render import QUALITY, TIME, legend, to_text
+from harness.stream.results import StreamResults
 
 CONFIG = "dataset: demo\nmetrics: [ndcg@10]\ndepth: 100\nretrievers:\n{retrievers}\nstream:\n  steps: 1\n  probes: 2\n"
 
@@ -22,16 +23,27 @@ def _checkpoint(cp: int, **over) -> dict:
         "checkpoint": cp, "visible": 123456, "queries_scored": 30000, "metrics": {"ndcg@10": 0.81234},
         "exact": {"ndcg@10": 0.91234}, "ghost_hits": {"probes": 1000, "hits": 999},
         "stale_hits": {"probes": 1000, "hits": 1000}, "short_results": 30000, "blinks": 1000,
-        "retrievable_s": {"p50": 1234.5, "p99": 12345.6, "never": 1.0}, "write_rate": 123456.0,
+        "retrievable_s": {"p50": 1234.5, "p95": 2345.6, "p99": 12345.6, "never": 1.0}, "write_rate": 123456.0,
         "latency_ms": {"p50": 123456.7, "p99": 1234567.8}, "encode_s": 12345.67, "cache": "warm",
+        "queries_left_out": 0,
     }  # fmt: skip
     return {**c, **over}
 
 
+def _doc(**over) -> StreamResults:
+    """A whole ``stream.json`` as the typed model the text and the page read (``over`` replaces keys)."""
+    doc = {
+        "version": "0.1.0", "dataset": {"name": "demo", "split": "test", "documents": 187}, "queries": 83,
+        "metrics": ["ndcg@10"], "depth": 100, "stream": {}, "runbook": None, "retrievers": {}, "complete": True,
+        "files": {},
+    }  # fmt: skip
+    return StreamResults.model_validate({**doc, **over})
+
+
 def test_the_tables_fit_80_columns_and_the_legend_names_every_column():
-    doc = {"metrics": ["recall@100"], "retrievers": {"a_long_retriever_name": {
+    doc = _doc(metrics=["recall@100"], retrievers={"a_long_retriever_name": {
         "type": "dense", "config": {"type": "dense", "index": "hnsw", "precision": "float32"},
-        "checkpoints": [_checkpoint(0, cache="cold"), _checkpoint(1)]}}}  # fmt: skip
+        "checkpoints": [_checkpoint(0, cache="cold"), _checkpoint(1)]}})  # fmt: skip
     text = to_text(doc)
     assert max(len(line) for line in text.splitlines()) <= 80, text
     assert "a_long_retriever_name (dense, index: hnsw)" in text
@@ -121,9 +133,8 @@ def test_the_page_has_axes_tells_engine_from_exact_and_tables_every_checkpoint()
 
     from harness.stream.page import to_html
 
-    doc = {"metrics": ["ndcg@10"], "created": "2026-12-07T05:50:00+00:00", "version": "0.1.0", "queries": 83,
-           "dataset": {"name": "demo", "split": "test", "documents": 187}, "complete": True,
-           "retrievers": {"hnsw": {"type": "dense", "checkpoints": [_checkpoint(0, cache="cold"), _checkpoint(1)]}}}
+    doc = _doc(created="2026-12-07T05:50:00+00:00",
+               retrievers={"hnsw": {"type": "dense", "checkpoints": [_checkpoint(0, cache="cold"), _checkpoint(1)]}})
     page = to_html(doc)
     assert "dataset demo (test, 187 documents, 83 queries); streamed 2026-12-07T05:50:00+00:00" in page
     assert len(re.findall(r'text-anchor="end">[0-9.e-]+</text>', page)) >= 5  # y ticks with their values

@@ -304,8 +304,6 @@ def run_stream(opts: StreamOptions) -> StreamResults:
     ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,
                        depth=config.depth, show_progress=opts.progress)  # fmt: skip
     engines = build_engines(specs, ctx)  # a retriever that cannot change is refused here, before any line
-    shown = progress.current()  # the display the caller set up (harness stream: progress.session), or none
-    shown.start(len(engines))
     doc: dict[str, Any] = {
         "version": __version__,
         "created": clock.stamp(),
@@ -325,6 +323,10 @@ def run_stream(opts: StreamOptions) -> StreamResults:
         raise
     try:
         streamer = Streamer(ds, ops, spec, list(config.metrics), config.depth, ctx, folder, doc)
+        # the display the caller set up (harness stream: progress.session), or none; its first line comes once
+        # the folder is ours: a stream refused for a held --out prints its one error line alone
+        shown = progress.current()
+        shown.start(len(engines))
         try:
             folder.write(RUNBOOK, format_runbook(ops).encode("utf-8"))
             for i, engine in enumerate(engines.values(), 1):
