@@ -105,7 +105,8 @@ def _ni(report: CheckReport) -> bool:
 
 def _power_cells(report: CheckReport, r) -> list[str]:
     """``mde`` (the drop detectable at the report's power) and, under non-inferiority, ``bound``."""
-    cells = [mde_cell(r.metric, r.mde)]
+    # no mde computed (a missing or new row): the table's own dash, as every other empty figure of the row
+    cells = [mde_cell(r.metric, r.mde) if r.mde is not None else _f(None)]
     if _ni(report):
         cells.append(_f(r.bound, signed=True) if r.rule == "non_inferiority" else "")
     return cells
