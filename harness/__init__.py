@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness import checkout as _checkout
 from harness.imports import import_target as _import_target
+
+_checkout.install()  # the checkout's datasets/ folder never passes for the `datasets` package
 
 __version__ = "0.1.0"
 

@@ -127,4 +127,7 @@ class Cost:
                     out[key] = have + value  # work of several components adds up, as index time does
                 else:
                     out[key] = value
+        if out.get("precomputed"):  # a run file's lookup is not the search that made its rankings: no figure
+            for key in ("latency_ms_p50", "latency_ms_p95", "latency_ms_p99", "qps"):
+                out[key] = None
         return out

@@ -41,7 +41,7 @@ from pydantic import (
 
 from harness import defaults, extras, retriever_types
 from harness.errors import InputError, register_secret, scrub, url_secrets
-from harness.imports import NoAttribute, import_target
+from harness.imports import NoAttribute, TargetNotFound, import_target, load_target
 
 ENTRY_POINT_GROUP = "retrieval_harness.retrievers"
 
@@ -318,8 +318,10 @@ def spec_class(type_name: str) -> type[SpecBase]:
         raise InputError(f"unknown retriever type {type_name!r}; known types: {', '.join(sorted(types))}", field="type")
     module_name = target.partition(":")[0]
     try:
-        cls = import_target(target)
-    except ModuleNotFoundError as e:  # the module named is not there (the type's or one it imports)
+        # a built-in type is the harness's own code; a plugin's is found by the one rule for code a user names
+        # (the working folder first: harness.imports)
+        cls = import_target(target) if type_name in BUILTIN else load_target(target)
+    except (ModuleNotFoundError, TargetNotFound) as e:  # the module named is not there (the type's or one it imports)
         raise InputError(
             f"retriever type {type_name!r} needs {e.name or module_name!r}, which is not installed "
             f"(pip install it, or check the plugin that registers {type_name!r})",

@@ -2,9 +2,10 @@
 or a plain search function ``{type: python, function: "module:search"}``.
 
 The team's code needs nothing from us: any object with ``index(corpus)`` and ``search(queries, k)``
-fits (the protocol is structural, as MTEB v2's). Import paths are resolved against the config
-file's folder first, then ``PYTHONPATH``, so a config next to ``my_retriever.py`` just works; they
-are resolved while the config is checked, so a wrong one stops the run before any retriever runs.
+fits (the protocol is structural, as MTEB v2's). Import paths are resolved by the harness's one rule
+(:mod:`harness.imports`): the config file's folder first, then the working folder, then ``PYTHONPATH``, so a
+config next to ``my_retriever.py`` just works; they are resolved while the config is checked, so a wrong
+one stops the run before any retriever runs.
 
 Team code fails only its own row:
 
@@ -43,7 +44,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from harness.errors import InputError, RetrieverError
-from harness.imports import NoAttribute, import_target, split_target
+from harness.imports import NoAttribute, first_on_path, import_target, search_folders, split_target, where_looked
 from harness.model import Document, Query
 from harness.protocol import Retriever, SearchResult
 from harness.registry import BuildContext, SpecBase, redact_value
@@ -111,15 +112,16 @@ class PythonSpec(SpecBase):
 
 
 @contextmanager
-def _importable_from(folder: Path) -> Iterator[None]:
-    """``folder`` first on ``sys.path`` while importing (then restored: nothing leaks)."""
-    entry = str(Path(folder).resolve())
-    sys.path.insert(0, entry)
-    try:
+def _importable_from(config_dir: Path) -> Iterator[None]:
+    """The config's folder, then the working folder, first on ``sys.path`` while importing (then restored:
+    nothing leaks): :func:`harness.imports.search_folders`."""
+    with first_on_path(search_folders(config_dir)):
         yield
-    finally:
-        with suppress(ValueError):  # the imported code may have changed sys.path itself
-            sys.path.remove(entry)
+
+
+def _not_found(module_name: str, target: str, missing: str, config_dir: Path) -> str:
+    where = where_looked(search_folders(config_dir), config_dir)
+    return f"cannot import {module_name!r} for {target!r}: no module named {missing!r} in {where}"
 
 
 def _split(target: str, field: str) -> tuple[str, str]:
@@ -130,8 +132,8 @@ def _split(target: str, field: str) -> tuple[str, str]:
 
 
 def find_module(target: str, config_dir: Path, *, field: str = "class") -> None:
-    """Check ``module`` of ``module:attr`` can be found from ``config_dir`` or ``PYTHONPATH``, without
-    running it."""
+    """Check ``module`` of ``module:attr`` can be found from ``config_dir``, the working folder or
+    ``PYTHONPATH``, without running it."""
     module_name, _ = _split(target, field)
     with _importable_from(config_dir):
         try:
@@ -141,15 +143,12 @@ def find_module(target: str, config_dir: Path, *, field: str = "class") -> None:
         except BaseException as e:  # a parent package's __init__ failed
             raise InputError(f"finding {module_name!r} failed: {type(e).__name__}: {e}", field=field) from None
     if found is None:
-        raise InputError(
-            f"cannot import {module_name!r} for {target!r}: no module named {module_name!r} in the config's "
-            f"folder ({config_dir}) or on PYTHONPATH",
-            field=field,
-        )
+        raise InputError(_not_found(module_name, target, module_name, config_dir), field=field)
 
 
 def load_object(target: str, config_dir: Path, *, field: str = "class") -> Any:
-    """Import ``module:attr`` (``attr`` may be dotted: ``module:Outer.Inner``) with ``config_dir`` on the path."""
+    """Import ``module:attr`` (``attr`` may be dotted: ``module:Outer.Inner``) with ``config_dir`` and the
+    working folder first on the path."""
     module_name, attr = _split(target, field)
     with _importable_from(config_dir):
         try:
@@ -163,11 +162,7 @@ def load_object(target: str, config_dir: Path, *, field: str = "class") -> Any:
         except ModuleNotFoundError as e:
             missing = e.name or module_name
             if module_name == missing or module_name.startswith(missing + "."):
-                raise InputError(
-                    f"cannot import {module_name!r} for {target!r}: no module named {missing!r} in the config's "
-                    f"folder ({config_dir}) or on PYTHONPATH",
-                    field=field,
-                ) from None
+                raise InputError(_not_found(module_name, target, missing, config_dir), field=field) from None
             raise InputError(
                 f"importing {module_name!r} failed: it needs {missing!r}, which is not installed", field=field
             ) from None

@@ -66,6 +66,11 @@ class RunFile:
         present = [q.id for q in queries if q.id in self.run]
         return self.run.subset(present).cut(k)
 
+    def efficiency_extra(self, k: int) -> dict[str, Any]:
+        """``precomputed``: the rankings were read from a file, so a timed search is a lookup, not the
+        retrieval that made them; the row's latency and QPS show ``–`` (:meth:`harness.efficiency.Cost.total`)."""
+        return {"precomputed": True}
+
 
 def _to_corpus_ids(run: Run, corpus_ids: list[str], path: Path) -> Run:
     pos = {d: i for i, d in enumerate(corpus_ids)}

@@ -111,7 +111,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("judge_agree_json", ["judge", "agree", "people.csv", "judge.csv", "--format", "json"], []),
     ("synth_bias", ["synth", "bias", "synth", "--human", "small", "--format", "json"], ["synth/bias.json"]),
     ("synth_bias_text", ["synth", "bias", "synth"], []),
-    ("stream", ["stream", "--config", "stream.yaml", "--out", "streamed"],
+    ("stream", ["stream", "--config", "stream.yaml", "--out", "streamed", "--no-progress"],
      ["streamed/stream.json", "streamed/runbook.jsonl", "streamed/runs/bm25-cp0.trec", "streamed/runs/bm25-cp3.trec"]),
     ("report_stream", ["report", "streamed"], []),
     ("traces_import", ["traces", "import", "spans.jsonl", "--out", "traced", "--no-progress"],

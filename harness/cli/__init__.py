@@ -12,41 +12,51 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from harness import __version__, cleanup
 from harness.errors import HarnessError, ScrubFilter
 from harness.printable import printable
 from harness.progress import quiet_third_party
 
-#: Subcommand modules under ``harness.cli``; each defines ``register(subparsers)``.
-COMMANDS = [
-    "run",
-    "evaluate",
-    "compare",
-    "report",
-    "check",
-    "power",
-    "baseline",
-    "history",
-    "sweep",
-    "convert",
-    "train_reranker",
-    "retrievers",
-    "pool",
-    "judge",
-    "nuggets",
-    "load",
-    "inspect",
-    "synth",
-    "traces",
-    "stream",
-    "ci",
-    "export",
-]
+#: Subcommand -> the line ``harness --help`` shows for it. Its module (``harness.cli.<name>``, ``-`` as ``_``)
+#: defines ``register(subparsers)`` and is imported only when that command runs: building every command's
+#: parser imported pandas, the engine and chunking, and ``harness --version`` took 1.5 s (issue 57). The
+#: lines here are the ones each module registers (tests/test_cli_startup.py keeps the two the same).
+COMMANDS: dict[str, str] = {
+    "run": "run the retrievers of a config and write a results folder",
+    "evaluate": "score TREC run files against judgments",
+    "compare": "comparison table (significance, CIs) for TREC run files produced elsewhere",
+    "report": "print a results folder's table; --worst N lists the queries that lose most",
+    "check": "compare results with a stored baseline; exit 1 on a significant drop beyond tolerance",
+    "power": "how many queries are enough: minimum detectable effect and queries needed",
+    "baseline": "save results as a baseline file for `harness check`",
+    "history": "plot the nightly history written by `harness check --history` (PNG per metric, HTML page)",
+    "sweep": "try a grid of retriever options; choose on selection queries, report the choice on test queries",
+    "convert": "write a golden set (JSONL/CSV/Parquet/HF folder + corpus, irds: id, BEIR) as a BEIR folder",
+    "train-reranker": "fine-tune a cross-encoder reranker on a dataset's judgments (offline)",
+    "retrievers": "list the retriever types you can use in a config",
+    "pool": "list the unjudged documents in the retrievers' top k, to judge",
+    "judge": "grade a pool: on a page (serve), by a judge (auto), merge into qrels (merge), agree, sample, status",
+    "load": "serve retrievers under load: QPS and p50/p95/p99 per concurrency or arrival rate, recall vs QPS, cost",
+    "inspect": "check a golden set (and its results) for defects that decide comparisons",
+    "synth": "generate a golden set from a corpus (generate), and measure its bias (bias)",
+    "traces": "production retrieval spans as a golden set (import), and what to grade of it (pool)",
+    "stream": "score retrievers while documents are inserted, deleted and updated (a report.html of it)",
+    "nuggets": "assign nuggets to retrieved passages with a judge (assign)",
+    "ci": "CI helpers: post the pull request comment (docs/nightly.md)",
+    "export": "write a results folder in the formats other tools read",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> str:
+    """``train-reranker`` -> ``harness.cli.train_reranker``."""
+    return f"harness.cli.{name.replace('-', '_')}"
+
+
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The ``harness`` parser. Each command in ``commands`` (all of them when ``None``) gets its full parser,
+    its module imported; every other command is listed by its :data:`COMMANDS` line alone, nothing imported."""
     parser = argparse.ArgumentParser(
         prog="harness",
         description="Benchmark retrievers for RAG: trec_eval-exact metrics, significance, cost, regressions.",
@@ -54,15 +64,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"retrieval-harness {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    full = set(COMMANDS) if commands is None else set(commands)
+    for name, summary in COMMANDS.items():
+        if name not in full:
+            sub.add_parser(name, help=summary)
+            continue
         try:
-            module = importlib.import_module(f"harness.cli.{name}")
+            module = importlib.import_module(command_module(name))
         except ModuleNotFoundError as e:
-            if e.name == f"harness.cli.{name}":
+            if e.name == command_module(name):
                 continue
             raise
         module.register(sub)
     return parser
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (the top-level options take no
+    value), or ``None`` (``--version``, ``--help``, nothing)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 class _OneLine(logging.Formatter):
@@ -82,8 +107,10 @@ def _setup_logging(debug: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = command_of(words)
+    parser = build_parser([command] if command else [])
+    args = parser.parse_args(words)
     debug = bool(args.debug or os.environ.get("HARNESS_DEBUG"))
     _setup_logging(debug)
     cleanup.install_signal_handlers()  # SIGTERM/SIGHUP: stop a private PostgreSQL, drop owned tables first

@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     near = "near-duplicate documents: exact Jaccard of word 5-shingles at or above J (default 0.9)"
     p.add_argument("--near-threshold", type=float, default=None, metavar="J", help=near)
     p.add_argument("--strict", action="store_true", help="exit 1 when a finding changes comparisons")
+    p.add_argument("--no-progress", action="store_true", help="no progress display (a live line on a terminal)")
     p.set_defaults(func=run)
 
 
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         judge_by=args.judge_by,
     )
     found = {}
-    with progress.session(sys.stderr):  # a live line on a terminal (near duplicates of a large corpus)
+    # a live line on a terminal (near duplicates of a large corpus); --no-progress: none
+    with progress.session(sys.stderr, enabled=False if args.no_progress else None):
         for t in targets:
             found[t.label] = inspect_dataset(
                 materialise(t),

@@ -12,7 +12,7 @@ from harness.cli.command import add_command
 log = logging.getLogger("harness")
 
 
-ABOUT = """grade a pool on a local page (serve), or merge its grades into qrels (merge)
+ABOUT = """grade a pool: on a page (serve), by a judge (auto), merge into qrels (merge), agree, sample, status
 
 Grow the judgments: `serve` grades a pool file in the browser, one document at a time, saving each
 grade as it is made; `merge` writes the old judgments plus the new grades to a new qrels file.

@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="query draw seed (default: the config's seed)")
     p.add_argument("--no-gil-probe", action="store_true", help="skip the 1-vs-2-thread probe of in-process retrievers")
     p.add_argument("--out", help="folder for load.json, load.md and the plots (default: print only)")
+    p.add_argument("--no-progress", action="store_true", help="no progress display (the build's encode)")
     p.set_defaults(func=run)
 
 
@@ -77,14 +78,18 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         check_load_folder(args.out)  # fail before the work, not after
     names = [x.strip() for v in args.retrievers or [] for x in v.split(",") if x.strip()] or None
-    result = run_load(
-        config,
-        spec,
-        cost,
-        config_dir=Path(args.config).expanduser().resolve().parent,
-        retrievers=names,
-        probe_gil=not args.no_gil_probe,
-    )
+    from harness import progress
+
+    with progress.session(sys.stderr, enabled=not args.no_progress):  # a dense build encodes for minutes
+        result = run_load(
+            config,
+            spec,
+            cost,
+            config_dir=Path(args.config).expanduser().resolve().parent,
+            retrievers=names,
+            probe_gil=not args.no_gil_probe,
+            show_progress=not args.no_progress,
+        )
     sys.stdout.write(to_text(result))
     if args.out:
         written = write_load(result, args.out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
@@ -66,6 +67,12 @@ def describe(target: str) -> tuple[str, bool]:
     return (doc.splitlines()[0].strip() if doc else ""), True
 
 
+def plain_text(doc: str) -> str:
+    """A docstring's line as a reader sees it: ``code`` and :role:`target` without their reST markup."""
+    text = re.sub(r":[\w.:-]+:`~?([^`]*)`", r"\1", doc)
+    return text.replace("``", "")
+
+
 def list_types() -> list[TypeInfo]:
     types = _plugins()
     for name, target in BUILTIN.items():
@@ -91,7 +98,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table("type", "class", "from", "extra", "description", title="retriever types")
+    # every cell folds onto more lines rather than being cut: a type's name and description read whole on
+    # any terminal (the width is the terminal's, not a fixed 100)
+    table = Table(title="retriever types", expand=True)
+    for column, ratio in (("type", None), ("class", 2), ("from", None), ("extra", None), ("description", 3)):
+        table.add_column(column, overflow="fold", ratio=ratio)
     missing: dict[str, None] = {}
     for i in infos:
         need = extras.type_extra(i.name) if i.source == "built-in" else None
@@ -100,8 +111,10 @@ def run(args: argparse.Namespace) -> int:
             extra = f"[yellow]{need} (missing)[/yellow]"  # the whole command under the table: a cell would cut it
         else:
             extra = escape(i.extra)  # [dense] is not markup
-        table.add_row(i.name, i.target, i.source, extra, i.description if i.ok else f"[yellow]{i.description}[/yellow]")
-    Console(width=max(100, Console().width)).print(table)
+        about = escape(plain_text(i.description))
+        table.add_row(escape(i.name), escape(i.target), escape(i.source), extra,
+                      about if i.ok else f"[yellow]{about}[/yellow]")  # fmt: skip
+    Console().print(table)
     for need in missing:
         print(f"{need} (missing): {extras.install_command(need)}")
     return 0

@@ -8,7 +8,7 @@ import json
 import logging
 import sys
 
-from harness.cli.command import add_command
+from harness.cli.command import add_allow_incomplete, add_command
 
 log = logging.getLogger("harness")
 
@@ -66,6 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--results", metavar="R_SYNTH", help="results folder of retrievers run over OUT")
     b.add_argument("--human-results", metavar="R_HUMAN", help="results folder of the same retrievers over D")
     b.add_argument("--metrics", help="with the results folders: comma-separated metrics (default: both folders')")
+    add_allow_incomplete(b)
     b.add_argument("--format", choices=["text", "json"], default="text")
     b.set_defaults(func=bias)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
@@ -128,7 +129,12 @@ def bias(args: argparse.Namespace) -> int:
     if args.results:
         from harness.results import Results
 
-        results = (Results.load(args.results), Results.load(args.human_results))
+        # read as every command reads a results folder: whole, its run files as the run wrote them
+        allow = args.allow_incomplete
+        results = (
+            Results.open(args.results, allow_incomplete=allow, what="--results"),
+            Results.open(args.human_results, allow_incomplete=allow, what="--human-results"),
+        )
     dataset = load_dataset(args.folder)
     human = load_dataset(args.human) if args.human else None
     if results is not None:

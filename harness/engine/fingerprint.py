@@ -25,11 +25,12 @@ import importlib.util
 import json
 import logging
 import os
-import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from harness.imports import first_on_path, search_folders
 
 log = logging.getLogger("harness")
 
@@ -95,13 +96,12 @@ def _file_digest(path: Path, cache_dir: Path | None = None) -> str:
 
 
 def _module_digest(module: str, config_dir: Path) -> str:
-    """Source files of ``module`` found the way the retriever will import it (config folder first)."""
-    added = str(config_dir) not in sys.path
-    if added:
-        sys.path.insert(0, str(config_dir))
+    """Source files of ``module`` found the way the retriever will import it (config folder, then the working
+    folder, first: :func:`harness.imports.search_folders`)."""
     try:
-        top = module.split(".")[0]
-        spec = importlib.util.find_spec(top)
+        with first_on_path(search_folders(config_dir)):
+            top = module.split(".")[0]
+            spec = importlib.util.find_spec(top)
         files: list[Path] = []
         if spec is not None and spec.submodule_search_locations:
             for root in spec.submodule_search_locations:
@@ -110,10 +110,6 @@ def _module_digest(module: str, config_dir: Path) -> str:
             files.append(Path(spec.origin))
     except (ImportError, ValueError, OSError) as e:
         return f"unresolved: {type(e).__name__}"
-    finally:
-        if added:
-            with contextlib.suppress(ValueError):
-                sys.path.remove(str(config_dir))
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode("utf-8", "surrogatepass"))

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from harness.gate._scores import Scores
+from harness.gate.blind import detects_nothing
 from harness.gate.tolerances import metric_key
 from harness.results import Manifest
 from harness.stats.power import mde as min_effect
@@ -167,11 +168,17 @@ def blind_line(row: Any, alpha: float, target: float) -> str:
     """``blind: bm25 ndcg@10: ...`` with the queries the tolerance needs (at the check's alpha)."""
     what = f"{row.retriever} {row.metric}"
     assert row.mde is not None and row.sd_used is not None
-    head = (
-        f"blind: {what}: with {row.queries} queries this check detects a drop of {row.mde:.4f} or more "
-        f"({target:.0%} power, alpha {alpha:g}, sd {row.sd_used:.4f}: the {row.sd_source}), larger than its tolerance "
-        f"{row.tolerance:g}"
-    )
+    if detects_nothing(row.metric, row.mde):  # a drop larger than the metric can move is never printed
+        head = (
+            f"blind: {what}: with {row.queries} queries no drop can be detected ({target:.0%} power, alpha "
+            f"{alpha:g}, sd {row.sd_used:.4f}: the {row.sd_source}); its tolerance is {row.tolerance:g}"
+        )
+    else:
+        head = (
+            f"blind: {what}: with {row.queries} queries this check detects a drop of {row.mde:.4f} or more "
+            f"({target:.0%} power, alpha {alpha:g}, sd {row.sd_used:.4f}: the {row.sd_source}), larger than its "
+            f"tolerance {row.tolerance:g}"
+        )
     if row.tolerance <= 0:
         return head + "; no set size detects a drop of 0"
     try:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.gate.blind import markdown_block, mde_cell, text_block
 from harness.gate.junit import junit_xml
 from harness.gate.verdict import CheckReport, CheckRow, fmt_p
 
@@ -104,7 +105,8 @@ def _ni(report: CheckReport) -> bool:
 
 def _power_cells(report: CheckReport, r) -> list[str]:
     """``mde`` (the drop detectable at the report's power) and, under non-inferiority, ``bound``."""
-    cells = [_f(r.mde)]
+    # no mde computed (a missing or new row): the table's own dash, as every other empty figure of the row
+    cells = [mde_cell(r.metric, r.mde) if r.mde is not None else _f(None)]
     if _ni(report):
         cells.append(_f(r.bound, signed=True) if r.rule == "non_inferiority" else "")
     return cells
@@ -115,7 +117,8 @@ def _power_header(report: CheckReport) -> list[str]:
 
 
 def power_lines(report: CheckReport) -> list[str]:
-    """The blind lines, then the notes on where the variance came from (text and markdown print them)."""
+    """The blind lines, then the notes on where the variance came from (the JSON's ``blind`` and a
+    ``--require-power`` error hold the lines; text and markdown print :mod:`harness.gate.blind`'s table)."""
     return [*report.blind, *report.power_notes]
 
 
@@ -154,7 +157,7 @@ def _text(report: CheckReport, v: View) -> str:
     lines += [line(header), line(["-" * w for w in widths]), *map(line, body), ""]
     lines += [f"{'FAILURE' if bad else 'note'}: {text}" for text, bad in v.row_notes]
     lines += [f"FAILURE: {p}" for p in report.problems] + [f"note: {n}" for n in report.notes]
-    lines += power_lines(report)
+    lines += [*text_block(report), *report.power_notes]
     lines += [v.rule, v.headline]
     return "\n".join(lines) + "\n"
 
@@ -177,7 +180,7 @@ def _markdown(report: CheckReport, v: View, page: str | None = None) -> str:
     out += [f"- **FAILURE**: {_md(p)}" for p in report.problems]
     out += [f"- {'**FAILURE**' if bad else 'note'}: {_md(text)}" for text, bad in v.row_notes]
     out += [f"- note: {_md(n)}" for n in report.notes]
-    out += [f"- {_md(n)}" for n in power_lines(report)]
+    out += [f"- {_md(n)}" for n in report.power_notes]
     extra = _power_header(report)
     out += [
         "",
@@ -195,7 +198,8 @@ def _markdown(report: CheckReport, v: View, page: str | None = None) -> str:
         cells += [_f(r.delta, signed=True), p_cell, limit, str(r.queries)]
         cells += _power_cells(report, r)
         out.append("| " + " | ".join(cells) + " |")
-    out += ["", MARKER]
+    blind = markdown_block(report, _md)
+    out += ["", *blind, MARKER] if blind else ["", MARKER]
     return "\n".join(out) + "\n"
 
 

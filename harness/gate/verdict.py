@@ -23,6 +23,7 @@ from harness import defaults
 from harness.errors import InputError
 from harness.gate import power as power_gate
 from harness.gate._scores import Scores
+from harness.gate.blind import detects_nothing
 from harness.gate.tolerances import DEFAULT_ALPHA, CheckSettings, Tolerances, check_alpha, check_tolerance
 from harness.metrics.names import folder_spelling
 from harness.results import Results
@@ -202,13 +203,17 @@ class CheckReport(BaseModel):
         rows = [r for r in self.rows if r.blind]
         if not rows:
             return ""
-        mdes = sorted({round(r.mde, 3) for r in rows if r.mde is not None})
+        # a drop beyond the metric's range is never printed: such a check detects no drop at all
+        seen = [r for r in rows if not detects_nothing(r.metric, r.mde)]
+        mdes = sorted({round(r.mde, 3) for r in seen if r.mde is not None})
         queries = sorted({r.queries for r in rows})
         n = f"{queries[0]:,}" if len(queries) == 1 else f"{queries[0]:,} to {queries[-1]:,}"
-        if not mdes:  # fewer than 2 common queries: no drop is detectable at all
-            return f" (blind on {len(rows)} of {checked} checks: no drop is detectable with {n} common queries)"
+        if not mdes:  # fewer than 2 common queries, or too few for any drop within range
+            return f" (blind on {len(rows)} of {checked} checks: no drop can be detected with {n} queries)"
         under = f"{mdes[0]:.3f}" if len(mdes) == 1 else f"{mdes[0]:.3f} to {mdes[-1]:.3f}"
-        return f" (blind on {len(rows)} of {checked} checks: drops under {under} are invisible with {n} queries)"
+        none = len(rows) - len(seen)
+        rest = f"; no drop can be detected on {none}" if none else ""
+        return f" (blind on {len(rows)} of {checked} checks: drops under {under} are invisible with {n} queries{rest})"
 
     def rule(self) -> str:
         text = (

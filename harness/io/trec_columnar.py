@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,9 +35,11 @@ BLOCK_LINES = 1 << 18
 MIN_BYTES = 4 << 20
 
 
+@cache
 def _precise() -> dict[str, str]:
     """pandas < 3 parses floats exactly only when asked (``round_trip``); pandas 3 always does, and
-    deprecates the option."""
+    deprecates the option. Asked when a file is read, not at import: importing this module (every command
+    that reads a run file) must not import pandas."""
     try:
         import pandas as pd
 
@@ -44,8 +47,6 @@ def _precise() -> dict[str, str]:
     except (ImportError, ValueError):  # pragma: no cover
         return {}
 
-
-_PRECISE = _precise()
 
 #: how both columnar readers (run files here, qrels in ``qrels_columnar``) ask pandas for a file: the
 #: C parser, every field as written (no NA guessing, no quoting, no comments), strict UTF-8, a bad line
@@ -126,7 +127,7 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
         names=["q", "q0", "d", "rank", "s", "tag"],
         usecols=["q", "d", "s", "tag"],  # tag: only to see that a line has all six columns
         dtype={"q": object, "q0": object, "d": object, "rank": object, "s": np.float64, "tag": object},
-        **_PRECISE,
+        **_precise(),
         **STRICT_BLOCKS,
     )
     first = True

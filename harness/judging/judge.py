@@ -27,7 +27,7 @@ from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from harness.errors import InputError
-from harness.imports import NoAttribute, import_target
+from harness.imports import NoAttribute, TargetNotFound, import_target, load_target
 
 ENTRY_POINT_GROUP = "retrieval_harness.judges"
 
@@ -77,7 +77,11 @@ def judge_class(choice: str) -> Any:
         known = ", ".join(judge_names())
         raise InputError(f"unknown judge {choice!r}; known: {known}, or module:Class", field="--judge")
     try:
-        return import_target(target)
+        # a built-in is the harness's own code; a plugin or module:Class is found by the one rule for code a
+        # user names: the working folder first, then PYTHONPATH (harness.imports)
+        return import_target(target) if choice in BUILTIN else load_target(target)
+    except TargetNotFound as e:
+        raise InputError(f"judge {choice!r}: cannot import {target!r}: {e}", field="--judge") from None
     except ImportError as e:
         raise InputError(f"judge {choice!r}: cannot import {e.name or target!r} ({e})", field="--judge") from None
     except (NoAttribute, ValueError) as e:

@@ -86,10 +86,11 @@ def merge_line(pool: str | os.PathLike[str], qrels: str | os.PathLike[str] | Non
     check_out(qrels, out)
     merged = merge(pool, qrels)
     path = write_merged(merged, qrels, out)
+    # without --qrels there are no old judgments to count: the line starts from the new ones
+    old = f"{merged.provenance['qrels']['judgments']:,} judgments from {qrels} plus " if qrels else ""
     return (
-        f"{path}: {merged.provenance['qrels']['judgments']} judgments from {qrels or 'no judgments'} "
-        f"plus {merged.added} new "
-        f"({merged.already} already judged alike, {merged.ungraded} left ungraded); provenance in "
+        f"{path}: {old}{merged.added:,} new "
+        f"({merged.already:,} already judged alike, {merged.ungraded:,} left ungraded); provenance in "
         f"{provenance_path(path).name}"
     )
 

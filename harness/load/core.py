@@ -64,8 +64,10 @@ def run_load(
     config_dir: str | os.PathLike[str] | None = None,
     retrievers: Sequence[str] | None = None,
     probe_gil: bool = True,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
-    """``{retriever: {"levels": [...], ...}}`` (the ``load.json`` schema; docs/load.md)."""
+    """``{retriever: {"levels": [...], ...}}`` (the ``load.json`` schema; docs/load.md). ``show_progress``:
+    the retrievers report their build (the encode of a dense index) to the caller's display."""
     base = Path(config_dir) if config_dir is not None else Path.cwd()
     specs = config.specs()
     names = list(retrievers) if retrievers else list(specs)
@@ -87,7 +89,7 @@ def run_load(
         config_dir=base,
         seed=config.seed,
         depth=config.depth,
-        show_progress=False,
+        show_progress=show_progress,
     )
     pool = max([*spec.concurrency, spec.workers, spec.sweep_concurrency])
     meta = {
@@ -196,8 +198,9 @@ def _c1_note(levels: list[Any]) -> str | None:
     if 1 / 1.5 <= ratio <= 1.5:
         return None
     return (
+        # "1000 / p50 = 68", not "1000 / p50 (68)": a number in parentheses after p50 reads as the p50
         f"c=1: qps {c1.qps:,.4g} = 1000 / the mean latency ({c1.mean_ms:.3g} ms), not 1000 / p50 "
-        f"({1000 / c1.p50_ms:,.0f}): the mean is {c1.mean_ms / c1.p50_ms:.2g}x the median, a long tail "
+        f"= {1000 / c1.p50_ms:,.0f}: the mean is {c1.mean_ms / c1.p50_ms:.2g}x the median, a long tail "
         f"(p95 {c1.p95_ms:.3g} ms, p99 {c1.p99_ms:.3g} ms)"
     )
 

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 
+from harness.printable import printable
 from harness.results.data import Results
 
 
@@ -37,18 +38,28 @@ def evaluate_table(results: Results, fmt: str, per_query: bool) -> str:
         w.writerows(rows)
         return buf.getvalue()
     if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(metric_names)]
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines = ["| " + " | ".join(map(_md, header)) + " |", "|" + "---|" * 2 + "---:|" * len(metric_names)]
+        lines += ["| " + " | ".join(map(_md, r)) + " |" for r in rows]
         return "\n".join(lines) + "\n" + _counts_note(results)
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
-    table = Table(*header, title="harness evaluate")
+    # run names and query ids are the user's text: shown as written (a "[b]" is no markup, a control
+    # character its escape), not read as rich markup
+    table = Table(title="harness evaluate")
+    for h in header:
+        table.add_column(Text(printable(h)))
     for r in rows:
-        table.add_row(*r)
+        table.add_row(*(Text(printable(c)) for c in r))
     buf = io.StringIO()
     Console(file=buf, width=200).print(table)
     return buf.getvalue() + _counts_note(results)
+
+
+def _md(cell: str) -> str:
+    """A markdown cell: control characters escaped, ``|`` not a column break."""
+    return printable(cell).replace("|", "\\|")
 
 
 def _counts_note(results: Results) -> str:
@@ -63,5 +74,5 @@ def _counts_note(results: Results) -> str:
         ]:
             if c.get(key):
                 parts.append(f"{c[key]} {label}")
-        notes.append(f"{name}: " + ", ".join(parts))
+        notes.append(f"{printable(name)}: " + ", ".join(parts))
     return "\n".join(notes) + "\n"

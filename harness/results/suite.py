@@ -128,7 +128,9 @@ class SuiteResults(BaseModel):
             if scored:
                 r, v = max(scored, key=lambda x: x[1])
                 best = f", best mean {first}: {r} {v:.4f}"
-        return f"<SuiteResults: {len(self.retrievers)} retrievers x {len(self.datasets)} datasets{best}>"
+        from harness.results.suite_table import suite_title
+
+        return f"<{suite_title(self).replace('Suite:', 'SuiteResults:')}{best}>"
 
     __str__ = __repr__
 

@@ -52,6 +52,16 @@ def sig_marker(suite: SuiteResults, retriever: str, metric: str, dataset: str | 
     return BETTER if d > 0 else WORSE if d < 0 else ""
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 retriever``, ``3 retrievers``: a suite of one dataset or one retriever reads right."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def suite_title(suite: Any) -> str:
+    """``Suite: 1 retriever x 3 datasets``."""
+    return f"Suite: {counted(len(suite.retrievers), 'retriever')} x {counted(len(suite.datasets), 'dataset')}"
+
+
 def cells(suite: SuiteResults, metric: str) -> list[dict[str, Any]]:
     """Per retriever: ``values`` per dataset, ``mean``, ``rank``, and which are best in their column."""
     rows = []
@@ -154,7 +164,7 @@ def terminal_tables(suite: SuiteResults, width: int) -> list[Any]:
             _Column("mean", mean_cells),
             _Column("mean\nrank", [Text(fmt_rank(r["rank"]), style=BEST if r["best_rank"] else "") for r in rows]),
         ]
-        title = f"{m}: {len(suite.datasets)} datasets"
+        title = f"{m}: {counted(len(suite.datasets), 'dataset')}"
         out += render_tables(title, keys, [ds_cols + agg], width)
     return out
 
@@ -197,7 +207,7 @@ def _text_row(
 
 
 def to_markdown(suite: SuiteResults) -> str:
-    lines = [f"# Suite: {len(suite.retrievers)} retrievers x {len(suite.datasets)} datasets", ""]
+    lines = [f"# {suite_title(suite)}", ""]
     for m in suite.metrics:
         lines += [
             f"## {_md(m)}",

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness import __version__
+from harness import __version__, clock, progress
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
@@ -32,7 +32,7 @@ from harness.metrics.evaluate import evaluate_run
 from harness.model import Document, GoldenDataset, Qrels
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, strict_scalar_problem
-from harness.stream import probes
+from harness.stream import encoding, probes
 from harness.stream.engines import StreamedRetriever, build_engines, check_changeable, exact_reference
 from harness.stream.folder import RUNBOOK, StreamFolder, run_name
 from harness.stream.results import StreamResults
@@ -49,6 +49,9 @@ class StreamOptions(BaseModel):
     config: Path
     out: Path
     runbook: Path | None = None
+    #: the retrievers report their encode to the display the caller made current (:func:`harness.progress.use`);
+    #: the stream reports each retriever, step and checkpoint there whatever this says
+    progress: bool = False
 
 
 def load_stream_config(path: str | os.PathLike[str]) -> tuple[RunConfig, StreamSpec, Path]:
@@ -104,6 +107,8 @@ class _Segment:
     written: int = 0
     seconds: float = 0.0
     latencies_ms: list[float] = field(default_factory=list)
+    #: the engine's encoder counters when the segment began (:mod:`.encoding`)
+    encoder: encoding.Reading | None = None
 
 
 class _Searcher:
@@ -147,13 +152,16 @@ class Streamer:
 
     def play(self, engine: StreamedRetriever) -> None:
         """The whole runbook against one engine; each checkpoint's record appended as it completes."""
-        record: dict[str, Any] = {"type": engine.spec.type, "checkpoints": []}
+        # the whole config of the row (secrets scrubbed), not its type alone: an HNSW row is not a flat one
+        record: dict[str, Any] = {"type": engine.spec.type, "config": engine.spec.redacted(), "checkpoints": []}
         self.doc["retrievers"][engine.name] = record
         corpus, index = self.ds.corpus, self.ds.doc_index
         visible = Visible()
-        seg = _Segment()
+        seg = _Segment(encoder=encoding.read(engine.obj))
         cp = 0
+        shown = progress.current()
         for n, op in enumerate(self.ops):
+            shown.phase(step_label(self.ops, n))
             if op.op in WRITES:
                 if n == 0:
                     docs = [corpus[index[i]] for i in op.ids]
@@ -178,9 +186,10 @@ class Streamer:
             elif op.op == "settle":
                 engine.settle()
             else:
-                record["checkpoints"].append(self._checkpoint(engine, cp, visible, seg))
+                encoded = encoding.since(engine.obj, seg.encoder)  # before the checkpoint's own searches
+                record["checkpoints"].append({**self._checkpoint(engine, cp, visible, seg), **encoded})
                 cp += 1
-                seg = _Segment()
+                seg = _Segment(encoder=encoding.read(engine.obj))
 
     def _write(self, engine: StreamedRetriever, kind: str, docs: list[Document], seg: _Segment) -> None:
         """Write ``docs`` in batches paced to ``rate`` (one batch at rate 0), timing each acknowledgement,
@@ -252,6 +261,23 @@ class Streamer:
         }
 
 
+def step_label(ops: Sequence[Op], n: int) -> str:
+    """What op ``n`` of the runbook is, for the display: ``step 2 of 5: insert 500 documents``, ``checkpoint
+    3 of 7: 300 queries, and an exact index of the visible documents``."""
+    op = ops[n]
+    checkpoints = sum(1 for o in ops if o.op == "checkpoint")
+    if op.op in WRITES:
+        if n == 0:
+            return f"indexing {len(op.ids):,} documents (the initial load)"
+        step = sum(1 for o in ops[:n] if o.op == "checkpoint")
+        steps = sum(1 for o in ops if o.op == "checkpoint") - 1 - sum(1 for o in ops if o.op == "settle")
+        return f"step {step} of {max(steps, step)}: {op.op} {len(op.ids):,} documents"
+    if op.op == "settle":
+        return "settling (the engine's maintenance)"
+    cp = sum(1 for o in ops[:n] if o.op == "checkpoint")
+    return f"checkpoint {cp + 1} of {checkpoints}: searching, and an exact index of the visible documents"
+
+
 def _means(qrels: Qrels, run: Any, metrics: list[str]) -> dict[str, float | None]:
     if not qrels:
         return dict.fromkeys(metrics)
@@ -276,10 +302,11 @@ def run_stream(opts: StreamOptions) -> StreamResults:
     specs = config.specs(config_dir=base)
     check_changeable(specs)
     ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,
-                       depth=config.depth, show_progress=False)  # fmt: skip
-    engines = build_engines(specs, ctx)
+                       depth=config.depth, show_progress=opts.progress)  # fmt: skip
+    engines = build_engines(specs, ctx)  # a retriever that cannot change is refused here, before any line
     doc: dict[str, Any] = {
         "version": __version__,
+        "created": clock.stamp(),
         "dataset": {"name": ds.name, "source": ds.source, "split": ds.split, "documents": len(ds.corpus)},
         "queries": len(ds.queries),
         "metrics": list(config.metrics),
@@ -296,13 +323,20 @@ def run_stream(opts: StreamOptions) -> StreamResults:
         raise
     try:
         streamer = Streamer(ds, ops, spec, list(config.metrics), config.depth, ctx, folder, doc)
+        # the display the caller set up (harness stream: progress.session), or none; its first line comes once
+        # the folder is ours: a stream refused for a held --out prints its one error line alone
+        shown = progress.current()
+        shown.start(len(engines))
         try:
             folder.write(RUNBOOK, format_runbook(ops).encode("utf-8"))
-            for engine in engines.values():
+            for i, engine in enumerate(engines.values(), 1):
+                shown.node(i, len(engines), engine.name)
+                started = time.monotonic()
                 try:
                     streamer.play(engine)
                 finally:
                     engine.close()
+                shown.node_done(engine.name, True, time.monotonic() - started)
         except BaseException:
             for engine in engines.values():
                 engine.close()

@@ -1,29 +1,46 @@
-"""``stream.json`` as text: one table per retriever, a row per checkpoint (``harness stream`` prints it,
-``harness report DIR`` prints it again)."""
+"""``stream.json`` as text: per retriever, two tables of a row per checkpoint, quality then time, each within
+80 columns as ``harness run``'s table is (``harness stream`` prints it, ``harness report DIR`` again), and a
+legend that names every column.
+
+One table of 16 columns was 128 wide, and its legend skipped ``short``, ``blinks``, ``writes/s``, ``lat``
+and the hits/probes form (issue 57). The time table marks each checkpoint's writes ``cold`` or ``warm``
+(embeddings computed, or read from the cache) and gives the seconds spent encoding apart from the write
+rate, which includes them: a write rate read from a warm cache is not the index's alone.
+"""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
-from harness.stream.results import Checkpoint, StreamResults
+from harness.stream.results import Checkpoint, RetrieverStream, StreamResults
 
-COLUMNS = ("cp", "visible", "scored", "{m}", "exact", "gap", "ghost", "stale", "short", "blinks",
-           "retr p50 s", "p99 s", "never", "writes/s", "lat p50 ms", "p99 ms")  # fmt: skip
+WIDTH = 80
+
+QUALITY = ("cp", "visible", "scored", "{m}", "exact", "gap", "ghost", "stale", "short", "blinks")
+TIME = ("cp", "retr p50", "p99", "never", "writes/s", "encode s", "cache", "lat p50", "p99")
 
 
 def _num(v: Any, fmt: str = ".3f") -> str:
     return "–" if v is None else format(v, fmt)
 
 
-def _row(c: Checkpoint, metric: str) -> list[str]:
+def _quality(c: Checkpoint, metric: str) -> list[str]:
     eng, ex = c.metrics.get(metric), c.exact.get(metric)
     gap = None if eng is None or ex is None else ex - eng
-    r, lat, gh, st = c.retrievable_s, c.latency_ms, c.ghost_hits, c.stale_hits
+    gh, st = c.ghost_hits, c.stale_hits
     return [
         str(c.checkpoint), str(c.visible), str(c.queries_scored), _num(eng), _num(ex), _num(gap, "+.3f"),
-        f"{gh.hits}/{gh.probes}", f"{st.hits}/{st.probes}",
-        str(c.short_results), str(c.blinks), _num(r.p50, ".2f"), _num(r.p99, ".2f"),
-        _num(r.never, ".0%"), _num(c.write_rate, ".0f"), _num(lat.p50, ".1f"), _num(lat.p99, ".1f"),
+        f"{gh.hits}/{gh.probes}", f"{st.hits}/{st.probes}", str(c.short_results), str(c.blinks),
+    ]  # fmt: skip
+
+
+def _time(c: Checkpoint) -> list[str]:
+    r, lat = c.retrievable_s, c.latency_ms
+    return [
+        str(c.checkpoint), _num(r.p50, ".2f"), _num(r.p99, ".2f"), _num(r.never, ".0%"),
+        _num(c.write_rate, ".0f"), _num(c.encode_s, ".2f"), c.cache or "–",
+        _num(lat.p50, ".1f"), _num(lat.p99, ".1f"),
     ]  # fmt: skip
 
 
@@ -32,20 +49,47 @@ def _table(rows: list[list[str]]) -> str:
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(r, widths)).rstrip() for r in rows) + "\n"
 
 
+def _title(name: str, rec: RetrieverStream) -> str:
+    """``dense_hnsw (dense, index: hnsw)``: the type, and the index and precision where not the exact float32
+    default (the whole config is in ``stream.json``)."""
+    config = rec.config or {}
+    plain = (None, "none", "flat", "float32")
+    shown = [f"{k}: {config[k]}" for k in ("index", "precision") if config.get(k) not in plain]
+    return f"{name} ({', '.join([rec.type, *shown])})"
+
+
+def legend(metric: str) -> list[str]:
+    """Every column of both tables, said once: an entry per group of columns, wrapped within 80 columns."""
+    entries = [
+        "cp: checkpoint; visible: documents searchable then; scored: queries with a visible relevant document "
+        "(the others are left out of both columns)",
+        f"gap = exact - engine {metric} over the same visible documents: the index's own loss (exact: an exact "
+        "index built over them; 0 for an exact engine)",
+        "ghost / stale: hits/probes, probed documents still served after a delete / served at an old version; "
+        "short: queries answered with fewer than k results",
+        "blinks: probed inserts found by one search, then missing from a later one",
+        "retr p50 / p99: seconds from a write's acknowledgement to the first search that found it; never: "
+        "the share not found within the deadline",
+        "writes/s: documents written per second, encoding included; encode s: the seconds of it the encoder "
+        "took; cache: cold (embeddings computed) or warm (mostly read from the cache: writes/s then measures "
+        "the index, not the model); –: nothing encoded",
+        "lat p50 / p99: one query's search latency while the writes went on, in milliseconds",
+    ]
+    return [line for e in entries for line in textwrap.wrap(e, WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
+
+
 def to_text(doc: StreamResults) -> str:
     """Per retriever: the first metric for the engine and for the exact index of the same visible
-    documents (the gap is the index's), the probes, and the write and search figures."""
+    documents (the gap is the index's), the probes; then the write and search figures."""
     metric = doc.metric
-    head = [c.format(m=metric) for c in COLUMNS]
+    head = [c.format(m=metric) for c in QUALITY]
     parts = []
     for name, rec in doc.retrievers.items():
-        rows = [head] + [_row(c, metric) for c in rec.checkpoints]
-        parts.append(f"{name} ({rec.type})\n" + _table(rows))
-    note = (
-        f"gap = exact - engine {metric} over the same visible documents: the index's own loss (0 for an exact "
-        "index); ghost/stale: probes still served after a delete / served at an old version; retr: seconds from "
-        "a write's acknowledgement to the first search that found it (never: not within the deadline)"
-    )
+        checkpoints = rec.checkpoints
+        quality = _table([head, *(_quality(c, metric) for c in checkpoints)])
+        timing = _table([list(TIME), *(_time(c) for c in checkpoints)])
+        parts.append(f"{_title(name, rec)}\n{quality}{timing}")
+    note = "\n".join(legend(metric))
     if not doc.complete:
         note += "\nincomplete: the stream was interrupted; the checkpoints above are the ones it completed"
     return "\n".join(parts) + note + "\n"

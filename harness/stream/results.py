@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -60,10 +60,17 @@ class Checkpoint(staged.Ordered):
     write_rate: float | None
     latency_ms: Latency
     queries_left_out: int = Field(ge=0)
+    #: seconds of the segment's writes the encoder took, and whether its embeddings were computed (``cold``) or
+    #: read from the cache (``warm``): :mod:`harness.stream.encoding`. None: nothing encoded, or a file written
+    #: before they were recorded
+    encode_s: float | None = Field(default=None, ge=0)
+    cache: Literal["cold", "warm"] | None = None
 
 
 class RetrieverStream(staged.Ordered):
     type: str
+    #: the row's whole config, secrets scrubbed (None in a file written before it was recorded)
+    config: dict[str, Any] | None = None
     checkpoints: list[Checkpoint]
 
 
@@ -73,6 +80,8 @@ class StreamResults(staged.Ordered):
     schema_: str = Field(SCHEMA, alias="schema")
     schema_version: int = VERSION
     version: str
+    #: when the stream began (:func:`harness.clock.stamp`); None in a file written before it was recorded
+    created: str | None = None
     dataset: dict[str, Any]
     queries: int = Field(ge=0)
     metrics: list[str]

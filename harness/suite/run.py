@@ -144,11 +144,10 @@ def suite_page(suite: SuiteResults) -> str:
     from urllib.parse import quote
 
     from harness.results.page.index import index_page
-    from harness.results.suite_table import html_tables
+    from harness.results.suite_table import html_tables, suite_title
 
     links = [
         (d, f"{quote(d)}/report.html", f"{suite.queries[d]:,} queries" if d in suite.queries else "")
         for d in suite.datasets
     ]
-    title = f"Suite: {len(suite.retrievers)} retrievers x {len(suite.datasets)} datasets"
-    return index_page(title, html_tables(suite), links)
+    return index_page(suite_title(suite), html_tables(suite), links)

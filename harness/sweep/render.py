@@ -26,6 +26,11 @@ def _f(v: float | None) -> str:
     return "–" if v is None else f"{v:.4f}"
 
 
+def _signed(v: float) -> str:
+    """``+0.0123``; a difference that rounds to zero is ``+0.0000``, never ``-0.0000``."""
+    return f"{round(v, 4) + 0.0:+.4f}"
+
+
 def _p(p: float) -> str:
     return f"{p:.4f}" if p >= 1e-4 else f"{p:.1e}"
 
@@ -119,15 +124,15 @@ def test_rows(result: SweepResult) -> list[list[str]]:
     for s in result.sections:
         t = s.test[0]
         default_gap = s.selection_of_default - s.test_of_default
-        rows.append([s.retriever, "default", _f(s.selection_of_default), _f(t.default), f"{default_gap:+.4f}", "", ""])
+        rows.append([s.retriever, "default", _f(s.selection_of_default), _f(t.default), _signed(default_gap), "", ""])
         rows.append(
             [
                 "",
                 "chosen",
                 _f(s.selection_of_chosen),
                 _f(t.chosen),
-                f"{s.gap:+.4f}",
-                f"{t.delta:+.4f}",
+                _signed(s.gap),
+                _signed(t.delta),
                 _p(t.p_value),
             ]
         )
@@ -150,8 +155,8 @@ def test_legend(result: SweepResult) -> list[str]:
         t = s.test[0]
         setting = " / ".join(dict.fromkeys(point_label(p) for p in s.chosen))
         lines.append(
-            f"{s.retriever}: chosen {setting} vs default {point_label(s.default)}: Δ {t.delta:+.4f} "
-            f"[{t.delta_ci[0]:+.4f}, {t.delta_ci[1]:+.4f}] 95% CI, W/T/L {t.wins}/{t.ties}/{t.losses}"
+            f"{s.retriever}: chosen {setting} vs default {point_label(s.default)}: Δ {_signed(t.delta)} "
+            f"[{_signed(t.delta_ci[0])}, {_signed(t.delta_ci[1])}] 95% CI, W/T/L {t.wins}/{t.ties}/{t.losses}"
         )
     return lines
 
@@ -186,7 +191,7 @@ def to_markdown(result: SweepResult) -> str:
         lines += _md_table(
             ["retriever", "metric", "default", "chosen", "Δ", "p (rand.)", "p (Holm)"],
             [
-                [s.retriever, t.metric, _f(t.default), _f(t.chosen), f"{t.delta:+.4f}", _p(t.p_value), _p(t.p_holm)]
+                [s.retriever, t.metric, _f(t.default), _f(t.chosen), _signed(t.delta), _p(t.p_value), _p(t.p_holm)]
                 for s, t in others
             ],
             left=2,

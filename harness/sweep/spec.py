@@ -120,6 +120,8 @@ def point_label(point: Mapping[str, Any]) -> str:
 
 
 def _value_text(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))  # the config's rrf_k: 60.0 and the grid's 60 are one setting: one label
     return json.dumps(v, separators=(",", ":")) if isinstance(v, (list, dict)) else str(v)
 
 

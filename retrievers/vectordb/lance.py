@@ -10,6 +10,7 @@ query gets the filtered top k, not a post-filtered top k that comes back short.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,17 @@ from retrievers.vectordb.base import FolderDriver, VectorDBSpec, require, sql_li
 from retrievers.vectordb.store_scan import BATCH, vectors_from_rows
 
 _METRIC = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
+
+#: LanceDB's Rust core logs through env_logger at ``$LANCEDB_LOG`` (default ``warn``), straight to the
+#: process's stderr: raw ``[... WARN lance::...]`` lines in the middle of the harness's display and tables.
+#: Errors only unless the user set the variable (``LANCEDB_LOG=warn`` shows them again); the value is read
+#: once, when lancedb's native module loads, so it is set before the first import.
+LOG_VARIABLE, LOG_LEVEL = "LANCEDB_LOG", "error"
+
+
+def _lancedb() -> Any:
+    os.environ.setdefault(LOG_VARIABLE, LOG_LEVEL)
+    return require("lancedb", "lancedb")
 
 
 class LanceDBSpec(VectorDBSpec):
@@ -66,7 +78,7 @@ class LanceDriver(FolderDriver):
         self.id_field, self.vector_field = "id", "vector"
 
     def build(self, ids: np.ndarray, emb: np.ndarray, meta: list[dict[str, Any]]) -> None:
-        lancedb = require("lancedb", "lancedb")
+        lancedb = _lancedb()
         assert self.work_dir is not None
         self._store = self.work_dir / "lancedb"
         db = lancedb.connect(str(self._store))
@@ -131,7 +143,7 @@ class LanceDriver(FolderDriver):
         return sp
 
     def connect(self) -> int:
-        lancedb = require("lancedb", "lancedb")
+        lancedb = _lancedb()
         s = self.spec
         if self.path is None:
             raise InputError("lancedb connect mode needs `path` (the database folder)", field="path")
