@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.cli.command import add_allow_incomplete, add_command
+from harness.cli.command import add_allow_incomplete, add_command, usage
 
 #: ``harness baseline save --help``: its line in ``harness --help``, a blank line, its description
 ABOUT_SAVE = """write a compact baseline file from a results folder
@@ -27,12 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--retrievers", action="append", help="keep only these retrievers, comma-separated")
     add_allow_incomplete(s)
     s.set_defaults(func=save)
-    p.set_defaults(func=lambda args: _usage(p))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
+    p.set_defaults(func=lambda args: usage(p))
 
 
 def save(args: argparse.Namespace) -> int:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
-from harness.cli.command import add_command
+from harness.cli.command import add_command, usage
 
 #: ``harness ci comment --help``: its line in ``harness --help``, a blank line, its description
 ABOUT_COMMENT = """create or update the pull request's sticky comment from FILE.md
@@ -25,12 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = add_command(actions, "comment", ABOUT_COMMENT)
     c.add_argument("file", metavar="FILE.md", help="the comment harness check --comment wrote")
     c.set_defaults(func=comment)
-    p.set_defaults(func=lambda args: _usage(p))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return 2
+    p.set_defaults(func=lambda args: usage(p))
 
 
 def comment(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -11,6 +12,12 @@ def add_command(sub: argparse._SubParsersAction, name: str, about: str) -> argpa
     its description (line breaks in it are only for the source: argparse re-wraps the text)."""
     summary, _, details = about.partition("\n\n")
     return sub.add_parser(name, help=summary, description=" ".join(details.split()) or None)
+
+
+def usage(parser: argparse.ArgumentParser) -> int:
+    """A command of actions run without one: its help on stderr, exit 2 (what argparse does for a bad flag)."""
+    parser.print_help(sys.stderr)
+    return 2
 
 
 def require_extras(*needs: Any) -> None:

@@ -5,7 +5,7 @@ client they describe: the key read from the environment variable and handed only
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from harness.endpoint.client import ChatClient, check_timeout
@@ -65,3 +65,16 @@ class EndpointSettings:
             self.url or "", model, api_key=key, temperature=self.temperature, max_tokens=self.max_tokens,
             timeout=self.timeout, retries=self.retries, concurrency=self.concurrency,
         )  # fmt: skip
+
+
+@dataclass(kw_only=True)
+class AskOptions:
+    """What every command that asks a judge through this client takes beside its own flags (``judge
+    auto``, ``nuggets assign``): the model, the endpoint, the prices a cost is counted at and a team
+    class's constructor options. Keyword-only, so each command's own fields come first."""
+
+    model: str | None = None
+    endpoint: EndpointSettings = field(default_factory=EndpointSettings)
+    price_in: float | None = None
+    price_out: float | None = None
+    judge_options: dict[str, str] = field(default_factory=dict)

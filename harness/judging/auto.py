@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.endpoint.client import Answer
 from harness.endpoint.fanout import ReplyCache, Tally, ask_many, reply_key
-from harness.endpoint.settings import EndpointSettings
+from harness.endpoint.settings import AskOptions
 from harness.errors import InputError
 from harness.io import staged
 from harness.io.append_log import sha256_text
@@ -55,21 +55,17 @@ EXTRAS = {"cross-encoder": "rerank"}
 
 
 @dataclass
-class AutoOptions:
-    """``judge auto``'s flags: the pool, the output, the judge and its settings."""
+class AutoOptions(AskOptions):
+    """``judge auto``'s flags: the pool, the output, the judge and its settings (the model, endpoint,
+    prices and a team class's options are every asking command's: :class:`AskOptions`)."""
 
     pool: str
     out: str
     judge: str
-    model: str | None = None
-    endpoint: EndpointSettings = field(default_factory=EndpointSettings)
-    price_in: float | None = None
-    price_out: float | None = None
+    probabilities: bool = False  # p_0..p_3 beside each grade (harness.judging.probabilities)
     thresholds: str | None = None
     calibrate: str | None = None
-    judge_options: dict[str, str] = field(default_factory=dict)
     show_progress: bool | None = None
-    probabilities: bool = False  # p_0..p_3 beside each grade (harness.judging.probabilities)
     votes: int | None = None  # http without logprobs: the vote shares of K replies
     export_lara: str | None = None  # LARA's CSV of the grades and probabilities
 

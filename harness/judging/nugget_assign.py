@@ -26,13 +26,13 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.endpoint.client import Answer, ChatClient
 from harness.endpoint.fanout import ReplyCache, Tally, ask_many, reply_key
-from harness.endpoint.settings import EndpointSettings
+from harness.endpoint.settings import AskOptions
 from harness.errors import InputError
 from harness.imports import NoAttribute, import_target
 from harness.io.append_log import sha256_text
@@ -173,20 +173,19 @@ class TeamAssigner:
             close()
 
 
-@dataclass
-class AssignOptions:
-    """``harness nuggets assign``'s flags."""
+@dataclass(kw_only=True)
+class AssignOptions(AskOptions):
+    """``harness nuggets assign``'s flags (by name: the command builds it from its flags)."""
 
+    #: nuggetizer's nuggets JSONL
     nuggets: str
+    #: the results folder whose stored runs' top ``depth`` passages are assigned
     results: str
-    out: str
-    judge: str
     depth: int = 10
-    model: str | None = None
-    endpoint: EndpointSettings = field(default_factory=EndpointSettings)
-    price_in: float | None = None
-    price_out: float | None = None
-    judge_options: dict[str, str] = field(default_factory=dict)
+    #: the assignments JSONL written (or added to: its records are kept)
+    out: str
+    #: ``http`` or ``module:Class``
+    judge: str
     allow_incomplete: bool = False
     show_progress: bool | None = None
 

@@ -40,6 +40,7 @@ class Nugget:
 
     @property
     def vital(self) -> bool:
+        """Whether the vital metrics (``nugget_vital@k``, ``nugget_strict_vital@k``) count it."""
         return self.importance == "vital"
 
 

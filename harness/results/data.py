@@ -171,6 +171,11 @@ class Results(BaseModel):
     def folder(self) -> Path | None:
         return self._folder
 
+    @property
+    def dataset(self) -> GoldenDataset | None:
+        """The dataset the run held, when this object came from a run in this process (else None)."""
+        return self._dataset
+
     def scores(self, retriever: str) -> dict[str, np.ndarray]:
         """Per-query values of every metric as float64 arrays aligned with :attr:`query_ids`."""
         if retriever not in self._arrays:
@@ -188,11 +193,6 @@ class Results(BaseModel):
     @property
     def costs(self) -> dict[str, Cost]:
         return self._costs
-
-    @property
-    def dataset(self) -> GoldenDataset | None:
-        """The dataset the run held, when this object came from a run in this process (else None)."""
-        return self._dataset
 
     def attach_dataset(self, dataset: GoldenDataset | None) -> Results:
         """Keep the run's dataset for the renderings (texts of the page and the drill-down): a run

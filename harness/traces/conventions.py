@@ -40,14 +40,10 @@ MAX_DOCUMENTS_CHARS = 8 * 1024 * 1024
 MAX_DOCUMENTS = 10_000
 GENAI, OPENINFERENCE = "gen_ai", "openinference"
 
-_OI_DOC = re.compile(r"retrieval\.documents\.(\d{1,6})\.document\.(id|score|content)")
-_SPACE = re.compile(r"\s")
-#: what a query of only these holds no text: whitespace and the C0/C1 controls (written as spaces)
-_BLANK = re.compile(r"[\s\x00-\x1f\x7f-\x9f]*")
-
-
 @dataclass(slots=True)
 class Document:
+    """One document of a retrieval as the span lists it (any of the three may be missing)."""
+
     id: str
     score: float | None
     content: str | None
@@ -64,6 +60,12 @@ class RetrievalSpan:
     top_k: int | None
     data_source: str | None
     conversation: str | None
+
+
+_OI_DOC = re.compile(r"retrieval\.documents\.(\d{1,6})\.document\.(id|score|content)")
+_SPACE = re.compile(r"\s")
+#: what a query of only these holds no text: whitespace and the C0/C1 controls (written as spaces)
+_BLANK = re.compile(r"[\s\x00-\x1f\x7f-\x9f]*")
 
 
 def read_retrieval(span: RawSpan, dropped: Counter[str]) -> RetrievalSpan | str:
