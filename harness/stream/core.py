@@ -10,6 +10,7 @@ to the visible documents, beside an exact index built fresh over the same visibl
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness import __version__
+from harness import __version__, defaults
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
@@ -32,11 +33,13 @@ from harness.model import Document, GoldenDataset, Qrels
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, strict_scalar_problem
 from harness.stream import probes
-from harness.stream.engines import Engine, build_engines, check_changeable, exact_reference
+from harness.stream.engines import Engine, RowFailed, build_engines, check_changeable, exact_reference
 from harness.stream.folder import RUNBOOK, SCHEMA, StreamFolder, check_out, run_name
 from harness.stream.runbook import WRITES, Op, Visible, draw, format_runbook, read_runbook, version_of
 from harness.stream.spec import StreamSpec
 from harness.validate import check_dataset_usable
+
+log = logging.getLogger("harness")
 
 
 class StreamOptions(BaseModel):
@@ -105,21 +108,34 @@ class _Segment:
 
 
 class _Searcher:
-    """Single-query searches in a loop on a thread while writes go on: the latency a user saw then."""
+    """Single-query searches in a loop on a thread while writes go on: the latency a user saw then
+    (the retriever's own time per call). A search that fails stops the loop; the writer raises it
+    when the writes are done (:meth:`check`)."""
 
     def __init__(self, engine: Engine, queries: Sequence[Any], k: int, seed: int) -> None:
         self.engine, self.queries, self.k = engine, list(queries), k
         self.rng = np.random.default_rng(seed)
         self.stop = threading.Event()
-        self.ms: list[float] = []
+        self.seconds: list[float] = []
+        self.error: RowFailed | None = None
         self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    @property
+    def ms(self) -> list[float]:
+        return [1000 * s for s in self.seconds]
 
     def _loop(self) -> None:
         while not self.stop.is_set() and self.queries:
             q = self.queries[int(self.rng.integers(len(self.queries)))]
-            t0 = time.perf_counter()
-            self.engine.search([q], self.k)
-            self.ms.append(1000 * (time.perf_counter() - t0))
+            try:
+                self.engine.search([q], self.k, self.seconds)
+            except RowFailed as e:
+                self.error = e
+                return
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
 
     def __enter__(self) -> _Searcher:
         self.thread.start()
@@ -143,15 +159,30 @@ class Streamer:
     folder: StreamFolder
     doc: dict[str, Any]
 
-    def play(self, engine: Engine) -> None:
-        """The whole runbook against one engine; each checkpoint's record appended as it completes."""
+    def play(self, engine: Engine) -> str | None:
+        """The whole runbook against one engine; each checkpoint's record appended as it completes.
+        A call into the retriever that fails stops this row only: the record keeps the checkpoints
+        completed before it and says where it failed (``error``), which is returned."""
         record: dict[str, Any] = {"type": engine.spec.type, "checkpoints": []}
         self.doc["retrievers"][engine.name] = record
+        at: list[tuple[int, int]] = [(0, 0)]  # (runbook line, checkpoint) of the op in flight
+        try:
+            self._play(engine, record, at)
+        except RowFailed as e:
+            line, cp = at[0]
+            when = "at" if self.ops[line - 1].op == "checkpoint" else "before"
+            what = str(e).removeprefix(f"retriever {engine.name!r}: ")
+            record["error"] = f"{what} (runbook line {line}, {when} checkpoint {cp})"
+            return str(record["error"])
+        return None
+
+    def _play(self, engine: Engine, record: dict[str, Any], at: list[tuple[int, int]]) -> None:
         corpus, index = self.ds.corpus, self.ds.doc_index
         visible = Visible()
         seg = _Segment()
         cp = 0
         for n, op in enumerate(self.ops):
+            at[0] = (n + 1, cp)
             if op.op in WRITES:
                 if n == 0:
                     docs = [corpus[index[i]] for i in op.ids]
@@ -188,6 +219,7 @@ class Streamer:
         t0 = time.monotonic()
         with _Searcher(engine, self.ds.queries, self.spec.k, self.spec.seed + len(seg.latencies_ms)) as searcher:
             for start in range(0, len(docs), batch):
+                searcher.check()
                 chunk = docs[start : start + batch]
                 engine.write(kind, chunk)
                 now = time.monotonic()
@@ -197,6 +229,7 @@ class Streamer:
                     wait = t0 + (start + len(chunk)) / rate - time.monotonic()
                     if wait > 0:
                         time.sleep(wait)
+        searcher.check()
         seg.latencies_ms += searcher.ms
         seg.seconds += time.monotonic() - t0
         seg.written += len(docs)
@@ -256,10 +289,16 @@ def _means(qrels: Qrels, run: Any, metrics: list[str]) -> dict[str, float | None
     return {m: float(v) for m, v in evaluate_run(qrels, run, metrics).means().items()}
 
 
+def failures(doc: dict[str, Any]) -> dict[str, str]:
+    """The rows of a stream that failed: retriever name -> the call, where, and why."""
+    return {name: str(rec["error"]) for name, rec in doc.get("retrievers", {}).items() if rec.get("error")}
+
+
 def run_stream(opts: StreamOptions) -> dict[str, Any]:
     """Check everything (config, runbook, folder, retrievers) before any work, then play the runbook
-    against each retriever and write the folder; returns ``stream.json``'s content. Ctrl-C: the
-    checkpoints completed so far are written (``complete: false``) and the interrupt goes on."""
+    against each retriever and write the folder; returns ``stream.json``'s content. A retriever whose
+    call fails stops there (its record's ``error``, :func:`failures`) and the others go on. Ctrl-C:
+    the checkpoints completed so far are written (``complete: false``) and the interrupt goes on."""
     config, spec, base = load_stream_config(opts.config)
     ds = load_from_config(config.dataset.model_dump(), base)
     check_dataset_usable(ds)
@@ -275,7 +314,7 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
     check_changeable(specs)
     ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,
                        depth=config.depth, show_progress=False)  # fmt: skip
-    engines = build_engines(specs, ctx)
+    engines = build_engines(specs, ctx, ds.doc_ids, config.timeout_s or defaults.TIMEOUT_S)
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "version": __version__,
@@ -293,9 +332,11 @@ def run_stream(opts: StreamOptions) -> dict[str, Any]:
         folder.write(RUNBOOK, format_runbook(ops).encode("utf-8"))
         for engine in engines.values():
             try:
-                streamer.play(engine)
+                error = streamer.play(engine)
             finally:
                 engine.close()
+            if error is not None:  # that row stops; the others still stream (exit 1, as harness run)
+                log.error("retriever %s failed: %s", engine.name, error)
     except BaseException:
         for engine in engines.values():
             engine.close()

@@ -54,6 +54,8 @@ def to_html(doc: dict[str, Any]) -> str:
         p50 = [c["retrievable_s"]["p50"] for c in cps]
         p99 = [c["retrievable_s"]["p99"] for c in cps]
         parts.append(f"<h2>{html.escape(name)} ({html.escape(str(rec.get('type')))})</h2>")
+        if rec.get("error"):
+            parts.append(f"<p><b>Failed</b>: {html.escape(str(rec['error']))}</p>")
         parts.append(_chart(f"{metric}", [("engine", eng, "#1f77b4", ""),
                                           ("exact over the same visible documents", ex, "#d62728",
                                            'stroke-dasharray="5,4"')], len(cps)))  # fmt: skip

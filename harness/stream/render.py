@@ -38,7 +38,8 @@ def to_text(doc: dict[str, Any]) -> str:
     parts = []
     for name, rec in doc.get("retrievers", {}).items():
         rows = [head] + [_row(c, metric) for c in rec.get("checkpoints", [])]
-        parts.append(f"{name} ({rec.get('type')})\n" + _table(rows))
+        failed = f"failed: {rec['error']}\n" if rec.get("error") else ""
+        parts.append(f"{name} ({rec.get('type')})\n" + _table(rows) + failed)
     note = (
         f"gap = exact - engine {metric} over the same visible documents: the index's own loss (0 for an exact "
         "index); ghost/stale: probes still served after a delete / served at an old version; retr: seconds from "
