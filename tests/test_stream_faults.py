@@ -52,7 +52,7 @@ def test_a_failing_team_retriever_fails_its_row_and_the_others_stream(
     assert main(["stream", "--config", str(cfg), "--out", str(out)]) == 1
     err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error: ")]
     assert len(err) == 1 and err[0].startswith("error: retriever 'bad' failed: "), err
-    assert says in err[0] and "before checkpoint 1" in err[0] or "at checkpoint 1" in err[0], err[0]
+    assert says in err[0] and ("before checkpoint 1" in err[0] or "at checkpoint 1" in err[0]), err[0]
     doc = json.loads((out / "stream.json").read_text())
     assert doc["complete"] is True
     assert says in doc["retrievers"]["bad"]["error"]
