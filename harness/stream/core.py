@@ -15,7 +15,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,6 +214,8 @@ class Streamer:
     def _write(self, engine: Engine, kind: str, docs: list[Document], seg: _Segment) -> None:
         """Write ``docs`` in batches paced to ``rate`` (one batch at rate 0), timing each acknowledgement,
         while a thread searches."""
+        if not docs:  # a runbook's empty write: nothing to hand the engine
+            return
         rate = self.spec.rate
         batch = len(docs) if rate <= 0 else max(1, math.ceil(rate / 10))
         t0 = time.monotonic()
@@ -256,8 +258,12 @@ class Streamer:
         reference = exact_reference(engine, self.ctx, docs)
         try:
             exact_run, _ = reference.search(queries, self.depth)
-            deleted = self._probed(seg.deleted, cp, 2)
-            updated = self._probed(seg.updated, cp, 3)
+            # ghosts: deleted and not visible again (a delete then a re-insert in one step is no ghost);
+            # stale: the version visible now, once per document
+            deleted = self._probed(_latest(d for d in seg.deleted if d.id not in visible.versions), cp, 2)
+            now = visible.versions
+            current = (d for d in seg.updated if d.id in now and version_of(corpus[index[d.id]], now[d.id]) == d)
+            updated = self._probed(_latest(current), cp, 3)
             ghosts = probes.ghost_hits(engine, deleted, k=s.k, tag=tag)
             stale = probes.stale_hits(engine, reference, updated, k=s.k, tag=tag)
         finally:
@@ -281,6 +287,14 @@ class Streamer:
             "latency_ms": _percentiles(seg.latencies_ms),
             "queries_left_out": left_out,
         }
+
+
+def _latest(docs: Iterable[Document]) -> list[Document]:
+    """Each document once (its last occurrence), in the order first seen."""
+    out: dict[str, Document] = {}
+    for d in docs:
+        out[d.id] = d
+    return list(out.values())
 
 
 def _means(qrels: Qrels, run: Any, metrics: list[str]) -> dict[str, float | None]:
