@@ -104,7 +104,8 @@ def test_a_runbook_that_leaves_nothing_visible_is_one_located_line(tmp_path, cap
     ("stream", "says"),
     [
         ("  initial: 0", "stream.initial: stream.initial 0 of 187 documents loads no document"),
-        ("  initial: 0.02\n  steps: 1\n  insert: 0\n  delete: 0.02\n  update: 0", "stream.delete: a step's delete leaves no"),
+        ("  initial: 0.02\n  steps: 1\n  insert: 0\n  delete: 0.02\n  update: 0",
+         "stream.delete: a step's delete leaves no"),
         ("  rate: 1.0e-300", "stream.rate: must be 0 (as fast as the engine takes) or at least 1/86400"),
         ("  rate: 0.00001", "would wait 1e+05 s between two writes"),
         ("  rate: 1e9", "YAML reads '1e9' as a string (an exponent needs a dot and a signed exponent there): "
@@ -127,13 +128,15 @@ def test_an_exponent_yaml_reads_as_a_string_is_named_in_every_config_section(tmp
     with pytest.raises(InputError, match=r"c.yaml:2: depth: .*write 1.0e\+2 or 100"):
         load_config(p)
     assert yaml11_float("1.0e+9") is None  # YAML reads it: it was quoted
-    assert yaml11_float("'5'") is None and yaml11_float("2.5e3") == "2.5e+3 or 2500" and yaml11_float("2e-3") == "2.0e-3"
+    assert yaml11_float("'5'") is None and yaml11_float("2.5e3") == "2.5e+3 or 2500"
+    assert yaml11_float("2e-3") == "2.0e-3"
 
 
 def test_a_document_deleted_and_reinserted_in_one_step_is_no_ghost(tmp_path: Path) -> None:
     rb = tmp_path / "rb.jsonl"
-    rb.write_text('{"op":"insert","ids":["d0001","d0002"]}\n{"op":"checkpoint"}\n{"op":"delete","ids":["d0002"]}\n'
-                  '{"op":"insert","ids":["d0002"]}\n{"op":"delete","ids":["d0001"]}\n{"op":"checkpoint"}\n')  # fmt: skip
+    rows = ['{"op":"insert","ids":["d0001","d0002"]}', '{"op":"checkpoint"}', '{"op":"delete","ids":["d0002"]}',
+            '{"op":"insert","ids":["d0002"]}', '{"op":"delete","ids":["d0001"]}', '{"op":"checkpoint"}']  # fmt: skip
+    rb.write_text("\n".join(rows) + "\n")
     cfg = _config(tmp_path, "  bm25: {type: bm25}")
     doc = run_stream(StreamOptions(config=cfg, out=tmp_path / "out", runbook=rb))
     cp = doc["retrievers"]["bm25"]["checkpoints"][1]

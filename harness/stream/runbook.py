@@ -234,7 +234,8 @@ def check_shape(ops: Sequence[Op], where: str) -> None:
         raise InputError("the last line must be a checkpoint", path=where, line=ops[-1].line, field="op")
     empty = first_empty(ops)
     if empty is not None:
-        what = "the initial insert names no document" if empty is ops[0] else f"after this {empty.op} no document is visible"
+        first = empty is ops[0]
+        what = "the initial insert names no document" if first else f"after this {empty.op} no document is visible"
         raise InputError(f"{what}: every retriever would search an index of none (an index of 0 documents has "
                          "nothing to build, encode or score; keep one visible)", path=where, line=empty.line,
                          field="ids")  # fmt: skip
