@@ -100,3 +100,24 @@ class Faulty(Overlap):
         if self.mode == "search_list":
             return [out]
         return out
+
+
+class SlowSearch(Overlap):
+    """Overlap whose every search takes ``search_s`` (inserts are visible at once): a probe's first
+    search already returns after a shorter deadline."""
+
+    def __init__(self, search_s: float = 0.3) -> None:
+        super().__init__()
+        self.search_s = search_s
+
+    def search(self, queries, k):
+        time.sleep(self.search_s)
+        return super().search(queries, k)
+
+
+class Windowed(Overlap):
+    """Overlap that declares a query window of ``query_max_length`` tokens (as a learned engine does)."""
+
+    def __init__(self, query_max_length: int = 8) -> None:
+        super().__init__()
+        self.query_max_length = query_max_length

@@ -198,3 +198,32 @@ def test_every_accepted_runbook_plays_to_the_end_or_fails_one_row_by_name(tmp_pa
         assert "checkpoint" in team_rec["error"] and failures(doc) == {"team": team_rec["error"]}
     else:
         assert len(team_rec["checkpoints"]) == n_cp
+
+
+def test_probe_queries_are_cut_to_what_the_engine_takes() -> None:
+    """A megabyte document probes with its first PROBE_WORDS words (the text kept as written up to
+    there), or the engine's own query window; a short one with its whole text."""
+    from harness.model import Document
+    from harness.stream.engines import Engine
+    from harness.stream.probes import PROBE_WORDS, probe_query, probe_words
+    from tests.stream_team import Overlap, Windowed
+
+    big = Document(id="big", title="Big", text=" \n".join(f"w{i}" for i in range(200_000)))
+    q = probe_query(big, "cp1", probe_words(Engine("o", None, Overlap())))
+    assert len(q.text.split()) == PROBE_WORDS and big.content.startswith(q.text)
+    assert probe_query(big, "cp1", probe_words(Engine("w", None, Windowed(8)))).text.split() == ["Big"] + [
+        f"w{i}" for i in range(7)
+    ]
+    small = Document(id="s", title="", text="two words")
+    assert probe_query(small, "cp0").text == small.content
+
+
+def test_a_probe_first_found_after_its_deadline_counts_as_never(tmp_path: Path) -> None:
+    """docs/streaming.md: never is the share not found by the deadline; a search that returns after it
+    finds the document too late, whatever it returns."""
+    team = "  slow: {type: python, class: 'stream_team:SlowSearch', params: {search_s: 0.4}}"
+    stream = "  steps: 1\n  probes: 2\n  poll_s: 0.01\n  probe_deadline_s: 0.1\n  delete: 0\n  update: 0\n"
+    stream += "  settle: false"
+    doc = run_stream(StreamOptions(config=_config(tmp_path, team, stream), out=tmp_path / "out"))
+    r = doc["retrievers"]["slow"]["checkpoints"][1]["retrievable_s"]
+    assert r["never"] == 1.0 and r["p50"] is None
