@@ -193,6 +193,7 @@ def _all_figures(d: np.ndarray, w: np.ndarray) -> list[float]:
     return out
 
 
+@pytest.mark.extra  # statsmodels (the dev install's), not the core's
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
