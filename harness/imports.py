@@ -26,9 +26,9 @@ def split_target(target: str) -> tuple[str, str]:
     if not all(part.isidentifier() for part in module.split(".")):
         stem = module.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].removesuffix(".py")
         hint = f" (put its folder on PYTHONPATH and name the module: {stem}:{attr})" if stem.isidentifier() else ""
-        raise ValueError(f"{target!r}: {module!r} is not a module name (dotted Python names, not a file path){hint}")
+        raise ValueError(f"{module!r} is not a module name (dotted Python names, not a file path){hint}")
     if not all(part.isidentifier() for part in attr.split(".")):
-        raise ValueError(f"{target!r}: {attr!r} is not a Python name (Name or Outer.Inner)")
+        raise ValueError(f"{attr!r} in {target!r} is not a Python name (Name or Outer.Inner)")
     return module, attr
 
 
