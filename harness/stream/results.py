@@ -72,6 +72,10 @@ class RetrieverStream(staged.Ordered):
     #: the row's whole config, secrets scrubbed (None in a file written before it was recorded)
     config: dict[str, Any] | None = None
     checkpoints: list[Checkpoint]
+    #: why the row stopped (the call, the runbook line and checkpoint, the cause: a team retriever's call that
+    #: raised, exited, hung past ``timeout_s`` or answered what ``harness run`` refuses); None: it streamed to
+    #: the end, or a file written before failed rows were recorded
+    error: str | None = None
 
 
 class StreamResults(staged.Ordered):
