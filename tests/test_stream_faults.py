@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.datasets import load_dataset
 from harness.errors import InputError
 from harness.stream import StreamOptions, failures, read_runbook, run_stream
+from harness.stream.results import StreamResults
 
 TEAM = Path(__file__).resolve().parent / "stream_team.py"
 FAST = "  steps: 2\n  probes: 2\n  poll_s: 0.02\n  probe_deadline_s: 1"
@@ -59,7 +60,7 @@ def test_a_failing_team_retriever_fails_its_row_and_the_others_stream(
     assert says in doc["retrievers"]["bad"]["error"]
     assert [c["checkpoint"] for c in doc["retrievers"]["bad"]["checkpoints"]] == [0]
     assert len(doc["retrievers"]["bm25"]["checkpoints"]) == 4 and "error" not in doc["retrievers"]["bm25"]
-    assert failures(doc) == {"bad": doc["retrievers"]["bad"]["error"]}
+    assert failures(StreamResults.read(out)) == {"bad": doc["retrievers"]["bad"]["error"]}
     assert "<b>Failed</b>: " in (out / "report.html").read_text()
 
 
@@ -139,8 +140,8 @@ def test_a_document_deleted_and_reinserted_in_one_step_is_no_ghost(tmp_path: Pat
     rb.write_text("\n".join(rows) + "\n")
     cfg = _config(tmp_path, "  bm25: {type: bm25}")
     doc = run_stream(StreamOptions(config=cfg, out=tmp_path / "out", runbook=rb))
-    cp = doc["retrievers"]["bm25"]["checkpoints"][1]
-    assert cp["visible"] == 1 and cp["ghost_hits"] == {"probes": 1, "hits": 0}
+    cp = doc.retrievers["bm25"].checkpoints[1]
+    assert cp.visible == 1 and (cp.ghost_hits.probes, cp.ghost_hits.hits) == (1, 0)
 
 
 IDS = [f"d{i:04d}" for i in range(1, 13)]
@@ -191,13 +192,13 @@ def test_every_accepted_runbook_plays_to_the_end_or_fails_one_row_by_name(tmp_pa
     doc = run_stream(StreamOptions(config=cfg, out=work / "out", runbook=rb))
     n_cp = sum(op.op == "checkpoint" for op in ops)
     assert json.loads((work / "out" / "stream.json").read_text())["complete"] is True
-    assert len(doc["retrievers"]["bm25"]["checkpoints"]) == n_cp and "error" not in doc["retrievers"]["bm25"]
-    team_rec = doc["retrievers"]["team"]
-    if "error" in team_rec:
-        assert mode != "ok" and team_rec["error"].split()[0] in ("search()", "delete()"), team_rec["error"]
-        assert "checkpoint" in team_rec["error"] and failures(doc) == {"team": team_rec["error"]}
+    assert len(doc.retrievers["bm25"].checkpoints) == n_cp and doc.retrievers["bm25"].error is None
+    team_rec = doc.retrievers["team"]
+    if team_rec.error is not None:
+        assert mode != "ok" and team_rec.error.split()[0] in ("search()", "delete()"), team_rec.error
+        assert "checkpoint" in team_rec.error and failures(doc) == {"team": team_rec.error}
     else:
-        assert len(team_rec["checkpoints"]) == n_cp
+        assert len(team_rec.checkpoints) == n_cp
 
 
 def test_probe_queries_are_cut_to_what_the_engine_takes() -> None:
@@ -225,5 +226,5 @@ def test_a_probe_first_found_after_its_deadline_counts_as_never(tmp_path: Path) 
     stream = "  steps: 1\n  probes: 2\n  poll_s: 0.01\n  probe_deadline_s: 0.1\n  delete: 0\n  update: 0\n"
     stream += "  settle: false"
     doc = run_stream(StreamOptions(config=_config(tmp_path, team, stream), out=tmp_path / "out"))
-    r = doc["retrievers"]["slow"]["checkpoints"][1]["retrievable_s"]
-    assert r["never"] == 1.0 and r["p50"] is None
+    r = doc.retrievers["slow"].checkpoints[1].retrievable_s
+    assert r.never == 1.0 and r.p50 is None

@@ -77,6 +77,14 @@ class RetrieverStream(staged.Ordered):
     #: the end, or a file written before failed rows were recorded
     error: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """As read: a row that did not fail is written without ``error`` (as the stream wrote it), so a
+        file gives back its bytes whether it was written before failed rows were recorded or after."""
+        d = super().to_json()
+        if self.error is None and "error" not in self._order:
+            d.pop("error", None)
+        return d
+
 
 class StreamResults(staged.Ordered):
     """The whole of ``stream.json``."""
