@@ -52,15 +52,21 @@ def test_a_failing_team_retriever_fails_its_row_and_the_others_stream(
     out = tmp_path / "out"
     cfg = _config(tmp_path, team, head="timeout_s: 5\n")
     assert main(["stream", "--config", str(cfg), "--out", str(out)]) == 1
-    err = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error: ")]
+    shown = capsys.readouterr()
+    err = [x for x in shown.err.splitlines() if x.startswith("error: ")]
     assert len(err) == 1 and err[0].startswith("error: retriever 'bad' failed: "), err
+    why = err[0].removeprefix("error: retriever 'bad' failed: ")
+    assert f"failed: {why}" in shown.out  # the text's line after the row's tables
     assert says in err[0] and ("before checkpoint 1" in err[0] or "at checkpoint 1" in err[0]), err[0]
     doc = json.loads((out / "stream.json").read_text())
     assert doc["complete"] is True
     assert says in doc["retrievers"]["bad"]["error"]
     assert [c["checkpoint"] for c in doc["retrievers"]["bad"]["checkpoints"]] == [0]
     assert len(doc["retrievers"]["bm25"]["checkpoints"]) == 4 and "error" not in doc["retrievers"]["bm25"]
-    assert failures(StreamResults.read(out)) == {"bad": doc["retrievers"]["bad"]["error"]}
+    typed = StreamResults.read(out)
+    assert failures(typed) == {"bad": doc["retrievers"]["bad"]["error"]}
+    # the row's error is typed, and the file writes back its bytes (a row without one, without the key)
+    assert typed.write(tmp_path / "again.json").read_bytes() == (out / "stream.json").read_bytes()
     assert "<b>Failed</b>: " in (out / "report.html").read_text()
 
 
