@@ -34,11 +34,19 @@ class NoAttribute(AttributeError):
 
 
 def split_target(target: str) -> tuple[str, str]:
-    """``"package.module:Name"`` -> ``("package.module", "Name")``; ValueError for any other shape."""
+    """``"package.module:Name"`` -> ``("package.module", "Name")``; ValueError for any other shape,
+    a file path included (``./judges:Good``: importlib takes module names, not paths)."""
     module, sep, attr = target.partition(":")
-    if not sep or not module.strip() or not attr.strip():
+    module, attr = module.strip(), attr.strip()
+    if not sep or not module or not attr:
         raise ValueError(f"{target!r} is not an import path of the form 'package.module:Name'")
-    return module.strip(), attr.strip()
+    if not all(part.isidentifier() for part in module.split(".")):
+        stem = module.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1].removesuffix(".py")
+        hint = f" (put its folder on PYTHONPATH and name the module: {stem}:{attr})" if stem.isidentifier() else ""
+        raise ValueError(f"{module!r} is not a module name (dotted Python names, not a file path){hint}")
+    if not all(part.isidentifier() for part in attr.split(".")):
+        raise ValueError(f"{attr!r} in {target!r} is not a Python name (Name or Outer.Inner)")
+    return module, attr
 
 
 def import_target(target: str) -> Any:

@@ -20,6 +20,7 @@ fields only; a JSON-mode dump, what gets written, also shows ``${ENV_VAR}`` valu
 from __future__ import annotations
 
 import math
+import re
 import types
 import typing
 from collections.abc import Collection, Mapping, Sequence
@@ -136,6 +137,30 @@ def _scalar_kinds(annotation: Any) -> set[type]:
     return {annotation} if isinstance(annotation, type) else set()
 
 
+#: a number in exponent form that YAML 1.1 (PyYAML's) reads as a string: no dot, or no sign in the exponent
+_EXPONENT = re.compile(r"([+-]?)([0-9][0-9_]*)?(?:\.([0-9_]*))?[eE]([+-]?)([0-9]+)")
+
+
+def yaml11_float(text: str) -> str | None:
+    """How to write ``text`` (a number with an exponent, ``1e9``, ``1.0e9``, ``2E-3``) so that YAML 1.1
+    reads it as a float (``1.0e+9`` or, when it is a whole number, ``1000000000`` too); ``None`` when
+    ``text`` is not such a number, or is one YAML already reads (then it was quoted)."""
+    m = _EXPONENT.fullmatch(text.strip())
+    if m is None or not (m.group(2) or m.group(3)):
+        return None
+    sign, whole, frac, esign, exp = m.groups()
+    if frac is not None and esign:  # `1.0e+9`: a float to YAML 1.1, so it was quoted
+        return None
+    form = f"{sign}{whole or '0'}.{frac or '0'}e{esign or '+'}{exp}"
+    try:
+        v = float(text.replace("_", ""))
+    except ValueError:
+        return None
+    if math.isfinite(v) and v == int(v) and abs(v) < 1e16:
+        return f"{form} or {int(v)}"
+    return form
+
+
 def strict_scalar_problem(model: type[BaseModel], data: Any) -> tuple[tuple[str, ...], str] | None:
     """``(field path, what is wrong)`` for the first number field given a bool, a string or (for an int)
     a float, descending into nested models; ``None`` when every number is a real number."""
@@ -160,6 +185,12 @@ def strict_scalar_problem(model: type[BaseModel], data: Any) -> tuple[tuple[str,
         if isinstance(value, bool):
             return (str(key),), f"must be {number}, not {str(value).lower()} (a boolean)"
         if isinstance(value, str) and str not in kinds:
+            written = yaml11_float(value)
+            if written is not None:  # unquoted, read as a string by YAML 1.1: say which form it reads
+                return (str(key),), (
+                    f"must be {number}; YAML reads {value!r:.40} as a string (an exponent needs a dot and a "
+                    f"signed exponent there): write {written}"
+                )
             return (str(key),), f"must be {number}, not the string {value!r:.40} (write it without quotes)"
         if isinstance(value, float) and float not in kinds:
             shown = repr(value) if math.isfinite(value) else str(value)

@@ -97,7 +97,7 @@ class ColbertSpec(SpecBase):
     def preflight(self, config_dir: Path) -> None:
         super().preflight(config_dir)
         require_sentence_transformers("multivector", "colbert retrievers")
-        resolve_location(self.model, config_dir)
+        check_multivector(resolve_location(self.model, config_dir))  # before any work: a random layer is no model
 
     def check_corpus(self, corpus: Sequence[Document], config_dir: Path) -> None:
         """Refuse, before any work, a full scan whose store would not fit in memory (a rerank stage
@@ -111,11 +111,50 @@ class ColbertSpec(SpecBase):
         return Colbert(self, cache_dir=ctx.cache_dir, config_dir=ctx.config_dir, show_progress=ctx.show_progress)
 
 
+#: what ``type: colbert`` loads (said when a folder is something else)
+MULTIVECTOR = (
+    "colbert needs a saved multi-vector model: a MultiVectorEncoder folder (sentence-transformers), a PyLate "
+    "or a Stanford ColBERT checkpoint"
+)
+
+
+def check_multivector(location: str) -> None:
+    """Refuse a model that is not a saved multi-vector model, as sentence-transformers itself decides
+    (``config_sentence_transformers.json``'s ``model_type`` MultiVectorEncoder, or PyLate's ColBERT,
+    with its modules.json; or a Stanford ``HF_ColBERT`` checkpoint): anything else (a sentence-embedding
+    model, a SPLADE folder, a bare BERT) would be given a fresh, randomly initialised projection at every
+    load, so its scores, rankings and store key would differ from run to run."""
+    from sentence_transformers.util import load_file_path
+
+    def read(name: str) -> dict[str, Any]:
+        try:
+            path = load_file_path(location, name, local_files_only=True)
+            return json.loads(Path(path).read_text(encoding="utf-8")) if path else {}
+        except Exception:  # unreadable or not on this machine: read as absent
+            return {}
+
+    kind = read("config_sentence_transformers.json").get("model_type")
+    if kind in ("MultiVectorEncoder", "ColBERT") and read("modules.json") != {}:
+        return
+    if "HF_ColBERT" in (read("config.json").get("architectures") or []):
+        return
+    if not Path(location).is_dir() and not read("config.json"):
+        return  # a hub name not on this machine: loading it says so
+    what = f"a {kind}" if isinstance(kind, str) else "not a saved sentence-transformers multi-vector model"
+    raise InputError(
+        f"{location} is {what} (config_sentence_transformers.json model_type: {kind or 'none'}): loading it as "
+        f"ColBERT would add a fresh, random projection at every load; {MULTIVECTOR}",
+        field="model",
+    )
+
+
 @cache
 def load_multivector(location: str, device: str = "cpu") -> Any:
-    """One ``MultiVectorEncoder`` per (location, device) per process."""
+    """One ``MultiVectorEncoder`` per (location, device) per process; refused first when ``location``
+    is not a saved multi-vector model (:func:`check_multivector`)."""
     from sentence_transformers import MultiVectorEncoder
 
+    check_multivector(location)
     return load_encoder(MultiVectorEncoder, location, device)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import extras
+from harness.cache import digest
 from harness.errors import InputError
 from harness.model import Query
 
@@ -110,11 +111,17 @@ class LearnedRetriever:
     @property
     def identity(self) -> dict[str, Any]:
         """Everything that changes a document's stored row (the cache key is a digest of it): the
-        kind, the weights' digest and :meth:`row_settings`; computed once, as the digest reads the weights."""
+        kind, the weights' digest, the rest of the model's configuration (:func:`config_digest`) and
+        :meth:`row_settings`; computed once, as the digest reads the weights."""
         if self._identity is None:
             from retrievers.encoder import weights_digest
 
-            self._identity = {"kind": self.name, "weights_sha256": weights_digest(self.model), **self.row_settings()}
+            self._identity = {
+                "kind": self.name,
+                "weights_sha256": weights_digest(self.model),
+                "config_sha256": config_digest(self.model, self.location),
+                **self.row_settings(),
+            }
         return self._identity
 
     def encode_queries(self, queries: Sequence[Query], *, use_memo: bool = True) -> Any:
@@ -128,6 +135,61 @@ class LearnedRetriever:
         """Encode the run's queries before search is timed (the engine calls this)."""
         if self._use_memo and len(queries):
             self.encode_queries(queries)
+
+
+#: files of a model folder that hold weights (their digest is the weights' own, over the loaded tensors)
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".onnx", ".h5", ".msgpack", ".gguf", ".ot", ".npy")
+
+
+def config_digest(model: Any, location: str) -> str:
+    """A digest of everything but the weights that decides a stored row: each module's class and
+    configuration as loaded (``get_config_dict()``: SPLADE's pooling and activation, ColBERT's skiplist
+    and mask, the transformer's lengths and lower-casing), the prompts, the tokenizer (its whole
+    definition: vocabulary, normaliser, pre-tokeniser, special tokens) and, for a local folder, the
+    content of every file that is not weights or a model card (modules.json, each module's config,
+    the tokenizer files). A folder whose pooling, prompt or skiplist changed then never reads the
+    rows of the one before (the weights' digest alone did not change)."""
+    import hashlib
+    import json
+
+    def stable(o: Any) -> str:  # an object in a config (an activation module): its class, never an address
+        return f"{type(o).__module__}.{type(o).__qualname__}"
+
+    modules = []
+    for name, module in getattr(model, "named_children", lambda: [])():
+        get = getattr(module, "get_config_dict", None)
+        cfg = get() if callable(get) else {}
+        modules.append([name, stable(module), json.dumps(cfg, sort_keys=True, default=stable)])
+    tokenizer = getattr(model, "tokenizer", None)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        spec = json.loads(backend.to_str())
+        spec.pop("truncation", None), spec.pop("padding", None)  # set per call by transformers, not the model's
+        tok = json.dumps(spec, sort_keys=True)
+    elif tokenizer is not None:
+        vocab = getattr(tokenizer, "get_vocab", dict)()
+        tok = json.dumps([stable(tokenizer), sorted(vocab.items()), getattr(tokenizer, "init_kwargs", {})],
+                         sort_keys=True, default=stable)  # fmt: skip
+    else:
+        tok = ""
+    files: list[tuple[str, str]] = []
+    folder = Path(location)
+    if folder.is_dir():
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for n in sorted(names):
+                if n.lower().endswith(WEIGHT_SUFFIXES) or n.upper().startswith("README") or n.startswith("."):
+                    continue
+                f = Path(root) / n
+                files.append((str(f.relative_to(folder)), hashlib.sha256(f.read_bytes()).hexdigest()))
+    return digest({
+        "modules": modules,
+        "prompts": getattr(model, "prompts", None),
+        "default_prompt_name": getattr(model, "default_prompt_name", None),
+        "similarity_fn_name": getattr(model, "similarity_fn_name", None),
+        "tokenizer": hashlib.sha256(tok.encode()).hexdigest(),
+        "files": files,
+    })  # fmt: skip
 
 
 def architectures(folder: str | os.PathLike[str]) -> list[str]:

@@ -35,6 +35,7 @@ Cost columns: ``index_nnz`` (non-zeros in the index), ``index_mb`` (its CSR arra
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -116,6 +117,12 @@ def check_fill_mask(location: str) -> None:
         raise InputError(
             f"{folder} is not a fill-mask model (config.json architectures: {shown}); {WHAT_IT_NEEDS}", field="model"
         )
+    try:  # a saved model of another kind (a MultiVectorEncoder over an MLM) would be converted, not loaded
+        kind = json.loads((folder / "config_sentence_transformers.json").read_text(encoding="utf-8")).get("model_type")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    if kind not in (None, "SparseEncoder"):
+        raise InputError(f"{folder} is a saved {kind}, not a SparseEncoder; {WHAT_IT_NEEDS}", field="model")
 
 
 @cache

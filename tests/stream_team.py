@@ -61,3 +61,63 @@ class SearchOnly:
 
     def search(self, queries, k):
         return {q.id: [(d, 1.0) for d in self.ids[:k]] for q in queries}
+
+
+class Faulty(Overlap):
+    """Overlap that misbehaves from its first write on, one way per ``mode``: a call that raises, exits
+    or hangs, or a search answer ``harness run`` would refuse."""
+
+    def __init__(self, mode: str = "ok") -> None:
+        super().__init__()
+        self.mode = mode
+        if mode == "init_raises":
+            raise ValueError("no licence key")
+
+    def add(self, docs) -> None:
+        if self.mode == "add_raises":
+            raise RuntimeError("disk full in add")
+        if self.mode == "add_exits":
+            raise SystemExit(3)
+        if self.mode == "add_hangs":
+            time.sleep(60)
+        super().add(docs)
+
+    def delete(self, ids) -> None:
+        if self.mode == "delete_raises":
+            raise OSError("index locked")
+        super().delete(ids)
+
+    def search(self, queries, k):
+        out = super().search(queries, k)
+        if not self.writes:
+            return out
+        if self.mode == "search_nan":
+            return {q: [(d, math.nan) for d, _ in r] for q, r in out.items()}
+        if self.mode == "search_str":
+            return {q: [(d, "high") for d, _ in r] for q, r in out.items()}
+        if self.mode == "search_unknown":
+            return {q: [("no-such-doc", 9.0)] for q in out}
+        if self.mode == "search_list":
+            return [out]
+        return out
+
+
+class SlowSearch(Overlap):
+    """Overlap whose every search takes ``search_s`` (inserts are visible at once): a probe's first
+    search already returns after a shorter deadline."""
+
+    def __init__(self, search_s: float = 0.3) -> None:
+        super().__init__()
+        self.search_s = search_s
+
+    def search(self, queries, k):
+        time.sleep(self.search_s)
+        return super().search(queries, k)
+
+
+class Windowed(Overlap):
+    """Overlap that declares a query window of ``query_max_length`` tokens (as a learned engine does)."""
+
+    def __init__(self, query_max_length: int = 8) -> None:
+        super().__init__()
+        self.query_max_length = query_max_length

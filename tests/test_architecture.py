@@ -202,6 +202,7 @@ JSON_READERS = {
     "retrievers/encoder.py": "the encoder's memo of a model's dimension",
     "retrievers/learned.py": "a model folder's config.json (Hugging Face's file)",
     "retrievers/rerank.py": "a trained reranker's training.json and a model's config",
+    "retrievers/sparse.py": "a model folder's config_sentence_transformers.json (Sentence Transformers' file)",
     "retrievers/vectordb/pg_lifecycle.py": "the private PostgreSQL's owner file",
 }
 

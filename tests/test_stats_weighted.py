@@ -179,3 +179,48 @@ def test_all_ones_weights_print_the_unweighted_figures_and_unequal_ones_are_weig
     cur = np.array(count["per_query"]["bm25b"]["ndcg@10"])
     assert row["current"] == pytest.approx(np.average(cur, weights=w), rel=1e-12)
     assert any("traffic-weighted" in n for n in report["notes"])
+
+
+def _all_figures(d: np.ndarray, w: np.ndarray) -> list[float]:
+    """Every weighted figure of one set of per-query differences (two columns), flattened."""
+    a, b = d[:, 0], d[:, 1]
+    out = [W.weighted_mean(a, w), W.paired_mean(a - b, w), W.effective_n(w), W.weighted_sd(a, w),
+           W.t_test_w(a, b, w), W.t_lower_bound_w(a - b, w) or 0.0]  # fmt: skip
+    out += [x for ci in W.bootstrap_cis_w(d, w, n=200, seed=3) for x in ci]
+    out += list(W.randomization_tests_w(d, w, n=300, seed=2))
+    p = W.power_figures_w(a - b, w)
+    out += [p["sd_diff"] or 0.0, p["mde"] or 0.0, float(p["n_for_observed"] or 0)]
+    return out
+
+
+@pytest.mark.extra  # statsmodels (the dev install's), not the core's
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(3, 30),
+    exponent=st.floats(-250, 250),
+    spread=st.floats(0, 40),
+)
+def test_every_weighted_figure_is_the_same_at_any_scale_of_the_weights(seed, n, exponent, spread):
+    """w and c*w (c from 1e-250 to 1e250) give the same figures, Kish's n is >= 1 for positive weights,
+    and the mean is statsmodels' DescrStatsW mean of the unscaled weights (faults round 7, D19: squares
+    of 1e-200 underflowed to n_eff 0; sums near 1e308 overflowed)."""
+    from statsmodels.stats.weightstats import DescrStatsW
+
+    rng = np.random.default_rng(seed)
+    d = rng.normal(0.05, 0.2, size=(n, 2))
+    w = np.exp(rng.uniform(0, spread, size=n))  # up to e^40 ~ 2e17 between the smallest and the largest
+    c = 10.0**exponent
+    base, scaled = _all_figures(d, w), _all_figures(d, w * c)
+    assert scaled == pytest.approx(base, rel=1e-9, abs=1e-12)
+    assert W.effective_n(w * c) >= 1.0
+    assert W.weighted_mean(d[:, 0], w * c) == pytest.approx(DescrStatsW(d[:, 0], weights=w).mean, rel=1e-9)
+
+
+def test_weights_at_the_ends_of_the_float_range() -> None:
+    """Subnormal and near-maximal weights: Kish's n is the one of their ratios, never 0 or NaN."""
+    assert W.effective_n(np.array([1e-320, 1e-320])) == pytest.approx(2.0)
+    assert W.effective_n(np.array([1e308, 1e308, 0.0])) == pytest.approx(2.0)
+    assert W.effective_n(np.array([5e-200, 1e-200, 3e-200, 1e-198])) == pytest.approx(109**2 / 10035)
+    x = np.array([1.0, 0.0, 0.5])
+    assert W.weighted_mean(x, np.array([1e308, 1e308, 1e308 / 2])) == pytest.approx(1.25 / 2.5)

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness import progress
-    from harness.stream import StreamOptions, run_stream, to_text
+    from harness.stream import StreamOptions, failures, run_stream, to_text
 
     opts = StreamOptions(
         config=Path(args.config), out=Path(args.out), runbook=Path(args.runbook) if args.runbook else None,
@@ -44,4 +44,7 @@ def run(args: argparse.Namespace) -> int:
         doc = run_stream(opts)
     sys.stdout.write(to_text(doc))
     log.info("wrote %s: the page is %s", opts.out, opts.out / "report.html")
-    return 0
+    failed = failures(doc)
+    for name, error in failed.items():  # as harness run: the other rows are written, exit 1
+        print(f"error: retriever {name!r} failed: {error}", file=sys.stderr)
+    return 1 if failed else 0

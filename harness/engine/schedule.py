@@ -137,13 +137,13 @@ def _run_node(
         return Outcome(node.name, error=describe(e))
 
 
-def describe(e: BaseException) -> str:
-    """``Type: message (at file:line)``: the innermost frame, where the team's code raised."""
+def describe(e: BaseException, who: str = "the retriever") -> str:
+    """``Type: message (at file:line)``: the innermost frame, where the team's code (``who``) raised."""
     tb = traceback.extract_tb(e.__traceback__)
     where = f" (at {Path(tb[-1].filename).name}:{tb[-1].lineno})" if tb else ""
     text = str(e)
     if isinstance(e, SystemExit):
-        text = f"the retriever called sys.exit({e.code!r})"
+        text = f"{who} called sys.exit({e.code!r})"
     return scrub(f"{type(e).__name__}: {text}{where}" if text else f"{type(e).__name__}{where}")
 
 

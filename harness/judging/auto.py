@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import numbers
 import os
 import sys
 import threading
@@ -31,14 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.endpoint.client import Answer
 from harness.endpoint.fanout import ReplyCache, Tally, ask_many, reply_key
 from harness.endpoint.settings import AskOptions
+from harness.engine.schedule import describe
 from harness.errors import InputError
 from harness.io import staged
 from harness.io.append_log import sha256_text
 from harness.judging import probabilities, umbrela
-from harness.judging.judge import Judge, Pair, check_judge, judge_class, make_judge
+from harness.judging.judge import BUILTIN_PREFIXES, Judge, Pair, check_judge, judge_class, make_judge, whole
 from harness.judging.pool import COLUMNS, PoolRow, file_format, read_pool, write_pool
 from harness.protocol import Batched, CacheIdentity, Closeable, Concurrent, GradesWithCost
 
@@ -47,7 +51,7 @@ log = logging.getLogger("harness")
 #: the output's columns: the pool's, then who graded the row and the key of what was graded
 AUTO_COLUMNS = (*COLUMNS, "judge", "judge_key")
 #: how the ``judge`` cell of a grade a built-in judge gave starts
-JUDGES = ("llm:", "cross-encoder:")
+JUDGES = BUILTIN_PREFIXES
 #: seconds between two rewrites of the output while grading
 SAVE_EVERY = 5.0
 #: built-in judges that need an extra (``harness.extras``), named before any work
@@ -266,8 +270,12 @@ def auto_cache(cache_dir: Path, judge: Any) -> ReplyCache | None:
 
 
 def _grade(rec: dict[str, Any]) -> int | None:
+    """A grade 0-3 as a Python int: an int or a numpy integer (what ``np.argmax`` gives), never a bool
+    or a float (2.0 is refused: a judge that returns floats may return 2.5 too)."""
     g = rec["grade"]
-    return g if isinstance(g, int) and not isinstance(g, bool) and 0 <= g <= 3 else None
+    if isinstance(g, (bool, np.bool_)) or not isinstance(g, numbers.Integral):
+        return None
+    return int(g) if 0 <= g <= 3 else None
 
 
 def _record(grade: int, o: Answer) -> dict[str, Any]:
@@ -281,13 +289,24 @@ def _asker(judge: Any) -> Callable[[list[Pair], threading.Event], list[Answer]]:
         return judge.outcomes  # type: ignore[return-value]
 
     def ask(pairs: list[Pair], stop: threading.Event) -> list[Answer]:
-        grades = list(judge.grade(pairs))
-        if len(grades) != len(pairs) or not all(g is None or _grade({"grade": g}) is not None for g in grades):
+        try:
+            got = judge.grade(pairs)
+            grades = None if got is None or isinstance(got, (str, bytes)) or not hasattr(got, "__iter__") else list(got)
+        except KeyboardInterrupt:
+            raise  # Ctrl-C: the grades so far are written, the same command grades the rest
+        except BaseException as e:  # the team's code (sys.exit too): one line naming the judge and the call
+            raise InputError(f"judge {judge.name!r}: grade() raised {describe(e, 'the judge')}") from None
+        checked = None if grades is None else [None if g is None else _grade({"grade": g}) for g in grades]
+        if checked is None or len(checked) != len(pairs) or any(c is None and g is not None
+                                                                 for c, g in zip(checked, grades)):  # fmt: skip
+            shown = f"{grades[:5]!r}" if grades is not None else f"a {type(got).__name__} ({got!r:.60})"
+            shown = "None" if got is None else shown
+            more = "..." if grades is not None and len(grades) > 5 else ""
             raise InputError(
-                f"judge {judge.name!r}: grade() must return one grade (0-3 or None) per pair; it returned "
-                f"{grades[:5]!r}{'...' if len(grades) > 5 else ''} for {len(pairs)} pairs"
+                f"judge {judge.name!r}: grade() must return one grade (0-3 or None) per pair, each an int; it returned "
+                f"{shown}{more} for {len(pairs)} pairs"
             )
-        return [Answer(g, None if g is not None else "unparsable", int(i == 0)) for i, g in enumerate(grades)]
+        return [Answer(g, None if g is not None else "unparsable", int(i == 0)) for i, g in enumerate(checked)]
 
     return ask
 
@@ -347,14 +366,16 @@ def fill(
     try:
         ask_many(
             pairs, _asker(judge), on_reply, tally=t, cache=cache, keys=[keys[i] for i in todo],
-            batch=max(1, int(judge.batch_size if isinstance(judge, Batched) else 32)),
-            concurrency=max(1, int(judge.concurrency if isinstance(judge, Concurrent) else 1)),
+            batch=max(1, whole(judge.batch_size if isinstance(judge, Batched) else 32) or 1),
+            concurrency=max(1, whole(judge.concurrency if isinstance(judge, Concurrent) else 1) or 1),
             progress=progress, on_wait=on_wait, phase="grading {n} pairs",
         )  # fmt: skip
     finally:
-        if isinstance(judge, Closeable):
-            judge.close()
-        write_auto(out, rows, judges, keys)
+        try:
+            if isinstance(judge, Closeable):
+                judge.close()
+        finally:  # every grade received is written, whatever close() did
+            write_auto(out, rows, judges, keys)
     if sent_before is not None:  # every request sent, those of pairs cut short by a stop included
         t.requests = judge.requests_sent - sent_before  # type: ignore[attr-defined]
     if t.stopped or t.interrupted:  # pairs never asked count as failed, so the counts add up

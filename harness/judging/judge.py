@@ -20,12 +20,17 @@ Plugins register a class under a name in the entry-point group ``retrieval_harne
 from __future__ import annotations
 
 import inspect
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
+from harness.engine.schedule import describe
 from harness.errors import InputError
 from harness.imports import NoAttribute, TargetNotFound, import_target, load_target
 
@@ -36,6 +41,10 @@ BUILTIN: dict[str, str] = {
     "http": "harness.judging.umbrela:UmbrelaJudge",
     "cross-encoder": "harness.judging.crossenc:CrossEncoderJudge",
 }
+#: the ``judge`` cell a grade made on the ``judge serve`` page carries (a person's: never overwritten)
+PERSON = "person"
+#: how the ``judge`` cell of a grade a built-in judge gave starts
+BUILTIN_PREFIXES = ("llm:", "cross-encoder:")
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,11 @@ def judge_class(choice: str) -> Any:
         raise InputError(f"judge {choice!r}: cannot import {e.name or target!r} ({e})", field="--judge") from None
     except (NoAttribute, ValueError) as e:
         raise InputError(f"judge {choice!r}: {e}", field="--judge") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the module's own code failed while importing (SystemExit included)
+        what = describe(e, "the module")
+        raise InputError(f"judge {choice!r}: importing it raised {what}", field="--judge") from None
 
 
 def make_judge(choice: str, options: Mapping[str, str]) -> Judge:
@@ -98,8 +112,22 @@ def make_judge(choice: str, options: Mapping[str, str]) -> Judge:
         raise InputError(f"judge {choice!r} does not take these options: {e}", field="--judge-option") from None
     except ValueError:  # no signature to inspect (a builtin): the call below says what is wrong
         pass
-    judge = cls(**options)
-    return check_judge(judge, choice)
+    try:
+        judge = cls(**options)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the team's constructor: one line naming the judge and the call
+        raise InputError(f"judge {choice!r}: __init__() raised {describe(e, 'the judge')}", field="--judge") from None
+    judge = check_judge(judge, choice)
+    reserved = judge.name == PERSON or judge.name.startswith(BUILTIN_PREFIXES)
+    if reserved and choice not in BUILTIN:
+        raise InputError(
+            f"judge {choice!r}: its name {judge.name!r} is one the `judge serve` page ({PERSON!r}: a person's grade) "
+            f"or a built-in judge ({', '.join(p + '...' for p in BUILTIN_PREFIXES)}) writes beside its grades; a "
+            "team's judge needs a name of its own, or its grades would pass for theirs",
+            field="--judge",
+        )
+    return judge
 
 
 def parse_options(items: Sequence[str]) -> dict[str, str]:
@@ -125,4 +153,24 @@ def check_judge(judge: Any, choice: str) -> Judge:
         )
     if not isinstance(judge.name, str) or not judge.name.strip():
         raise InputError(f"{choice!r}: its `name` must be a non-empty str, not {judge.name!r}", field="--judge")
+    for attr in ("batch_size", "concurrency"):
+        value = getattr(judge, attr, None)
+        if value is not None and whole(value) is None:
+            raise InputError(
+                f"judge {judge.name!r}: its `{attr}` must be a whole number, not {value!r:.40} "
+                f"({type(value).__name__})",
+                field="--judge",
+            )
     return judge
+
+
+def whole(value: Any) -> int | None:
+    """``value`` as an int when it is a whole number (an int, a numpy integer, a float such as 8.0);
+    None otherwise (a bool, a string, NaN, 2.5)."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    return None

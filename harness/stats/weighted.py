@@ -27,6 +27,11 @@ Formulas (``w`` the weights, ``W = sum w``, ``x`` or ``d`` the per-query values)
 
 Equal weights are no weights: every function here hands equal weights to the unweighted code,
 so a config with ``weights:`` on an all-ones field prints the unweighted figures bit for bit.
+
+Only the weights' ratios matter, so every function first divides them by the largest
+(:func:`rescaled`): a weight field of revenues near ``1e300`` (whose sum or squares overflow) or of
+sampling probabilities near ``1e-200`` (whose squares underflow to 0, which made Kish's n 0) gives
+the figures the same weights times any constant give, and ``n_eff`` is at least 1.
 """
 
 from __future__ import annotations
@@ -56,6 +61,16 @@ def as_weights(weights: Sequence[float] | np.ndarray | None, size: int) -> np.nd
     return w
 
 
+def rescaled(w: np.ndarray | None) -> np.ndarray | None:
+    """``w / max(w)`` (largest weight 1): the same figures, and no sum or square over- or underflows
+    (the module docstring). ``None``, empty and all-zero weights are returned as they are."""
+    if w is None or w.size == 0:
+        return w
+    w = np.asarray(w, dtype=np.float64)
+    top = float(w.max())
+    return w / top if top > 0 and top != 1.0 else w
+
+
 def is_uniform(w: np.ndarray | None) -> bool:
     """No weights, or all equal: the unweighted figures are the weighted ones."""
     return w is None or w.size == 0 or bool(np.all(w == w[0]))
@@ -63,6 +78,7 @@ def is_uniform(w: np.ndarray | None) -> bool:
 
 def weighted_mean(x: np.ndarray, w: np.ndarray | None) -> float:
     """``sum(w x) / sum(w)``, summed exactly (``math.fsum``) so query order does not change a bit."""
+    w = rescaled(w)
     x = np.asarray(x, dtype=np.float64)
     if is_uniform(w):
         return math.fsum(x.tolist()) / len(x) if len(x) else 0.0
@@ -72,6 +88,7 @@ def weighted_mean(x: np.ndarray, w: np.ndarray | None) -> float:
 def paired_mean(d: np.ndarray, w: np.ndarray | None) -> float:
     """The mean paired difference of a comparison row: ``d.mean()`` as the unweighted table has
     always printed it, ``m_w`` with unequal weights."""
+    w = rescaled(w)
     if is_uniform(w):
         return float(d.mean()) if d.size else 0.0
     return float(np.average(d, weights=w)) if d.size else 0.0
@@ -79,6 +96,7 @@ def paired_mean(d: np.ndarray, w: np.ndarray | None) -> float:
 
 def effective_n(w: np.ndarray | None, size: int | None = None) -> float:
     """Kish's effective sample size ``(sum w)^2 / sum w^2`` (``size`` without weights)."""
+    w = rescaled(w)
     if w is None:
         return float(size or 0)
     s2 = float(np.square(w).sum())
@@ -87,6 +105,7 @@ def effective_n(w: np.ndarray | None, size: int | None = None) -> float:
 
 def weighted_sd(x: np.ndarray, w: np.ndarray) -> float:
     """``s_w``: the weighted sd with Kish's small-sample correction (the module docstring)."""
+    w = rescaled(w)
     n_eff = effective_n(w)
     if n_eff <= 1:
         return 0.0
@@ -101,6 +120,7 @@ def randomization_tests_w(
     """:func:`~harness.stats.tests.randomization_tests` of ``|sum(w s d)| / W``: each query's
     difference keeps its weight when its sign flips. It is the unweighted test of ``d * w * q / W``
     (whose mean is ``sum(w d) / W``), so the sign vectors are the ones the unweighted test draws."""
+    w = rescaled(w)
     if is_uniform(w):
         return randomization_tests(diffs, n=n, seed=seed)
     d = np.asarray(diffs, dtype=np.float64)
@@ -109,6 +129,7 @@ def randomization_tests_w(
 
 def t_test_w(a: np.ndarray, b: np.ndarray, w: np.ndarray | None) -> float:
     """Two-sided weighted paired t-test p-value (``t = m_w / (s_w / sqrt(n_eff))``, ``n_eff - 1`` df)."""
+    w = rescaled(w)
     if is_uniform(w):
         return t_test(a, b)
     from scipy import stats
@@ -125,6 +146,7 @@ def t_test_w(a: np.ndarray, b: np.ndarray, w: np.ndarray | None) -> float:
 
 def t_lower_bound_w(diffs: np.ndarray, w: np.ndarray | None, alpha: float = defaults.ALPHA) -> float | None:
     """The weighted one-sided lower ``1 - alpha`` bound of the mean paired difference (None below 2 queries)."""
+    w = rescaled(w)
     if is_uniform(w):
         return t_lower_bound(diffs, alpha)
     from scipy import stats
@@ -143,6 +165,7 @@ def bootstrap_cis_w(
 ) -> list[tuple[float, float]]:  # fmt: skip
     """Percentile intervals of the weighted mean of every column: queries resampled uniformly (the
     same draw as :func:`~harness.stats.tests.bootstrap_means`), each carrying its weight."""
+    w = rescaled(w)
     if is_uniform(w):
         return bootstrap_cis(columns, n=n, confidence=confidence, seed=seed)
     x = np.asarray(columns, dtype=np.float64)
@@ -163,6 +186,7 @@ def bootstrap_cis_w(
 
 def power_figures_w(diffs: np.ndarray, w: np.ndarray | None, alpha: float = defaults.ALPHA) -> dict[str, Any]:
     """:func:`harness.stats.power.figures` with the weighted sd ``s_w`` and ``n_eff`` queries."""
+    w = rescaled(w)
     if is_uniform(w):
         return P.figures(diffs, alpha)
     d = np.asarray(diffs, dtype=np.float64)

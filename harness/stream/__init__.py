@@ -7,7 +7,7 @@ probed for how soon writes reach search (:mod:`.probes`). The folder (:mod:`.fol
 runbook, every checkpoint's rankings and ``stream.json`` (typed: :mod:`.results`); :mod:`.render` prints it.
 """
 
-from harness.stream.core import StreamOptions, load_stream_config, run_stream, visible_qrels
+from harness.stream.core import StreamOptions, failures, load_stream_config, run_stream, visible_qrels
 from harness.stream.folder import is_stream_folder, read_stream
 from harness.stream.render import to_text
 from harness.stream.results import Checkpoint, StreamResults
@@ -22,6 +22,7 @@ __all__ = [
     "StreamSpec",
     "Visible",
     "draw",
+    "failures",
     "format_runbook",
     "is_stream_folder",
     "load_stream_config",

@@ -10,11 +10,12 @@ to the visible documents, beside an exact index built fresh over the same visibl
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness import __version__, clock, progress
+from harness import __version__, clock, defaults, progress
 from harness.config import RunConfig, _located, parse_config, read_config_file
 from harness.datasets import load_from_config
 from harness.errors import InputError
@@ -33,12 +34,14 @@ from harness.model import Document, GoldenDataset, Qrels
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext, strict_scalar_problem
 from harness.stream import encoding, probes
-from harness.stream.engines import StreamedRetriever, build_engines, check_changeable, exact_reference
+from harness.stream.engines import RowFailed, StreamedRetriever, build_engines, check_changeable, exact_reference
 from harness.stream.folder import RUNBOOK, StreamFolder, run_name
 from harness.stream.results import StreamResults
 from harness.stream.runbook import WRITES, Op, Visible, draw, format_runbook, read_runbook, version_of
 from harness.stream.spec import StreamSpec
 from harness.validate import check_dataset_usable
+
+log = logging.getLogger("harness")
 
 
 class StreamOptions(BaseModel):
@@ -112,21 +115,34 @@ class _Segment:
 
 
 class _Searcher:
-    """Single-query searches in a loop on a thread while writes go on: the latency a user saw then."""
+    """Single-query searches in a loop on a thread while writes go on: the latency a user saw then
+    (the retriever's own time per call). A search that fails stops the loop; the writer raises it
+    when the writes are done (:meth:`check`)."""
 
     def __init__(self, engine: StreamedRetriever, queries: Sequence[Any], k: int, seed: int) -> None:
         self.engine, self.queries, self.k = engine, list(queries), k
         self.rng = np.random.default_rng(seed)
         self.stop = threading.Event()
-        self.ms: list[float] = []
+        self.seconds: list[float] = []
+        self.error: RowFailed | None = None
         self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    @property
+    def ms(self) -> list[float]:
+        return [1000 * s for s in self.seconds]
 
     def _loop(self) -> None:
         while not self.stop.is_set() and self.queries:
             q = self.queries[int(self.rng.integers(len(self.queries)))]
-            t0 = time.perf_counter()
-            self.engine.search([q], self.k)
-            self.ms.append(1000 * (time.perf_counter() - t0))
+            try:
+                self.engine.search([q], self.k, self.seconds)
+            except RowFailed as e:
+                self.error = e
+                return
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
 
     def __enter__(self) -> _Searcher:
         self.thread.start()
@@ -150,17 +166,32 @@ class Streamer:
     folder: StreamFolder
     doc: dict[str, Any]
 
-    def play(self, engine: StreamedRetriever) -> None:
-        """The whole runbook against one engine; each checkpoint's record appended as it completes."""
+    def play(self, engine: StreamedRetriever) -> str | None:
+        """The whole runbook against one engine; each checkpoint's record appended as it completes.
+        A call into the retriever that fails stops this row only: the record keeps the checkpoints
+        completed before it and says where it failed (``error``), which is returned."""
         # the whole config of the row (secrets scrubbed), not its type alone: an HNSW row is not a flat one
         record: dict[str, Any] = {"type": engine.spec.type, "config": engine.spec.redacted(), "checkpoints": []}
         self.doc["retrievers"][engine.name] = record
+        at: list[tuple[int, int]] = [(0, 0)]  # (runbook line, checkpoint) of the op in flight
+        try:
+            self._play(engine, record, at)
+        except RowFailed as e:
+            line, cp = at[0]
+            when = "at" if self.ops[line - 1].op == "checkpoint" else "before"
+            what = str(e).removeprefix(f"retriever {engine.name!r}: ")
+            record["error"] = f"{what} (runbook line {line}, {when} checkpoint {cp})"
+            return str(record["error"])
+        return None
+
+    def _play(self, engine: StreamedRetriever, record: dict[str, Any], at: list[tuple[int, int]]) -> None:
         corpus, index = self.ds.corpus, self.ds.doc_index
         visible = Visible()
         seg = _Segment(encoder=encoding.read(engine.obj))
         cp = 0
         shown = progress.current()
         for n, op in enumerate(self.ops):
+            at[0] = (n + 1, cp)
             shown.phase(step_label(self.ops, n))
             if op.op in WRITES:
                 if n == 0:
@@ -194,11 +225,14 @@ class Streamer:
     def _write(self, engine: StreamedRetriever, kind: str, docs: list[Document], seg: _Segment) -> None:
         """Write ``docs`` in batches paced to ``rate`` (one batch at rate 0), timing each acknowledgement,
         while a thread searches."""
+        if not docs:  # a runbook's empty write: nothing to hand the engine
+            return
         rate = self.spec.rate
         batch = len(docs) if rate <= 0 else max(1, math.ceil(rate / 10))
         t0 = time.monotonic()
         with _Searcher(engine, self.ds.queries, self.spec.k, self.spec.seed + len(seg.latencies_ms)) as searcher:
             for start in range(0, len(docs), batch):
+                searcher.check()
                 chunk = docs[start : start + batch]
                 engine.write(kind, chunk)
                 now = time.monotonic()
@@ -208,6 +242,7 @@ class Streamer:
                     wait = t0 + (start + len(chunk)) / rate - time.monotonic()
                     if wait > 0:
                         time.sleep(wait)
+        searcher.check()
         seg.latencies_ms += searcher.ms
         seg.seconds += time.monotonic() - t0
         seg.written += len(docs)
@@ -234,8 +269,12 @@ class Streamer:
         reference = exact_reference(engine, self.ctx, docs)
         try:
             exact_run, _ = reference.search(queries, self.depth)
-            deleted = self._probed(seg.deleted, cp, 2)
-            updated = self._probed(seg.updated, cp, 3)
+            # ghosts: deleted and not visible again (a delete then a re-insert in one step is no ghost);
+            # stale: the version visible now, once per document
+            deleted = self._probed(_latest(d for d in seg.deleted if d.id not in visible.versions), cp, 2)
+            now = visible.versions
+            current = (d for d in seg.updated if d.id in now and version_of(corpus[index[d.id]], now[d.id]) == d)
+            updated = self._probed(_latest(current), cp, 3)
             ghosts = probes.ghost_hits(engine, deleted, k=s.k, tag=tag)
             stale = probes.stale_hits(engine, reference, updated, k=s.k, tag=tag)
         finally:
@@ -278,16 +317,30 @@ def step_label(ops: Sequence[Op], n: int) -> str:
     return f"checkpoint {cp + 1} of {checkpoints}: searching, and an exact index of the visible documents"
 
 
+def _latest(docs: Iterable[Document]) -> list[Document]:
+    """Each document once (its last occurrence), in the order first seen."""
+    out: dict[str, Document] = {}
+    for d in docs:
+        out[d.id] = d
+    return list(out.values())
+
+
 def _means(qrels: Qrels, run: Any, metrics: list[str]) -> dict[str, float | None]:
     if not qrels:
         return dict.fromkeys(metrics)
     return {m: float(v) for m, v in evaluate_run(qrels, run, metrics).means().items()}
 
 
+def failures(doc: StreamResults) -> dict[str, str]:
+    """The rows of a stream that failed: retriever name -> the call, where, and why."""
+    return {name: rec.error for name, rec in doc.retrievers.items() if rec.error}
+
+
 def run_stream(opts: StreamOptions) -> StreamResults:
     """Check everything (config, runbook, folder, retrievers) before any work, then play the runbook
-    against each retriever and write the folder; returns ``stream.json``'s content. Ctrl-C: the
-    checkpoints completed so far are written (``complete: false``) and the interrupt goes on."""
+    against each retriever and write the folder; returns ``stream.json``'s content. A retriever whose
+    call fails stops there (its record's ``error``, :func:`failures`) and the others go on. Ctrl-C:
+    the checkpoints completed so far are written (``complete: false``) and the interrupt goes on."""
     config, spec, base = load_stream_config(opts.config)
     ds = load_from_config(config.dataset.model_dump(), base)
     check_dataset_usable(ds)
@@ -303,7 +356,8 @@ def run_stream(opts: StreamOptions) -> StreamResults:
     check_changeable(specs)
     ctx = BuildContext(cache_dir=cache_dir_of(config.cache_dir), config_dir=base, seed=config.seed,
                        depth=config.depth, show_progress=opts.progress)  # fmt: skip
-    engines = build_engines(specs, ctx)  # a retriever that cannot change is refused here, before any line
+    # a retriever that cannot change is refused here, before any line
+    engines = build_engines(specs, ctx, ds.doc_ids, config.timeout_s or defaults.TIMEOUT_S)
     doc: dict[str, Any] = {
         "version": __version__,
         "created": clock.stamp(),
@@ -333,10 +387,12 @@ def run_stream(opts: StreamOptions) -> StreamResults:
                 shown.node(i, len(engines), engine.name)
                 started = time.monotonic()
                 try:
-                    streamer.play(engine)
+                    error = streamer.play(engine)
                 finally:
                     engine.close()
-                shown.node_done(engine.name, True, time.monotonic() - started)
+                shown.node_done(engine.name, error is None, time.monotonic() - started)
+                if error is not None:  # that row stops; the others still stream (exit 1, as harness run)
+                    log.error("retriever %s failed: %s", engine.name, error)
         except BaseException:
             for engine in engines.values():
                 engine.close()

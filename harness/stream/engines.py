@@ -5,6 +5,13 @@ A write and a search of one engine never overlap: the harness holds one lock per
 call (in-process indexes such as FAISS are not safe to search while they are written), so the search
 latency measured while writing includes waiting for a write batch in progress, as a caller of a
 single-writer index waits.
+
+Every call into a retriever (``index``, ``add``, ``delete``, ``update``, ``search``, ``settle``) runs
+as ``harness run`` runs a row's code: in a worker thread with the config's ``timeout_s`` as its limit
+(:func:`harness.engine.schedule.call_with_deadline`), and every answer of ``search`` is checked as
+``harness run`` checks it (:func:`harness.validate.validate_output`: pairs of a corpus id and a real
+number). Whatever goes wrong there (an exception, ``sys.exit``, a hang past the limit, an unusable
+answer) is a :class:`RowFailed` naming the retriever and the call: that row stops, the others go on.
 """
 
 from __future__ import annotations
@@ -16,59 +23,117 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from harness import retriever_types
-from harness.errors import InputError
+from harness.engine.schedule import TimeoutExceeded, call_with_deadline, describe
+from harness.errors import HarnessError, InputError, RetrieverError
 from harness.model import Document, Query
 from harness.protocol import Closeable, HasExactSpec, Mutable, Settles, Updatable
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
+from harness.validate import validate_output
+
+
+class RowFailed(RetrieverError):
+    """A call into one retriever failed (raised, exited, hung past ``timeout_s``, answered something
+    unusable): that retriever's row stops, the stream goes on with the others."""
 
 
 @dataclass
 class StreamedRetriever:
-    """One retriever of the stream and the lock its writes and searches take turns on."""
+    """One retriever of the stream and the lock its writes and searches take turns on.
+
+    ``doc_ids`` (the corpus ids, in order) checks every answer; ``timeout_s`` bounds every call."""
 
     name: str
     spec: SpecBase
     obj: Any
+    doc_ids: np.ndarray = field(default_factory=lambda: np.asarray([], dtype=object))
+    timeout_s: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def index(self, docs: Sequence[Document]) -> None:
+    def _call(self, what: str, fn: Any) -> Any:
+        """``fn()`` (one call into the retriever, ``what``) under the lock and within ``timeout_s``;
+        any failure of it is a :class:`RowFailed` naming the retriever and the call."""
         with self.lock:
-            self.obj.index(docs)
+            deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+            try:
+                return call_with_deadline(fn, deadline, f"retriever {self.name!r} {what}", self.timeout_s)
+            except KeyboardInterrupt:
+                raise  # the user's Ctrl-C (a team's own KeyboardInterrupt too, as harness run treats it)
+            except TimeoutExceeded:
+                raise RowFailed(
+                    f"retriever {self.name!r}: {what} did not finish within {self.timeout_s:g} s (timeout_s)"
+                ) from None
+            except HarnessError as e:
+                raise RowFailed(f"retriever {self.name!r}: {what} failed: {e}") from None
+            except BaseException as e:  # a team's code: SystemExit, GeneratorExit... fail this row only
+                raise RowFailed(f"retriever {self.name!r}: {what} raised {describe(e)}") from None
 
-    def search(self, queries: Sequence[Query], k: int) -> tuple[Run, dict[str, int]]:
+    def index(self, docs: Sequence[Document]) -> None:
+        self._call("index()", lambda: self.obj.index(docs))
+
+    def search(
+        self, queries: Sequence[Query], k: int, seconds: list[float] | None = None
+    ) -> tuple[Run, dict[str, int]]:
         """The answer as a run cut to ``k``, and per query the rows that repeated a document id (two
-        versions of one document both served: stale)."""
-        with self.lock:
+        versions of one document both served: stale). The answer is checked as ``harness run`` checks
+        one (ids of the corpus, real-number scores, only the queries asked). ``seconds`` gets the
+        retriever's own time (the call alone: no thread hand-over, no check)."""
+
+        def timed() -> Any:
+            t0 = time.perf_counter()
             raw = self.obj.search(queries, k)
+            if seconds is not None:
+                seconds.append(time.perf_counter() - t0)
+            return _materialised(raw)
+
+        raw = self._call("search()", timed)
         repeats = _repeats(raw)
-        return Run.coerce(raw, name=self.name).cut(k), repeats
+        try:
+            run = validate_output(raw, queries, k, self.doc_ids, self.name)
+        except RetrieverError as e:
+            text = str(e).removeprefix(f"retriever {self.name!r}: ").removeprefix(f"retriever {self.name!r} ")
+            text = text if text.startswith("search()") else f"search() {text}"
+            raise RowFailed(f"retriever {self.name!r}: {text}") from None
+        return run, repeats
 
     def write(self, op: str, docs: Sequence[Document]) -> None:
-        with self.lock:
-            if op == "insert":
-                self.obj.add(docs)
-            elif op == "delete":
-                self.obj.delete([d.id for d in docs])
-            elif isinstance(self.obj, Updatable):
-                self.obj.update(docs)
-            else:
-                self.obj.delete([d.id for d in docs])
-                self.obj.add(docs)
+        if op == "insert":
+            self._call("add()", lambda: self.obj.add(docs))
+        elif op == "delete":
+            self._call("delete()", lambda: self.obj.delete([d.id for d in docs]))
+        elif isinstance(self.obj, Updatable):
+            self._call("update()", lambda: self.obj.update(docs))
+        else:
+            self._call("delete()", lambda: self.obj.delete([d.id for d in docs]))
+            self._call("add()", lambda: self.obj.add(docs))
 
     def settle(self) -> float:
         """The engine's own maintenance (``settle()``: LanceDB optimize, pgvector VACUUM...); seconds."""
         t0 = time.perf_counter()
         if isinstance(self.obj, Settles):
-            with self.lock:
-                self.obj.settle()
+            self._call("settle()", self.obj.settle)
         return time.perf_counter() - t0
 
     def close(self) -> None:
+        """Best effort, and bounded: a retriever that failed may hang in ``close()`` too."""
         if isinstance(self.obj, Closeable):
+            deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
             with contextlib.suppress(Exception):
-                self.obj.close()
+                call_with_deadline(self.obj.close, deadline, f"retriever {self.name!r} close()", self.timeout_s)
+
+
+def _materialised(raw: Any) -> Any:
+    """A mapping's rankings read once, in the worker thread (a generator's items are the team's code
+    too, and bounded by the same time limit)."""
+    if isinstance(raw, Mapping) and not isinstance(raw, Run):
+        return {
+            qid: r if isinstance(r, (Mapping, str, bytes)) or not hasattr(r, "__iter__") else list(r)
+            for qid, r in raw.items()
+        }
+    return raw
 
 
 def _repeats(raw: Any) -> dict[str, int]:
@@ -116,15 +181,19 @@ def check_changeable(specs: Mapping[str, SpecBase]) -> None:
             )
 
 
-def build_engines(specs: Mapping[str, SpecBase], ctx: BuildContext) -> dict[str, StreamedRetriever]:
+def build_engines(
+    specs: Mapping[str, SpecBase], ctx: BuildContext, doc_ids: Sequence[str], timeout_s: float | None
+) -> dict[str, StreamedRetriever]:
     """Each retriever built (nothing indexed yet), refused with one line when it lacks ``add`` and
-    ``delete`` (a ``python`` class without them), the others closed again first."""
+    ``delete`` (a ``python`` class without them) or its constructor fails, the others closed again
+    first. ``doc_ids`` checks their answers, ``timeout_s`` bounds each call (:class:`StreamedRetriever`)."""
     check_changeable(specs)
+    ids = np.asarray(list(doc_ids), dtype=object)
     built: dict[str, StreamedRetriever] = {}
     try:
         for name, spec in specs.items():
-            obj = spec.build(ctx)
-            built[name] = StreamedRetriever(name, spec, obj)
+            obj = _build(name, spec, ctx)
+            built[name] = StreamedRetriever(name, spec, obj, ids, timeout_s)
             if not isinstance(obj, Mutable):
                 inner = getattr(obj, "inner", obj)
                 raise InputError(
@@ -139,12 +208,30 @@ def build_engines(specs: Mapping[str, SpecBase], ctx: BuildContext) -> dict[str,
     return built
 
 
+def _build(name: str, spec: SpecBase, ctx: BuildContext) -> Any:
+    """``spec.build(ctx)``; a team's constructor failing is one line naming the retriever (exit 2, before
+    any work), not an internal error."""
+    try:
+        return spec.build(ctx)
+    except (HarnessError, KeyboardInterrupt):
+        raise
+    except BaseException as e:
+        raise InputError(f"retriever {name!r} ({spec.type}): building it raised {describe(e)}",
+                         field=f"retrievers.{name}") from None  # fmt: skip
+
+
 def exact_reference(engine: StreamedRetriever, ctx: BuildContext, docs: Sequence[Document]) -> StreamedRetriever:
     """A fresh index over exactly ``docs`` to score the engine against: the spec's own exact search
     (``exact_spec()``: dense's flat index over the same embeddings, a brute-force inner product) or,
-    without one, the same spec built anew (BM25: an index built fresh over the visible set)."""
+    without one, the same spec built anew (BM25: an index built fresh over the visible set). Its calls
+    are the row's too: a failure of them fails the row (:class:`RowFailed`)."""
     spec = engine.spec
     ref_spec = (spec.exact_spec() if isinstance(spec, HasExactSpec) else None) or spec
-    ref = StreamedRetriever(f"{engine.name}[exact]", ref_spec, ref_spec.build(ctx))
-    ref.index(docs)
+    ref = StreamedRetriever(f"{engine.name}[exact]", ref_spec, None, engine.doc_ids, engine.timeout_s)
+    ref.obj = ref._call("building its exact reference", lambda: ref_spec.build(ctx))
+    try:
+        ref.index(docs)
+    except BaseException:
+        ref.close()
+        raise
     return ref

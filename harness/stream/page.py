@@ -132,6 +132,8 @@ def to_html(doc: StreamResults) -> str:
         p50 = [c.retrievable_s.p50 for c in cps]
         p99 = [c.retrievable_s.p99 for c in cps]
         parts.append(f"<h2>{html.escape(name)} ({html.escape(rec.type)})</h2>")
+        if rec.error:
+            parts.append(f"<p><b>Failed</b>: {html.escape(rec.error)}</p>")
         parts.append(_chart(metric, metric, [
             ("engine", eng, "#1f77b4", "", False),
             ("exact index over the same visible documents", ex, "#d62728", 'stroke-dasharray="6,4"', True),

@@ -1,9 +1,16 @@
 """Probes: documents searched with their own text to see when a write reaches search.
 
+A probe's query is the document's text cut to the words the engine takes (:func:`probe_words`): a
+learned engine reads at most its query window of tokens (each word is at least one token, so its first
+that-many words give it the whole window), and an engine without one (BM25, a team's class) gets the
+first :data:`PROBE_WORDS` words. A probe's cost is then bounded whatever the document's length: the
+figures are the engine's lag, not the time to search with a megabyte of text.
+
 - **time to retrievable**: each probed inserted document is searched from the moment its write was
   acknowledged, every ``poll_s``, until it is in the top ``k`` or ``probe_deadline_s`` passed. Its
   figure is the time from the acknowledgement to the return of the first search that found it (an
-  upper bound: it was retrievable by then, and not at the start of the poll before);
+  upper bound: it was retrievable by then, and not at the start of the poll before); one first found
+  by a search that returned after the deadline counts as never, as one not found;
 - **blinks**: a probe found at one poll and missing at a later one (no delete in between), counted
   once per probe;
 - **ghost hits**: each probed deleted document searched with its own text after its delete was
@@ -15,9 +22,12 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,9 +38,26 @@ from harness.run import Run
 SCORE_TOLERANCE = 1e-4
 
 
-def probe_query(doc: Document, tag: str) -> Query:
-    """The query that probes ``doc``: its indexed text (title and text), under an id of its own."""
-    return Query(id=f"probe:{tag}:{doc.id}", text=doc.content or doc.id)
+#: words of a probe's query for an engine that declares no query length of its own
+PROBE_WORDS = 512
+
+_WORD = re.compile(r"\S+")
+
+
+def probe_words(engine: Any) -> int:
+    """How many words of a document probe ``engine``: its own query window (``query_max_length`` of
+    the built retriever, in tokens) when it declares one, else :data:`PROBE_WORDS`."""
+    n = getattr(getattr(engine, "obj", None), "query_max_length", None)
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else PROBE_WORDS
+
+
+def probe_query(doc: Document, tag: str, words: int = PROBE_WORDS) -> Query:
+    """The query that probes ``doc``: its indexed text (title and text) up to the end of its
+    ``words``-th word (the whole text when shorter), under an id of its own."""
+    text = doc.content
+    ends = [m.end() for m in itertools.islice(_WORD.finditer(text), words)]
+    cut = text[: ends[-1]] if ends else ""
+    return Query(id=f"probe:{tag}:{doc.id}", text=cut or doc.id)
 
 
 def _found(run: Run, qid: str, doc_id: str) -> bool:
@@ -61,7 +88,8 @@ def poll_inserts(engine, docs: Sequence[Document], acked: Mapping[str, float], *
     out = Retrievable()
     if not docs:
         return out
-    queries = {d.id: probe_query(d, tag) for d in docs}
+    words = probe_words(engine)
+    queries = {d.id: probe_query(d, tag, words) for d in docs}
     pending = {d.id for d in docs}
     seen: set[str] = set()
     blinked: set[str] = set()
@@ -71,8 +99,9 @@ def poll_inserts(engine, docs: Sequence[Document], acked: Mapping[str, float], *
         for doc_id, q in queries.items():
             hit = _found(run, q.id, doc_id)
             if doc_id in pending:
-                if hit:
-                    out.seconds[doc_id] = now - acked[doc_id]
+                if hit:  # found by a search that returned after the deadline: never, by the definition
+                    late = now - acked[doc_id] > deadline_s
+                    out.seconds[doc_id] = None if late else now - acked[doc_id]
                     pending.discard(doc_id)
                     seen.add(doc_id)
                 elif now - acked[doc_id] >= deadline_s:
@@ -90,7 +119,7 @@ def ghost_hits(engine, docs: Sequence[Document], *, k: int, tag: str) -> int:
     """How many deleted ``docs`` a search with their own text still returns in the top ``k``."""
     if not docs:
         return 0
-    queries = [probe_query(d, tag) for d in docs]
+    queries = [probe_query(d, tag, probe_words(engine)) for d in docs]
     run, _ = engine.search(queries, k)
     return sum(_found(run, q.id, d.id) for q, d in zip(queries, docs))
 
@@ -100,7 +129,7 @@ def stale_hits(engine, reference, docs: Sequence[Document], *, k: int, tag: str)
     index of the visible documents does not give the new version."""
     if not docs:
         return 0
-    queries = [probe_query(d, tag) for d in docs]
+    queries = [probe_query(d, tag, probe_words(engine)) for d in docs]
     run, repeats = engine.search(queries, k)
     ref, _ = reference.search(queries, k)
     hits = 0

@@ -72,6 +72,18 @@ class RetrieverStream(staged.Ordered):
     #: the row's whole config, secrets scrubbed (None in a file written before it was recorded)
     config: dict[str, Any] | None = None
     checkpoints: list[Checkpoint]
+    #: why the row stopped (the call, the runbook line and checkpoint, the cause: a team retriever's call that
+    #: raised, exited, hung past ``timeout_s`` or answered what ``harness run`` refuses); None: it streamed to
+    #: the end, or a file written before failed rows were recorded
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """As read: a row that did not fail is written without ``error`` (as the stream wrote it), so a
+        file gives back its bytes whether it was written before failed rows were recorded or after."""
+        d = super().to_json()
+        if self.error is None and "error" not in self._order:
+            d.pop("error", None)
+        return d
 
 
 class StreamResults(staged.Ordered):

@@ -118,6 +118,9 @@ def draw(ds: GoldenDataset, spec: StreamSpec) -> list[Op]:
     rest = [rest[i] for i in rng.permutation(len(rest))]
     position = {d: i for i, d in enumerate(ids)}
     initial = sorted(rest[:n_init], key=position.__getitem__)  # corpus order: the initial load reads as a corpus
+    if not initial:
+        raise InputError(f"stream.initial {spec.initial:g} of {n} documents loads no document: every retriever "
+                         "would search an index of none (raise stream.initial)", field="stream.initial")  # fmt: skip
     ops = [Op("insert", tuple(initial)), Op("checkpoint")]
     visible = Visible()
     visible.apply(ops[0])
@@ -148,6 +151,10 @@ def draw(ds: GoldenDataset, spec: StreamSpec) -> list[Op]:
         ops.append(Op("checkpoint"))
     if spec.settle and spec.steps:
         ops += [Op("settle"), Op("checkpoint")]
+    empty = first_empty(ops)
+    if empty is not None:
+        raise InputError("a step's delete leaves no document visible: every retriever would search an index of "
+                         "none (lower stream.delete, or raise stream.initial)", field="stream.delete")  # fmt: skip
     return ops
 
 
@@ -219,8 +226,28 @@ def _op(row: object, p: Path, lineno: int, known: set[str]) -> Op:
 
 def check_shape(ops: Sequence[Op], where: str) -> None:
     """A runbook starts with the initial ``insert`` and ends with a ``checkpoint`` (writes after the
-    last checkpoint would be scored by nothing)."""
+    last checkpoint would be scored by nothing), and leaves at least one document visible after every
+    write (:func:`first_empty`)."""
     if not ops or ops[0].op != "insert":
         raise InputError("the first line must be the initial insert", path=where, line=ops[0].line if ops else 1)
     if ops[-1].op != "checkpoint":
         raise InputError("the last line must be a checkpoint", path=where, line=ops[-1].line, field="op")
+    empty = first_empty(ops)
+    if empty is not None:
+        first = empty is ops[0]
+        what = "the initial insert names no document" if first else f"after this {empty.op} no document is visible"
+        raise InputError(f"{what}: every retriever would search an index of none (an index of 0 documents has "
+                         "nothing to build, encode or score; keep one visible)", path=where, line=empty.line,
+                         field="ids")  # fmt: skip
+
+
+def first_empty(ops: Sequence[Op]) -> Op | None:
+    """The first write after which no document is visible (an empty initial insert included), or None.
+    ``ops`` must already be valid writes (checked by :meth:`Visible.apply`)."""
+    visible = Visible()
+    for op in ops:
+        if op.op in WRITES:
+            visible.apply(op)
+            if not visible.versions:
+                return op
+    return None

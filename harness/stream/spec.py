@@ -7,10 +7,12 @@ inserts ``insert``, deletes ``delete`` and updates ``update`` of it, and is foll
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 #: one step's writes may not take longer than this per document when paced (``rate``)
 MAX_RATE = 1_000_000.0
+#: the slowest pace: one write a day (a lower rate would sleep longer than a day between two writes)
+MIN_RATE = 1 / 86_400
 
 
 class StreamSpec(BaseModel):
@@ -24,12 +26,24 @@ class StreamSpec(BaseModel):
     insert: float = Field(0.1, ge=0, le=1, description="share of the corpus inserted per step")
     delete: float = Field(0.02, ge=0, le=1, description="share of the corpus deleted per step")
     update: float = Field(0.02, ge=0, le=1, description="share of the corpus updated per step")
-    rate: float = Field(0, ge=0, le=MAX_RATE, description="target writes per second (0: as fast as taken)")
+    rate: float = Field(
+        0, ge=0, le=MAX_RATE, description="target writes per second (0: as fast as taken; else at least one a day)"
+    )
     probes: int = Field(20, ge=0, le=100_000, description="documents probed per step (inserted, deleted, updated)")
     probe_deadline_s: float = Field(10.0, gt=0, le=86_400, description="how long a probe polls before 'never'")
     poll_s: float = Field(0.05, gt=0, le=60, description="seconds between two polls of the probes")
     k: int = Field(10, ge=1, le=10_000, description="a probe is found when its document is in the top k")
     settle: bool = Field(True, description="after the last step: the engine's maintenance, then one more checkpoint")
+
+    @field_validator("rate")
+    @classmethod
+    def _pace(cls, v: float) -> float:
+        if 0 < v < MIN_RATE:
+            raise ValueError(
+                f"must be 0 (as fast as the engine takes) or at least 1/86400 = {MIN_RATE:.4g} (one write a day); "
+                f"got {v:g}, which would wait {1 / v:.3g} s between two writes"
+            )
+        return v
 
     @model_validator(mode="after")
     def _fits(self) -> StreamSpec:
