@@ -20,7 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from harness.io.trec_columnar import STRICT_BLOCKS, GiveUp, codes_in, columnar_or_none, release_freed_memory, worth_it
+from harness.io.trec_columnar import (
+    STRICT_BLOCKS,
+    GiveUp,
+    codes_in,
+    columnar_or_none,
+    object_index,
+    release_freed_memory,
+    worth_it,
+)
 
 #: a grade both readers agree on without looking closer (int64 holds every 18-digit integer)
 _PLAIN_GRADE = r"-?[0-9]{1,18}"
@@ -43,8 +51,8 @@ _codes = codes_in
 
 
 def _read(pd: Any, path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    q_index = pd.Index([], dtype=object)
-    d_index = pd.Index([], dtype=object)
+    q_index = object_index([], pd)
+    d_index = object_index([], pd)
     q_parts: list[np.ndarray] = []
     d_parts: list[np.ndarray] = []
     g_parts: list[np.ndarray] = []
