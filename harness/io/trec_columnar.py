@@ -231,7 +231,7 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
     del doc_index, q_index  # their hash tables: not needed beside the run
     dropped = canonicalise_in_blocks(qids, vocab, idx, sc, name=name)
     release_freed_memory()
-    return Run(qids, vocab, idx, sc, name=name, canonical=True, duplicates_dropped=dropped)
+    return Run(qids, vocab, idx, sc, name=name, canonical=True, duplicates_dropped=dropped, adopt=True)
 
 
 def count_lines(path: Path, chunk: int = 1 << 24) -> int:
