@@ -25,6 +25,7 @@ from harness.io.trec_columnar import (
     GiveUp,
     codes_in,
     columnar_or_none,
+    large_allocations_apart,
     object_index,
     release_freed_memory,
     worth_it,
@@ -44,6 +45,7 @@ def read_qrels_columnar(path: str | Path) -> tuple[list[str], np.ndarray, np.nda
     p = Path(path)
     if not worth_it(p):
         return None
+    large_allocations_apart()
     return columnar_or_none(lambda pd: _read(pd, p))
 
 
