@@ -20,7 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from harness.io.trec_columnar import STRICT_BLOCKS, GiveUp, codes_in, columnar_or_none, release_freed_memory, worth_it
+from harness.io.trec_columnar import (
+    STRICT_BLOCKS,
+    GiveUp,
+    codes_in,
+    columnar_or_none,
+    large_allocations_apart,
+    object_index,
+    release_freed_memory,
+    worth_it,
+)
 
 #: a grade both readers agree on without looking closer (int64 holds every 18-digit integer)
 _PLAIN_GRADE = r"-?[0-9]{1,18}"
@@ -36,6 +45,7 @@ def read_qrels_columnar(path: str | Path) -> tuple[list[str], np.ndarray, np.nda
     p = Path(path)
     if not worth_it(p):
         return None
+    large_allocations_apart()
     return columnar_or_none(lambda pd: _read(pd, p))
 
 
@@ -43,8 +53,8 @@ _codes = codes_in
 
 
 def _read(pd: Any, path: Path) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    q_index = pd.Index([], dtype=object)
-    d_index = pd.Index([], dtype=object)
+    q_index = object_index([], pd)
+    d_index = object_index([], pd)
     q_parts: list[np.ndarray] = []
     d_parts: list[np.ndarray] = []
     g_parts: list[np.ndarray] = []

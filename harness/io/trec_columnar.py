@@ -92,29 +92,51 @@ def columnar_or_none(read: Callable[[Any], T]) -> T | None:
         raise
 
 
-def codes_in(values: np.ndarray, index: Any, pd: Any) -> tuple[np.ndarray, Any]:
-    """Integer codes of ``values`` in ``index`` (first-appearance order), new values appended: ids
-    become codes a block at a time, with no dict of every id (both columnar readers use it)."""
+def object_index(values: Any, pd: Any) -> Any:
+    """An Index of Python strings that stays one: pandas 3 infers ``str`` (arrow-backed) for an
+    Index of strings, and then converts all of it back to Python objects on every ``get_indexer``
+    (a million new strings a block, for a run of a million queries: time, and a heap left full of
+    holes). Built with ``dtype=object``, and appended to only through :func:`codes_in`, it is not."""
+    return pd.Index(np.asarray(values, dtype=object), dtype=object)
+
+
+def _copy(value: Any) -> Any:
+    """A new string equal to ``value`` (``str(value)`` and slicing return the same object)."""
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass") if isinstance(value, str) else value
+
+
+def codes_in(values: np.ndarray, index: Any, pd: Any, *, grow: bool = True) -> tuple[np.ndarray, Any]:
+    """Integer codes of ``values`` in ``index`` (an :func:`object_index`, first-appearance order),
+    new values appended: ids become codes a block at a time, with no dict of every id (both columnar
+    readers use it). With ``grow=False`` a value not in ``index`` raises :class:`GiveUp`.
+
+    The appended values are fresh copies, not the block's strings: those were allocated line by
+    line among the block's other strings, and keeping one alive would keep its whole memory page
+    from being handed back once the block is freed."""
     codes, uniques = pd.factorize(values)
-    have = index.get_indexer(uniques)
+    have = index.get_indexer(object_index(uniques, pd))
     fresh = have < 0
     if fresh.any():
+        if not grow:
+            raise GiveUp
         have[fresh] = np.arange(len(index), len(index) + int(fresh.sum()))
-        index = index.append(pd.Index(uniques[fresh], dtype=object))
-    return have[codes].astype(np.int64), index
+        new = np.empty(int(fresh.sum()), dtype=object)
+        new[:] = [_copy(u) for u in uniques[fresh]]
+        # concatenated, not ``Index.append``: that re-infers ``str`` (see object_index)
+        index = object_index(np.concatenate([index.to_numpy(dtype=object), new]), pd)
+    return have[codes], index
 
 
 def read_run_columnar(path: Path, *, name: str, doc_ids: Any = None) -> Run | None:
     """The run in ``path``, or None when the file is not in the plain shape (see the module doc)."""
+    large_allocations_apart()
     return columnar_or_none(lambda pd: _read(pd, path, name=name, doc_ids=doc_ids))
 
 
 def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
     fixed = doc_ids is not None
-    doc_index = pd.Index(list(doc_ids) if fixed else [], dtype=object)
-    new_docs: list[np.ndarray] = []
-    n_docs = len(doc_index)
-    q_index = pd.Index([], dtype=object)
+    doc_index = object_index(list(doc_ids) if fixed else [], pd)
+    q_index = object_index([], pd)
     # the three columns, allocated once for every line the file can hold and filled a block at a
     # time: concatenating a list of blocks would hold each column twice at its peak
     cap = count_lines(path)
@@ -142,35 +164,28 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
                 if len(q) and (str(q[0]).startswith("\ufeff")):
                     raise _GiveUp
                 first = False
-            # a comment line, or an id the line reader would warn about: its job
-            if pd.Series(q).str.startswith("#").any():
+            # a comment line, or an id the line reader would warn about: its job (object Series:
+            # a str one would copy the block's ids into arrow first)
+            if pd.Series(q, dtype=object).str.startswith("#").any():
                 raise _GiveUp
             # a line with fewer than six columns leaves its last ones empty
             tag = block["tag"]
-            if block.isna().to_numpy().any() or (tag == "").any() or (tag.isna()).any() or (pd.Series(d) == "").any():
+            if block.isna().to_numpy().any() or (tag == "").any() or (tag.isna()).any() or (d == "").any():
                 raise _GiveUp
-            del tag
+            del tag, block
             m = len(q)
             if n + m > cap:
                 raise _GiveUp  # more lines than the file has newlines: not the plain shape
             codes, q_index = codes_in(q, q_index, pd)
             qa[n : n + m] = codes
-            dc, du = pd.factorize(d)
-            have = doc_index.get_indexer(du)
-            fresh = have < 0
-            if fresh.any():
-                if fixed:
-                    raise _GiveUp  # an unknown doc id: the line reader names it
-                have[fresh] = np.arange(n_docs, n_docs + int(fresh.sum()))
-                n_docs += int(fresh.sum())
-                new_docs.append(np.asarray(du[fresh], dtype=object))
-                doc_index = doc_index.append(pd.Index(du[fresh], dtype=object))
-            if n_docs >= 2**31 and da.dtype != np.int64:
+            # an unknown doc id under a fixed vocabulary: the line reader names it
+            codes, doc_index = codes_in(d, doc_index, pd, grow=not fixed)
+            if len(doc_index) >= 2**31 and da.dtype != np.int64:
                 raise _GiveUp  # pragma: no cover - over two billion distinct documents
-            da[n : n + m] = have[dc]
+            da[n : n + m] = codes
             sa[n : n + m] = s
             n += m
-            del block, q, d, s, codes, dc, du
+            del q, d, s, codes
     if n == 0:
         raise _GiveUp  # empty or comment-only: the line reader says what it says
     qa, da, sa = qa[:n], da[:n], sa[:n]  # views: the unused tail of each was never written (never resident)
@@ -215,10 +230,10 @@ def _read(pd: Any, path: Path, *, name: str, doc_ids: Any) -> Run:
         del sa, order, qs, col
     vocab = np.asarray(doc_index, dtype=object)
     qids = [str(x) for x in q_index]
-    del doc_index, new_docs, q_index  # their hash tables: not needed beside the run
+    del doc_index, q_index  # their hash tables: not needed beside the run
     dropped = canonicalise_in_blocks(qids, vocab, idx, sc, name=name)
     release_freed_memory()
-    return Run(qids, vocab, idx, sc, name=name, canonical=True, duplicates_dropped=dropped)
+    return Run(qids, vocab, idx, sc, name=name, canonical=True, duplicates_dropped=dropped, adopt=True)
 
 
 def count_lines(path: Path, chunk: int = 1 << 24) -> int:
@@ -249,6 +264,27 @@ def stable_order(codes: np.ndarray, n_codes: int) -> np.ndarray:
         order[seen[grouped] + rank] = within + lo
         np.add.at(seen, grouped[first], np.diff(np.r_[first, len(block)]))
     return order
+
+
+#: allocations at least this large get pages of their own (glibc's ``M_MMAP_THRESHOLD``)
+MMAP_THRESHOLD = 1 << 20
+
+
+def large_allocations_apart() -> None:
+    """Have glibc map every allocation of :data:`MMAP_THRESHOLD` or more on its own pages, handed
+    back to the operating system the moment it is freed (``mallopt(M_MMAP_THRESHOLD)``).
+
+    Left to itself glibc raises that threshold to the size of the largest block freed so far (up
+    to 32 MB), so once a large file's first big arrays are freed, the per-block arrays of reading
+    and scoring it (a few MB to 32 MB each) come from the heap, where the holes they leave stay
+    resident: for a run of a million queries that was ~60 MB more at the evaluation's peak. Called
+    before a large file is read; a no-op where there is no glibc."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc: nothing to set this way
+        pass
 
 
 def release_freed_memory() -> None:

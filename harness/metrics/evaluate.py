@@ -22,14 +22,24 @@ from harness.metrics import core
 from harness.metrics.names import Metric, parse_metrics
 from harness.run import Run, rank_key
 
-#: Elements per padded block: bounds memory when a few rankings are much longer than the rest.
-_BLOCK_ELEMENTS = 1 << 22
+#: Elements per padded block: bounds memory when a few rankings are much longer than the rest, and
+#: the lookup's temporaries (a dozen arrays of a block's size: 1 << 22 made ~300 MB of them at once
+#: for a million short rankings; this size costs no measurable time)
+_BLOCK_ELEMENTS = 1 << 20
 
 
 def mean(values: np.ndarray) -> float:
     """Mean via an exactly rounded sum, so it does not depend on query order (a results folder
     re-scored in another order reproduces its summary bit for bit)."""
-    return math.fsum(values.tolist()) / len(values) if len(values) else 0.0
+    values = np.asarray(values)
+    # a block of Python floats at a time: ``values.tolist()`` would make a million floats at once
+    # for a million queries, at the point where a large evaluation peaks
+    floats = chain.from_iterable(values[lo : lo + _MEAN_BLOCK].tolist() for lo in range(0, len(values), _MEAN_BLOCK))
+    return math.fsum(floats) / len(values) if len(values) else 0.0
+
+
+#: values turned into Python floats at a time by :func:`mean`
+_MEAN_BLOCK = 1 << 16
 
 
 @dataclass
@@ -577,7 +587,8 @@ def check_overlap(
         rows = np.fromiter((i for _, i in common), dtype=np.int64, count=len(common))
         ranked = run.lengths[rows] > 0
         retrieved = np.zeros(len(run.doc_ids) + 1, dtype=bool)  # + 1: padding (-1) marks the last slot
-        retrieved[run.indices[rows].ravel()] = True
+        for lo in range(0, len(rows), _OVERLAP_ROWS):  # a block of rows at a time: not a copy of the run
+            retrieved[run.indices[rows[lo : lo + _OVERLAP_ROWS]].ravel()] = True
         retrieved[-1] = False
         pos = cq._vocab_positions(run.doc_ids, run._dpos)  # the map evaluate_run reuses
         in_common = np.zeros(len(cq), dtype=bool)
@@ -604,6 +615,10 @@ def check_overlap(
             f"({n_ranked / len(cq):.0%}); the other {len(cq) - n_ranked} score 0 and stay in the mean"
         )
     return None
+
+
+#: rows of a run gathered at a time by :func:`check_overlap`
+_OVERLAP_ROWS = 1 << 15
 
 
 def _examples(ids: Sequence[str]) -> str:
