@@ -526,10 +526,11 @@ def _night(**over) -> str:
     ],
 )
 def test_odd_types_in_a_history_file_are_located(tmp_path, over, needle) -> None:
-    from harness.gate.history import SCHEMA
+    from harness.gate.history import SCHEMA, SCHEMA_VERSION
 
-    good = _night().replace("retrieval-harness/night", SCHEMA)
-    bad = _night(**over).replace("retrieval-harness/night", SCHEMA)
+    # a night as this harness writes it: the common envelope's schema and schema_version
+    good = _night(schema_version=SCHEMA_VERSION).replace("retrieval-harness/night", SCHEMA)
+    bad = _night(schema_version=SCHEMA_VERSION, **over).replace("retrieval-harness/night", SCHEMA)
     (tmp_path / "h.jsonl").write_text(good + "\n" + bad + "\n")
     one_line_error(harness("history", "h.jsonl", "--out", "h", cwd=tmp_path), "h.jsonl:2:", needle)
 

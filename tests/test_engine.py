@@ -85,7 +85,8 @@ def test_a_fresh_run_into_a_finished_folder_keeps_it_whole_until_it_completes(tm
 
 
 def test_two_runs_cannot_write_one_folder(tmp_path):
-    with RunStore(tmp_path / "out"), pytest.raises(InputError, match="another harness command"), RunStore(tmp_path / "out"):
+    held = RunStore(tmp_path / "out")
+    with held, pytest.raises(InputError, match="another harness command"), RunStore(tmp_path / "out"):
         pass
     with RunStore(tmp_path / "out"):  # released
         pass

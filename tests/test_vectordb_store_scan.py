@@ -8,6 +8,7 @@ reads a store) touches 300 MB shows at least that in ``peak_rss_mb``."""
 
 from __future__ import annotations
 
+import mmap
 import time
 
 import numpy as np
@@ -99,9 +100,16 @@ class Heavy(Light):
     """A retriever whose cost step (``efficiency_extra``, where ann recall reads a store) holds 300 MB."""
 
     def efficiency_extra(self, k):
-        block = np.ones(300 * 2**20 // 8)  # written, so resident
+        # pages of its own (an anonymous map), every one written, so resident: a plain array could be served
+        # from freed heap pages a long-lived test worker already holds, which RSS never shows growing
+        buf = mmap.mmap(-1, 300 * 2**20)
+        block = np.frombuffer(buf, dtype=np.uint8)
+        block[:: mmap.PAGESIZE] = 1
         time.sleep(0.5)  # held while the RSS sampler (every 20 ms) looks
-        return {"touched": float(block[:10].sum())}
+        touched = float(block[:: mmap.PAGESIZE][:10].sum())
+        del block
+        buf.close()
+        return {"touched": touched}
 
 
 def test_peak_rss_covers_the_cost_step(tiny_dataset, cache_dir):
