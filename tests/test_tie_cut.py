@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from harness.run import Run
@@ -180,3 +180,38 @@ def test_both_shapes_of_the_cut_agree_with_a_plain_sort_by_the_rule(values, k, r
     # the same documents; their order is the Run's job, as for any retriever
     assert Run(["q"], ids, i, s).indices[0, : len(want)].tolist() == want
     assert int((i >= 0).sum()) == len(want)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), max_size=4), min_size=1, max_size=40),
+    st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "zzz", "the"]), max_size=3), min_size=1, max_size=8),
+    st.integers(1, 45),
+    st.booleans(),
+)
+def test_bm25_top_k_is_the_rule_over_bm25s_whole_ranking(docs, queries, k, masked):
+    """bm25 cuts bm25s's scores of every document by the rule in one pass (no deeper second retrieve
+    for tied rows): the same documents, order and scores as the rule applied to bm25s's own ranking
+    of the whole corpus, on corpora of four words (ties everywhere), with and without a filter."""
+    from harness.model import Document, Query
+    from retrievers.bm25 import BM25
+
+    assume(any(docs))  # bm25s builds no index over documents that hold no word at all
+    corpus = [Document(id=f"d{(i * 7919) % 1000:03d}-{i}", text=" ".join(ws)) for i, ws in enumerate(docs)]
+    qs = [Query(id=f"q{i}", text=" ".join(ws)) for i, ws in enumerate(queries)]
+    bm = BM25(show_progress=False)
+    bm.index(corpus)
+    tokens = bm._tokenize([q.text for q in qs])
+    mask = (np.arange(len(corpus)) % 3 != 0) if masked else None
+    kk = min(k, len(corpus))
+    got_s, got_i = bm._top(tokens, kk, mask)
+    weight = None if mask is None else mask.astype(np.float32)
+    idx, scores = bm._engine.retrieve(tokens, k=len(corpus), show_progress=False, weight_mask=weight)
+    scores = np.asarray(scores, dtype=np.float64)
+    whole = Run([q.id for q in qs], bm._doc_ids, np.where(scores > 0, idx, -1), scores).cut(kk)
+    got = Run([q.id for q in qs], bm._doc_ids, np.where(got_s > 0, got_i, -1), got_s)
+    width = min(got.depth, whole.depth)
+    assert np.array_equal(got.indices[:, :width], whole.indices[:, :width])
+    assert (got.indices[:, width:] < 0).all() and (whole.indices[:, width:] < 0).all()
+    valid = got.indices[:, :width] >= 0
+    assert np.array_equal(got.scores[:, :width][valid], whole.scores[:, :width][valid])
