@@ -6,7 +6,8 @@ stores them (:func:`harness.run.rank_key`), ties by doc id descending (:func:`ha
 in the order :func:`harness.run.rule_order` gives. Three entry points:
 
 - :func:`cut_by_rule`: over a library's own top k (FAISS, a vector database, rank-bm25);
-- :func:`top_k`: over one query's full score vector (``bm25`` over bm25s's scores, ``splade``, ``colbert``: every document scored);
+- :func:`top_k`: over one query's full score vector (``bm25`` over bm25s's scores, ``splade``,
+  ``colbert``: every document scored);
 - :func:`rerank`: a run whose head a stage re-scored, its tail kept in order below the head.
 
 A library's top-k picks *some* k documents when more than k tie at the k-th score: bm25s kept the
