@@ -4,6 +4,7 @@ a composed row with a part the stream cannot write is refused before any work, n
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,39 @@ def test_a_composed_row_shares_its_parts_faults_and_says_which_part(tmp_path: Pa
     text = to_text(res)
     assert "over_stale (hybrid of bm25, stale)" in text and "a composed row (X of Y)" in text
     assert "over_stale (hybrid of bm25, stale)" in (out / "report.html").read_text()
+
+
+def test_a_colbert_stage_streams_over_the_documents_visible_then(tmp_path: Path) -> None:
+    """``colbert`` with ``of: bm25`` (a tiny multi-vector model): the stage's token vectors are of the
+    documents visible at each checkpoint (its store built again after writes, rows copied), so the row is
+    exact at every checkpoint and its last checkpoint is ``harness run``'s rerank over those documents."""
+    pytest.importorskip("sentence_transformers.multi_vector_encoder")
+    from tests.learned_models import build_tiny_colbert
+
+    model = build_tiny_colbert(tmp_path / "models")
+    spec = {"type": "colbert", "of": "bm25", "model": str(model), "precision": "float32", "top_n": 20}
+    rows = f"  bm25: {{type: bm25}}\n  bm25_colbert: {json.dumps(spec)}"
+    stream = "  steps: 2\n  probes: 3\n  poll_s: 0.02\n  probe_deadline_s: 2"
+    out = tmp_path / "out"
+    doc = run_stream(StreamOptions(config=_config(tmp_path, rows, stream), out=out)).to_json()
+    cps = doc["retrievers"]["bm25_colbert"]["checkpoints"]
+    assert len(cps) == 4 and "error" not in doc["retrievers"]["bm25_colbert"]
+    for c in cps:
+        assert c["metrics"] == pytest.approx(c["exact"], abs=1e-12), c["checkpoint"]
+        assert c["ghost_hits"]["hits"] == 0 and c["stale_hits"]["hits"] == 0, c["checkpoint"]
+    ds = load_dataset("demo")
+    final = _replay(out)[-1].versions
+    docs = [version_of(ds.corpus[ds.doc_index[i]], v) for i, v in sorted(final.items())]
+    static = benchmark(
+        GoldenDataset.build("visible", docs, ds.queries, ds.qrels),
+        {"bm25": {"type": "bm25"}, "bm25_colbert": spec},
+        depth=100,
+        latency_queries=0,
+        warmup_queries=0,
+    )
+    want = dict(static.runs["bm25_colbert"].items())
+    got = dict(read_run(out / "runs" / f"bm25_colbert-cp{len(cps) - 1}.trec").items())
+    for q in ds.queries:
+        g, w = got.get(q.id, []), want.get(q.id, [])
+        assert [d for d, _ in g] == [d for d, _ in w], q.id
+        assert [s for _, s in g] == pytest.approx([s for _, s in w], rel=1e-5), q.id
