@@ -121,3 +121,29 @@ class Windowed(Overlap):
     def __init__(self, query_max_length: int = 8) -> None:
         super().__init__()
         self.query_max_length = query_max_length
+
+
+class KeepsOldVersions(Overlap):
+    """Overlap whose update writes the new version beside the old one: an updated document is served
+    twice, one id in two rows (a stale engine)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.old: dict[str, set[str]] = {}
+
+    def update(self, docs) -> None:
+        for d in docs:
+            self.old[d.id] = self.docs.get(d.id, set())
+        self.add(docs)
+
+    def delete(self, ids) -> None:
+        super().delete(ids)
+        for i in ids:
+            self.old.pop(i, None)
+
+    def search(self, queries, k):
+        out = super().search(queries, k)
+        for q in queries:
+            words = _words(q.text)
+            out[q.id] += [(d, float(len(words & w))) for d, w in self.old.items() if words & w]
+        return out

@@ -187,11 +187,8 @@ def _execute(
 
     def call(qs: Sequence[Any]) -> Run:
         if is_stage:
-            ids = [q.id for q in qs]
-            result = obj.transform([r.subset(ids) for r in inputs], qs, k)
-        else:
-            result = obj.search(qs, k)
-        return validate_output(result, qs, k, doc_ids, node.name, allow_unknown_docs=allow_unknown)
+            return stage_answer(obj, inputs, qs, k, doc_ids, node.name, allow_unknown_docs=allow_unknown)
+        return validate_output(obj.search(qs, k), qs, k, doc_ids, node.name, allow_unknown_docs=allow_unknown)
 
     def timed_phase() -> tuple[Run, Any, np.ndarray]:
         if not is_stage and isinstance(obj, PreparesQueries):  # query-only work (encoding), timed by itself
@@ -231,6 +228,25 @@ def _execute(
     # the component is not kept: its index and model are freed before scoring starts (at 100k x 384
     # a flat index alone is 154 MB that would otherwise sit under every later node and the report)
     return Outcome(node.name, run=run, cost=cost, params=params)
+
+
+def stage_answer(
+    stage: Any,
+    inputs: Sequence[Run],
+    queries: Sequence[Any],
+    k: int,
+    doc_ids: np.ndarray,
+    name: str,
+    *,
+    allow_unknown_docs: bool = False,
+) -> Run:
+    """A stage's run over its inputs' runs, as ``harness run`` computes every stage: each input run
+    restricted to the queries asked, ``transform``, the answer checked and cut to ``k``
+    (:func:`harness.validate.validate_output`). One place, so a stage streamed by ``harness stream``
+    (:mod:`harness.stream.composed`) is the same computation as the stage of a run."""
+    ids = [q.id for q in queries]
+    result = stage.transform([r.subset(ids) for r in inputs], queries, k)
+    return validate_output(result, queries, k, doc_ids, name, allow_unknown_docs=allow_unknown_docs)
 
 
 def call_with_deadline(fn: Callable[[], Any], deadline: float | None, what: str, limit_s: float | None = None) -> Any:

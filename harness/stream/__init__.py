@@ -1,7 +1,8 @@
 """``harness stream``: retrieval quality while the index changes (docs/streaming.md).
 
 A runbook of inserts, deletes and updates (:mod:`.runbook`) is played against each retriever through
-the mutable protocol (:class:`harness.protocol.Mutable`, :mod:`.engines`); at every checkpoint the
+the mutable protocol (:class:`harness.protocol.Mutable`, :mod:`.engines`; a composed row through its
+parts, its stages applied at every search: :mod:`.composed`); at every checkpoint the
 retriever is scored on the documents visible then, beside an exact index of the same documents, and
 probed for how soon writes reach search (:mod:`.probes`). The folder (:mod:`.folder`) holds the
 runbook, every checkpoint's rankings and ``stream.json`` (typed: :mod:`.results`); :mod:`.render` prints it.

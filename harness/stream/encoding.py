@@ -9,7 +9,8 @@ the write rate reads apart from the encoding.
 
 The figures come from the retriever's encoder (``retrievers.encoder.Encoder``, what the dense, lancedb,
 chroma, qdrant and pgvector rows encode with, held as ``.encoder``): its running ``encode_seconds`` and its
-cache's ``hits``/``misses``. A retriever without one (bm25, a team's class) gets ``None`` for both.
+cache's ``hits``/``misses``. A retriever without one (bm25, a team's class) gets ``None`` for both; a
+composed row gets its parts' encoders together.
 """
 
 from __future__ import annotations
@@ -34,7 +35,16 @@ def _encoder(obj: Any) -> Any:
 
 
 def read(obj: Any) -> Reading | None:
-    """The encoder's running counters now; None for a retriever that encodes nothing the harness can see."""
+    """The encoder's running counters now; None for a retriever that encodes nothing the harness can see.
+    A composed row (``written_parts()``, :mod:`harness.stream.composed`) reads the sum over the parts that
+    take its writes: its stages' models (a cross-encoder, MMR's embeddings) work at search time, in its
+    latency, not in its writes."""
+    parts = getattr(obj, "written_parts", None)
+    if callable(parts):
+        readings = [r for r in (read(p) for p in parts()) if r is not None]
+        if not readings:
+            return None
+        return Reading(*(sum(col) for col in zip(*readings)))
     enc = _encoder(obj)
     if enc is None:
         return None

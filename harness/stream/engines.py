@@ -12,6 +12,10 @@ as ``harness run`` runs a row's code: in a worker thread with the config's ``tim
 ``harness run`` checks it (:func:`harness.validate.validate_output`: pairs of a corpus id and a real
 number). Whatever goes wrong there (an exception, ``sys.exit``, a hang past the limit, an unusable
 answer) is a :class:`RowFailed` naming the retriever and the call: that row stops, the others go on.
+
+A composed row (``hybrid``, ``rerank``, ``mmr``, ``colbert`` with ``of:``) is one engine too: a
+:class:`harness.stream.composed.ComposedIndex` over copies of its own parts, under one lock, so every
+figure of a row is measured for it as for any other.
 """
 
 from __future__ import annotations
@@ -29,9 +33,10 @@ from harness import retriever_types
 from harness.engine.schedule import TimeoutExceeded, call_with_deadline, describe
 from harness.errors import HarnessError, InputError, RetrieverError
 from harness.model import Document, Query
-from harness.protocol import Closeable, HasExactSpec, Mutable, Settles, Updatable
+from harness.protocol import Closeable, HasExactSpec, Settles
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
+from harness.stream import answers, composed, writes
 from harness.validate import validate_output
 
 
@@ -87,10 +92,12 @@ class StreamedRetriever:
             raw = self.obj.search(queries, k)
             if seconds is not None:
                 seconds.append(time.perf_counter() - t0)
-            return _materialised(raw)
+            return answers.materialised(raw)
 
         raw = self._call("search()", timed)
-        repeats = _repeats(raw)
+        repeats = answers.repeats(raw)
+        if isinstance(self.obj, composed.ComposedIndex):  # a part's repeated rows are the row's stale ones too
+            repeats = answers.summed(repeats, self.obj.last_repeats)
         try:
             run = validate_output(raw, queries, k, self.doc_ids, self.name)
         except RetrieverError as e:
@@ -100,15 +107,7 @@ class StreamedRetriever:
         return run, repeats
 
     def write(self, op: str, docs: Sequence[Document]) -> None:
-        if op == "insert":
-            self._call("add()", lambda: self.obj.add(docs))
-        elif op == "delete":
-            self._call("delete()", lambda: self.obj.delete([d.id for d in docs]))
-        elif isinstance(self.obj, Updatable):
-            self._call("update()", lambda: self.obj.update(docs))
-        else:
-            self._call("delete()", lambda: self.obj.delete([d.id for d in docs]))
-            self._call("add()", lambda: self.obj.add(docs))
+        writes.apply(self.obj, op, docs, self._call)
 
     def settle(self) -> float:
         """The engine's own maintenance (``settle()``: LanceDB optimize, pgvector VACUUM...); seconds."""
@@ -125,38 +124,21 @@ class StreamedRetriever:
                 call_with_deadline(self.obj.close, deadline, f"retriever {self.name!r} close()", self.timeout_s)
 
 
-def _materialised(raw: Any) -> Any:
-    """A mapping's rankings read once, in the worker thread (a generator's items are the team's code
-    too, and bounded by the same time limit)."""
-    if isinstance(raw, Mapping) and not isinstance(raw, Run):
-        return {
-            qid: r if isinstance(r, (Mapping, str, bytes)) or not hasattr(r, "__iter__") else list(r)
-            for qid, r in raw.items()
-        }
-    return raw
-
-
-def _repeats(raw: Any) -> dict[str, int]:
-    if isinstance(raw, Run) or not isinstance(raw, Mapping):
-        return {}  # a Run holds each document once per query
-    out: dict[str, int] = {}
-    for qid, rows in raw.items():
-        ids = list(rows) if isinstance(rows, Mapping) else [r[0] for r in rows]
-        extra = len(ids) - len(set(ids))
-        if extra:
-            out[str(qid)] = extra
-    return out
-
-
 def _fixed(type_name: str) -> str | None:
     """Why a type answers from something the harness does not write (a run file, a service), or None."""
     t = retriever_types.TYPES.get(type_name)
     return t.fixed if t is not None else None
 
 
+def _unchangeable(spec: SpecBase) -> bool:
+    """A row the stream cannot write: a type answering from a run file or a service, or a team's store
+    that is only read (``mode: connect``)."""
+    return _fixed(spec.type) is not None or getattr(spec, "mode", "build") == "connect"
+
+
 def check_changeable(specs: Mapping[str, SpecBase]) -> None:
-    """Refuse, before anything is built, the retrievers whose type cannot change and the composed rows
-    (docs/streaming.md: a composed row streams once each of its parts does; not yet)."""
+    """Refuse, before anything is built, the retrievers that cannot change, and a composed row any of
+    whose parts (at any depth) cannot: a composed row streams through its parts (:mod:`.composed`)."""
     for name, spec in specs.items():
         why = _fixed(spec.type)
         if why is not None:
@@ -173,12 +155,14 @@ def check_changeable(specs: Mapping[str, SpecBase]) -> None:
             )
         parts = spec.inputs()
         if parts:
-            fixed = [p for p in parts if specs.get(p) is not None and _fixed(specs[p].type)]
-            what = f"its part {fixed[0]!r} cannot change" if fixed else "composed rows are not streamed yet"
-            raise InputError(
-                f"retriever {name!r} ({spec.type}) builds on {', '.join(parts)}: {what}; stream its parts",
-                field=f"retrievers.{name}",
-            )
+            nodes = composed.nodes_of(name, specs)
+            fixed = [p for p, s in nodes.items() if p != name and _unchangeable(s)]
+            if fixed:
+                raise InputError(
+                    f"retriever {name!r} ({spec.type}) builds on {', '.join(parts)}: its part {fixed[0]!r} cannot "
+                    "change; stream its parts",
+                    field=f"retrievers.{name}",
+                )
 
 
 def build_engines(
@@ -192,13 +176,17 @@ def build_engines(
     built: dict[str, StreamedRetriever] = {}
     try:
         for name, spec in specs.items():
-            obj = _build(name, spec, ctx)
+            if spec.inputs():  # a composed row: its own copies of its parts, written, and its stages
+                nodes = composed.nodes_of(name, specs)
+                obj = composed.build(name, nodes, lambda n, s: _build(n, s, ctx), ids, ctx.depth)
+            else:
+                obj = _build(name, spec, ctx)
             built[name] = StreamedRetriever(name, spec, obj, ids, timeout_s)
-            if not isinstance(obj, Mutable):
-                inner = getattr(obj, "inner", obj)
+            who = writes.unwritable(name, spec.type, obj)
+            if who is not None:
                 raise InputError(
-                    f"retriever {name!r} ({spec.type}: {type(inner).__qualname__}) has no add(docs) and "
-                    "delete(ids): harness stream writes to its retrievers (docs/streaming.md)",
+                    f"retriever {who} has no add(docs) and delete(ids): harness stream writes to its retrievers "
+                    "(docs/streaming.md)",
                     field=f"retrievers.{name}",
                 )
     except BaseException:
@@ -220,15 +208,29 @@ def _build(name: str, spec: SpecBase, ctx: BuildContext) -> Any:
                          field=f"retrievers.{name}") from None  # fmt: skip
 
 
+def reference_spec(spec: SpecBase) -> SpecBase:
+    """The spec of a retriever's exact reference: its own exact search (``exact_spec()``: dense's flat
+    index over the same embeddings, a brute-force inner product) or, without one, the same spec (BM25: an
+    index built fresh over the visible set)."""
+    return (spec.exact_spec() if isinstance(spec, HasExactSpec) else None) or spec
+
+
 def exact_reference(engine: StreamedRetriever, ctx: BuildContext, docs: Sequence[Document]) -> StreamedRetriever:
-    """A fresh index over exactly ``docs`` to score the engine against: the spec's own exact search
-    (``exact_spec()``: dense's flat index over the same embeddings, a brute-force inner product) or,
-    without one, the same spec built anew (BM25: an index built fresh over the visible set). Its calls
-    are the row's too: a failure of them fails the row (:class:`RowFailed`)."""
+    """A fresh index over exactly ``docs`` to score the engine against (:func:`reference_spec`); for a
+    composed row, the same stages applied to its parts' exact references (each built fresh over ``docs``).
+    Its calls are the row's too: a failure of them fails the row (:class:`RowFailed`)."""
     spec = engine.spec
-    ref_spec = (spec.exact_spec() if isinstance(spec, HasExactSpec) else None) or spec
+    ref_spec = reference_spec(spec)
     ref = StreamedRetriever(f"{engine.name}[exact]", ref_spec, None, engine.doc_ids, engine.timeout_s)
-    ref.obj = ref._call("building its exact reference", lambda: ref_spec.build(ctx))
+    row = engine.obj
+
+    def make() -> Any:
+        if not isinstance(row, composed.ComposedIndex):
+            return ref_spec.build(ctx)
+        nodes = {n: s if s.inputs() else reference_spec(s) for n, s in row.specs.items()}
+        return composed.build(row.row, nodes, lambda _, s: s.build(ctx), row.doc_ids, row.depth)
+
+    ref.obj = ref._call("building its exact reference", make)
     try:
         ref.index(docs)
     except BaseException:

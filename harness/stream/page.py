@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from harness.stream.render import COMPOSED_NOTE, composed_type
 from harness.stream.results import Checkpoint, StreamResults
 
 W, H, PAD, LEFT = 560, 240, 36, 64
@@ -131,7 +132,7 @@ def to_html(doc: StreamResults) -> str:
         ex = [c.exact.get(metric) for c in cps]
         p50 = [c.retrievable_s.p50 for c in cps]
         p99 = [c.retrievable_s.p99 for c in cps]
-        parts.append(f"<h2>{html.escape(name)} ({html.escape(rec.type)})</h2>")
+        parts.append(f"<h2>{html.escape(name)} ({html.escape(composed_type(rec))})</h2>")
         if rec.error:
             parts.append(f"<p><b>Failed</b>: {html.escape(rec.error)}</p>")
         parts.append(_chart(metric, metric, [
@@ -151,6 +152,8 @@ def to_html(doc: StreamResults) -> str:
         f"visible relevant document. Ghost and stale hits are probes (hits/probes); writes/s includes encoding "
         f"(encode s), cold: embeddings computed, warm: read from the cache."
     )
+    if any((r.config or {}).get("of") for r in doc.retrievers.values()):
+        note += f" Below, {COMPOSED_NOTE}."
     state = "" if doc.complete else "<p><b>Incomplete</b>: the stream was interrupted.</p>"
     style = ("body{font-family:sans-serif} table.cps{border-collapse:collapse;font-size:12px;margin:8px 0 24px}"
              "table.cps td,table.cps th{border:1px solid #ddd;padding:2px 6px;text-align:right}")  # fmt: skip

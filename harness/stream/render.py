@@ -51,15 +51,33 @@ def _table(rows: list[list[str]]) -> str:
 
 def _title(name: str, rec: RetrieverStream) -> str:
     """``dense_hnsw (dense, index: hnsw)``: the type, and the index and precision where not the exact float32
-    default (the whole config is in ``stream.json``)."""
+    default (the whole config is in ``stream.json``); a composed row says what it builds on
+    (``hybrid (hybrid of bm25, dense)``)."""
     config = rec.config or {}
     plain = (None, "none", "flat", "float32")
     shown = [f"{k}: {config[k]}" for k in ("index", "precision") if config.get(k) not in plain]
-    return f"{name} ({', '.join([rec.type, *shown])})"
+    return f"{name} ({', '.join([composed_type(rec), *shown])})"
 
 
-def legend(metric: str) -> list[str]:
-    """Every column of both tables, said once: an entry per group of columns, wrapped within 80 columns."""
+def composed_type(rec: RetrieverStream) -> str:
+    """The row's type, with the rows it builds on when it is a composed row (``rerank of hybrid``)."""
+    of = (rec.config or {}).get("of")
+    if not of:
+        return rec.type
+    return f"{rec.type} of {', '.join(of) if isinstance(of, list) else of}"
+
+
+#: said under the tables when a composed row is among them: which of its figures are its parts'
+COMPOSED_NOTE = (
+    "a composed row (X of Y): its own copies of its parts take every write, one part after another (writes/s: "
+    "a document is written once all of them took it; encode s, cache: its parts' encoders); its stages run at "
+    "search time, over the documents visible then, so their cost is in lat, retr and never"
+)
+
+
+def legend(metric: str, composed: bool = False) -> list[str]:
+    """Every column of both tables, said once: an entry per group of columns, wrapped within 80 columns
+    (and what a composed row's figures are, when one is shown: ``composed``)."""
     entries = [
         "cp: checkpoint; visible: documents searchable then; scored: queries with a visible relevant document "
         "(the others are left out of both columns)",
@@ -74,6 +92,7 @@ def legend(metric: str) -> list[str]:
         "took; cache: cold (embeddings computed) or warm (mostly read from the cache: writes/s then measures "
         "the index, not the model); –: nothing encoded",
         "lat p50 / p99: one query's search latency while the writes went on, in milliseconds",
+        *([COMPOSED_NOTE] if composed else []),
     ]
     return [line for e in entries for line in textwrap.wrap(e, WIDTH, subsequent_indent="  ", break_on_hyphens=False)]
 
@@ -90,7 +109,7 @@ def to_text(doc: StreamResults) -> str:
         timing = _table([list(TIME), *(_time(c) for c in checkpoints)])
         failed = f"failed: {rec.error}\n" if rec.error else ""
         parts.append(f"{_title(name, rec)}\n{quality}{timing}{failed}")
-    note = "\n".join(legend(metric))
+    note = "\n".join(legend(metric, any((r.config or {}).get("of") for r in doc.retrievers.values())))
     if not doc.complete:
         note += "\nincomplete: the stream was interrupted; the checkpoints above are the ones it completed"
     return "\n".join(parts) + note + "\n"
