@@ -94,11 +94,13 @@ def power(o: PowerOptions) -> PowerReport:
     check(o)
     if not o.folder:
         return _plan(o)
-    from harness.results.suite import SuiteResults, is_suite
+    from harness.results.suite import is_suite
 
-    if is_suite(o.folder):
-        suite = SuiteResults.load(o.folder)
-        sections = [(d, suite.results(d)) for d in suite.datasets]
+    if is_suite(o.folder):  # every dataset read as one results folder is: whole, or refused
+        from harness.results.integrity import open_suite
+
+        _, members = open_suite(o.folder, allow_incomplete=o.allow_incomplete, what="results")
+        sections: list[tuple[str | None, Any]] = list(members.items())
     else:
         from harness.results import Results
 
