@@ -5,7 +5,9 @@ Computed from the per-query scores when the table is rendered (nothing new in ``
 three retrievers or more, with the draws of ``harness power --all-pairs`` where that is cheap and
 fewer on a large folder (:func:`draws_for`; the swap curve: :data:`SWAP_DRAWS`), so that rendering
 a folder stays around a second per metric; the command gives the full figures. Cached on the
-:class:`~harness.results.Results`, so the renderings of one folder draw once.
+:class:`~harness.results.Results`, so the renderings of one folder draw once. A traffic-weighted
+folder's letters and swap curve are weighted as its means are (:mod:`harness.stats.allpairs`,
+"Traffic weights"), so the letters never disagree with the weighted means beside them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.results.manifest import Manifest
+from harness.results.traffic import weights_of
 from harness.stats import allpairs as ap
 
 if TYPE_CHECKING:
@@ -46,9 +49,22 @@ def score_matrix(results: Results, metric: str, names: list[str]) -> tuple[np.nd
     """Retrievers x queries of ``metric`` over the queries every one of ``names`` scored with a finite
     value, and how many queries were left out: the one matrix behind a table's letters and the
     figures of ``harness power --all-pairs`` (every retriever must hold per-query scores of it)."""
-    x = np.vstack([np.asarray(results.scores(r)[metric], dtype=np.float64) for r in names])
+    x = _stacked(results, metric, names)
     keep = np.isfinite(x).all(axis=0)
     return x[:, keep], int((~keep).sum())
+
+
+def matrix_weights(results: Results, metric: str, names: list[str]) -> np.ndarray | None:
+    """The traffic weights of the queries :func:`score_matrix` keeps, in its order (None: the folder
+    is unweighted, or its weights are all equal: :func:`harness.results.traffic.weights_of`)."""
+    w = weights_of(results)
+    if w is None:
+        return None
+    return w[np.isfinite(_stacked(results, metric, names)).all(axis=0)]
+
+
+def _stacked(results: Results, metric: str, names: list[str]) -> np.ndarray:
+    return np.vstack([np.asarray(results.scores(r)[metric], dtype=np.float64) for r in names])
 
 
 def matrix(results: Results, metric: str, names: list[str]) -> np.ndarray | None:
@@ -86,8 +102,9 @@ def separation(results: Results, names: list[str], metric: str, alpha: float) ->
         x = matrix(results, metric, names) if len(names) >= 2 else None
         # at least the draws alpha needs (no randomized p is below 1 / (draws + 1)); none past MAX_DRAWS
         draws = None if x is None else max(draws_for(x), ap.min_draws(alpha))
+        w = None if x is None else matrix_weights(results, metric, names)  # weighted folder: weighted letters
         cache[key] = None if x is None or draws > MAX_DRAWS else ap.all_pairs(
-            x, names, alpha=alpha, draws=draws, seed=seed_of(results), parametric=False
+            x, names, alpha=alpha, draws=draws, seed=seed_of(results), parametric=False, weights=w
         )  # fmt: skip
     return cache[key]
 
@@ -114,7 +131,8 @@ def swap_curve(results: Results, names: list[str], metric: str) -> list[ap.SwapP
         if x is None or not sizes:
             cache[key] = []
         else:
-            cache[key] = ap.swap_rates(x, sizes, swap_draws_for(x, sizes), seed_of(results))
+            w = matrix_weights(results, metric, names)
+            cache[key] = ap.swap_rates(x, sizes, swap_draws_for(x, sizes), seed_of(results), weights=w)
     return cache[key]
 
 

@@ -5,7 +5,9 @@ Per metric over every retriever of a results folder (or every dataset of a suite
 Tukey HSD of the two-way design, Carterette's randomized Tukey HSD, the letter groups, the
 discriminative power of each test and the swap rate against the set size
 (:mod:`harness.stats.allpairs`), as text or JSON. The retrievers x queries matrices come from
-:func:`harness.results.groups.score_matrix`, the builder behind a table's letters too.
+:func:`harness.results.groups.score_matrix`, the builder behind a table's letters too. A
+traffic-weighted folder (``dataset: {weights: count}``) gets the weighted figures (the module doc of
+:mod:`harness.stats.allpairs`, "Traffic weights"), one line saying so, and ``weights`` in the JSON.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from harness.errors import InputError
 from harness.metrics.names import folder_spelling
-from harness.results import groups
+from harness.results import groups, traffic
 from harness.stats import allpairs as ap
 
 log = logging.getLogger("harness")
@@ -79,6 +81,7 @@ def all_pairs_report(sections: list[tuple[str | None, Any]], o: PairsOptions, al
         if few := ap.too_few_draws(o.option("draws"), alpha):
             raise InputError(few, field="--draws")
         names, metrics, matrices, dropped = _matrices(results, o.metrics, name or o.folder)
+        weights = {m: groups.matrix_weights(results, m, names) for m in metrics}
         if o.sizes is not None:
             n_max = min(x.shape[1] for x in matrices.values()) // 2
             too_big = [s for s in o.sizes if s > n_max]
@@ -87,9 +90,9 @@ def all_pairs_report(sections: list[tuple[str | None, Any]], o: PairsOptions, al
                     f"set size {too_big[0]} is above half the queries ({n_max}): two disjoint sets must fit",
                     field="--sizes",
                 )
-        plans.append((name, results, alpha, names, metrics, matrices, dropped))
-    out: list[tuple[str | None, dict[str, ap.AllPairs], dict[str, int]]] = []
-    for name, results, alpha, names, metrics, matrices, dropped in plans:
+        plans.append((name, results, alpha, names, metrics, matrices, weights, dropped))
+    out: list[tuple[str | None, dict[str, ap.AllPairs], dict[str, int], Any]] = []
+    for name, results, alpha, names, metrics, matrices, weights, dropped in plans:
         figures = {}
         for m in metrics:
             log.info("all pairs%s: %s, %d retrievers x %d queries", f" ({name})" if name else "", m, *matrices[m].shape)
@@ -102,17 +105,18 @@ def all_pairs_report(sections: list[tuple[str | None, Any]], o: PairsOptions, al
                 sizes=o.sizes,
                 swap_draws=o.option("swap_draws"),
                 groups_from=o.option("groups_from"),
+                weights=weights[m],
             )
-        out.append((name, figures, dropped))
+        out.append((name, figures, dropped, results))
     if o.format == "json":
-        sections_json = {n: _json(f, d) for n, f, d in out}
+        sections_json = {n: _json(f, d, r) for n, f, d, r in out}
         payload: dict[str, Any] = {"test": "all pairs: Tukey HSD (two-way, no replication), randomized Tukey HSD"}
         if len(out) == 1 and out[0][0] is None:
             payload.update(sections_json[None])
         else:
             payload["datasets"] = sections_json
         return json.dumps(payload, indent=2, allow_nan=False) + "\n"
-    return "".join(_text(Path(o.folder) / name if name else Path(o.folder), f, d) for name, f, d in out)
+    return "".join(_text(Path(o.folder) / name if name else Path(o.folder), f, d, r) for name, f, d, r in out)
 
 
 def _matrices(
@@ -146,11 +150,12 @@ def _matrices(
     return names, metrics, matrices, dropped
 
 
-def _json(figures: dict[str, ap.AllPairs], dropped: dict[str, int]) -> dict[str, Any]:
+def _json(figures: dict[str, ap.AllPairs], dropped: dict[str, int], results: Any) -> dict[str, Any]:
     metrics = {}
     for m, f in figures.items():
         metrics[m] = {**f.to_json(), "queries_left_out": dropped.get(m, 0)}
-    return {"metrics": metrics}
+    weighted = traffic.describe(results)  # only where weighted: an unweighted folder's JSON is as it was
+    return {"metrics": metrics} if weighted is None else {"weights": weighted, "metrics": metrics}
 
 
 def _p(p: float | None, draws: int | None = None) -> str:
@@ -170,8 +175,11 @@ def _table(header: list[str], body: list[list[str]], left: int = 1) -> list[str]
     return [line(header), line(["-" * w for w in widths]), *map(line, body)]
 
 
-def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int]) -> str:
+def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int], results: Any) -> str:
     out = [f"harness power --all-pairs: {where}"]
+    weighted = traffic.line(results, "means, tests, letter groups and swap rates")
+    if weighted:
+        out.append(f"{weighted}; the Tukey HSD's q is |Δ| / sqrt(mse / n_eff) on (k - 1)(n_eff - 1) df")
     for m, f in figures.items():
         sep, dp = f.separated, f.discriminative_power
         out += ["", f"{m}: {ap.sentence(f)}"]
@@ -199,7 +207,7 @@ def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int])
         out += _table(["a", "b", "Δ (a - b)", "q", "p Tukey", "p rand.", "separated"], body, left=2)
         out.append(ap.legend(f))
         out.append(
-            f"Tukey HSD: mse {f.mse:.6g}, df {f.df:,}; randomized Tukey HSD: {f.draws:,} draws, seed {f.seed}. "
+            f"Tukey HSD: mse {f.mse:.6g}, df {_df(f.df)}; randomized Tukey HSD: {f.draws:,} draws, seed {f.seed}. "
             f"Discriminative power at alpha {f.alpha:g}: Tukey HSD {sep['tukey']}/{len(f.pairs)} "
             f"({dp['tukey']:.0%}), randomized {sep['randomized']}/{len(f.pairs)} ({dp['randomized']:.0%})."
         )
@@ -222,6 +230,11 @@ def _text(where: Path, figures: dict[str, ap.AllPairs], dropped: dict[str, int])
             out += _table(["n", "all pairs", "tied on 1st", *heads], body)
             out.append(ap.swap_sentence(f))
     return "\n".join(out) + "\n\n"
+
+
+def _df(df: float) -> str:
+    """Whole degrees of freedom as before; weighted ones (``(k - 1)(n_eff - 1)``) to one decimal."""
+    return f"{df:,}" if isinstance(df, int) else f"{df:,.1f}"
 
 
 def _bin(b: dict[str, Any]) -> str:

@@ -7,7 +7,9 @@ the power asked and the queries a difference needs (:func:`harness.stats.plannin
 one, ``sd`` with ``delta`` or ``queries`` plans a golden set not built yet. ``all_pairs``: which of
 the retrievers the set separates at all (:mod:`harness.results.pairs`). Every figure is the
 two-sided paired t-test's, by the noncentral t (:mod:`harness.stats.power`); ``simulate`` adds a
-resampling estimate beside it.
+resampling estimate beside it. A traffic-weighted folder (``dataset: {weights: count}``) is sized
+with the run table's weighted estimators and Kish's effective n (:mod:`harness.stats.planning`,
+"Traffic weights"); its report says so in one line and its JSON carries ``weights``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 from harness import defaults
 from harness.errors import InputError
 from harness.metrics.names import folder_spelling
-from harness.results import pairs
+from harness.results import pairs, traffic
 from harness.stats import planning
 from harness.stats import power as pw
 from harness.stats.levels import check_level
@@ -52,8 +54,9 @@ class PowerOptions:
     groups_from: str | None = None
 
 
-#: one section of a folder's report: (dataset or None, alpha, note, rows)
-Section = tuple[str | None, float, str | None, list[PlanRow]]
+#: one section of a folder's report: (dataset or None, alpha, note, rows, traffic weights or None:
+#: :func:`harness.results.traffic.describe`)
+Section = tuple[str | None, float, str | None, list[PlanRow], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class PowerReport:
                 "datasets" if len(self.sections) > 1 or self.sections[0][0] else "results": _json(self.sections),
             }
             return json.dumps(payload, indent=2, allow_nan=False) + "\n"
-        return "".join(_text(name, alpha, note, rows, o) for name, alpha, note, rows in self.sections)
+        return "".join(_text(*section, o) for section in self.sections)
 
 
 def power(o: PowerOptions) -> PowerReport:
@@ -94,11 +97,13 @@ def power(o: PowerOptions) -> PowerReport:
     check(o)
     if not o.folder:
         return _plan(o)
-    from harness.results.suite import SuiteResults, is_suite
+    from harness.results.suite import is_suite
 
-    if is_suite(o.folder):
-        suite = SuiteResults.load(o.folder)
-        sections = [(d, suite.results(d)) for d in suite.datasets]
+    if is_suite(o.folder):  # every dataset read as one results folder is: whole, or refused
+        from harness.results.integrity import open_suite
+
+        _, members = open_suite(o.folder, allow_incomplete=o.allow_incomplete, what="results")
+        sections: list[tuple[str | None, Any]] = list(members.items())
     else:
         from harness.results import Results
 
@@ -110,7 +115,7 @@ def power(o: PowerOptions) -> PowerReport:
         alpha = o.alpha if o.alpha is not None else _alpha(results)
         if o.power <= alpha:
             raise InputError(f"must be above alpha ({alpha:g}), got {o.power:g}", field="--power")
-        out.append((name, alpha, *_rows(results, alpha, o)))
+        out.append((name, alpha, *_rows(results, alpha, o), traffic.describe(results)))
     return PowerReport(o, sections=out)
 
 
@@ -206,7 +211,7 @@ def _rows(results: Any, alpha: float, o: PowerOptions) -> tuple[str | None, list
     elif results.baseline not in names:
         note = f"no baseline in the config: compared with the first retriever, {reference}"
     rows = planning.plan(values, reference, metrics, alpha=alpha, target=o.power, delta=o.delta,
-                         queries=o.queries, simulate=o.simulate)  # fmt: skip
+                         queries=o.queries, simulate=o.simulate, weights=traffic.weights_of(results))  # fmt: skip
     return note, rows
 
 
@@ -239,19 +244,44 @@ def _plan_text(figures: dict[str, Any], alpha: float, sd: float, o: PowerOptions
 
 
 def _json(out: list[Section]) -> Any:
-    def one(alpha: float, note: str | None, rows: list[PlanRow]) -> dict[str, Any]:
-        return {"alpha": alpha, "note": note, "rows": [r.to_json() for r in rows]}
+    def one(alpha: float, note: str | None, rows: list[PlanRow], weights: dict[str, Any] | None) -> dict[str, Any]:
+        head = {"alpha": alpha, "note": note}
+        if weights is not None:  # only where weighted: an unweighted folder's JSON is as it was
+            head["weights"] = weights
+        return {**head, "rows": [r.to_json() for r in rows]}
 
     if len(out) == 1 and out[0][0] is None:
         return one(*out[0][1:])
-    return {name: one(alpha, note, rows) for name, alpha, note, rows in out}
+    return {name: one(*rest) for name, *rest in out}
+
+
+def _weighted_line(weights: dict[str, Any], rows: list[PlanRow]) -> str:
+    """The one line of a traffic-weighted folder (docs/power.md, "Traffic weights")."""
+    deff = next((r.design_effect for r in rows if r.design_effect is not None), None)
+    queries = (
+        f"n, mde@N and n for Δ count real queries at the design effect n/n_eff = {deff:.2f} (the JSON's "
+        "effective_needed: effective ones)"
+        if deff
+        else ""
+    )
+    return (
+        f"traffic-weighted: Δ, sd_diff and the t-test weigh each query by its {weights['field']!r} (Kish effective "
+        f"n {weights['effective_n']:,.1f} of {weights['queries']:,} queries); " + queries
+    ).rstrip("; ")
 
 
 def _f(x: float | None, fmt: str = ".4f") -> str:
     return "—" if x is None else format(x, fmt)
 
 
-def _text(name: str | None, alpha: float, note: str | None, rows: list[PlanRow], o: PowerOptions) -> str:
+def _text(
+    name: str | None,
+    alpha: float,
+    note: str | None,
+    rows: list[PlanRow],
+    weights: dict[str, Any] | None,
+    o: PowerOptions,
+) -> str:
     at = f"mde@{o.queries}" if o.queries is not None else "mde"
     want = f"n for {o.delta:g}" if o.delta is not None else "n for Δ"
     header = ["retriever", "vs", "metric", "n", "Δ", "sd_diff", at, want]
@@ -275,6 +305,8 @@ def _text(name: str | None, alpha: float, note: str | None, rows: list[PlanRow],
         f"{at}: smallest true difference detected; {want}: queries needed"
         + ("" if o.delta is not None else " to detect the observed difference"),
     ]
+    if weights is not None:
+        out.append(_weighted_line(weights, rows))
     if note:
         out.append(f"note: {note}")
     out += ["", line(header), line(["-" * w for w in widths]), *map(line, body)]

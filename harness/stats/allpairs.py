@@ -56,6 +56,29 @@ reliably. ``n_for_5pct`` is the set size of the grid from which the rate stays u
 larger size of the grid (None when the largest is not under): a rate that dips under 5% at a small
 ``n`` only because most small sets tie is not a set size that suffices.
 
+**Traffic weights** (``dataset: {weights: count}``; :mod:`harness.stats.weighted`). Each query ``j``
+carries a weight ``w_j`` (its production count), ``W = sum w``, Kish's ``n_eff = W^2 / sum w^2``.
+Weights are importance weights over distinct queries, as in the run table, so every figure weighs
+the queries and every uncertainty rests on ``n_eff``:
+
+- system means ``m_i = sum_j w_j x_ij / W`` (the run table's weighted means);
+- Tukey HSD: the weighted least-squares fit of ``x_ij = a_i + b_j`` (weights ``w_j``; statsmodels'
+  ``WLS`` of ``score ~ C(system) + C(query)``) leaves ``r_ij = x_ij - m_i - mean_.j + mean_i(m_i)``,
+  and ``mse = sum_j w_j sum_i r_ij^2 / W * n_eff / (n_eff - 1) / (k - 1)`` on
+  ``df = (k - 1)(n_eff - 1)``, ``q = |m_a - m_b| / sqrt(mse / n_eff)``. It is the unweighted ANOVA
+  when the weights are equal, and with two systems ``q / sqrt(2)`` is the weighted paired t of the
+  run table (``s_w`` and ``n_eff`` of :mod:`harness.stats.weighted`), as ``q / sqrt(2)`` is the
+  paired t unweighted;
+- randomized Tukey HSD: each query's scores permuted among the systems as before, the statistic the
+  range of the permuted *weighted* means (each query keeps its weight wherever its scores go: the
+  test of the matrix whose column ``j`` is scaled by ``w_j n / W``, whose plain means are the
+  weighted ones, so the draws are the unweighted test's);
+- swap rate: the two disjoint sets are drawn uniformly over the queries as before, each query
+  keeping its weight, and the differences are the weighted means' of each set (the bootstrap of the
+  run table resamples so too); a set whose every query weighs 0 has no mean and counts as a tie.
+
+Equal weights are no weights: :func:`all_pairs` then runs the unweighted code, bit for bit.
+
 Everything is numpy-vectorised: permutations are drawn in chunks of a few million scores, so 10,000
 draws over 10 systems x 1,000 queries take about a second.
 """
@@ -69,6 +92,8 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+
+from harness.stats.weighted import effective_n, is_uniform, rescaled
 
 #: edges of the |difference| bins of the swap rate (the last bin is open above)
 BIN_EDGES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.1, math.inf)
@@ -148,7 +173,8 @@ class AllPairs:
     means: list[float]
     n: int
     mse: float
-    df: int
+    #: ``(k - 1)(n - 1)``; weighted: ``(k - 1)(n_eff - 1)``, a real number
+    df: float
     pairs: list[Pair]
     draws: int
     seed: int
@@ -156,6 +182,8 @@ class AllPairs:
     groups: list[list[str]]
     groups_from: str
     swap: list[SwapPoint] = field(default_factory=list)
+    #: traffic-weighted figures: Kish's effective number of the ``n`` queries (None: unweighted)
+    effective_n: float | None = None
 
     def separates(self, pair: Pair) -> bool:
         """Whether the test the groups follow separates ``pair`` at alpha."""
@@ -190,6 +218,7 @@ class AllPairs:
         """The JSON of docs/power.md, "All pairs"."""
         out: dict[str, Any] = {
             "n": self.n,
+            **({} if self.effective_n is None else {"effective_n": self.effective_n}),
             "alpha": self.alpha,
             "means": dict(zip(self.names, self.means)),
             "tukey": {
@@ -228,31 +257,62 @@ def _tol(x: np.ndarray) -> float:
     return _ZERO * max(1.0, float(np.abs(x).max(initial=0.0)))
 
 
-def two_way_mse(scores: Any) -> tuple[float, int]:
-    """Residual mean square and its degrees of freedom of the two-way ANOVA without replication."""
+def query_weights(weights: Any, n: int) -> np.ndarray | None:
+    """``weights`` (one per query) rescaled to a largest weight of 1, or None when there are none or
+    all are equal (then every figure is the unweighted one, bit for bit)."""
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
+        raise ValueError(f"weights must be {n} finite numbers >= 0, not all 0")
+    w = rescaled(w)
+    return None if is_uniform(w) else w
+
+
+def weighted_means(x: np.ndarray, w: np.ndarray | None) -> np.ndarray:
+    """Each system's mean over the queries, weighted by ``w`` (None: the plain means)."""
+    return x.mean(axis=1) if w is None else x @ w / float(w.sum())
+
+
+def two_way_mse(scores: Any, weights: Any = None) -> tuple[float, float]:
+    """Residual mean square and its degrees of freedom of the two-way ANOVA without replication;
+    with ``weights``, the weighted form of the module doc (df ``(k - 1)(n_eff - 1)``)."""
     x = _matrix(scores)
     k, n = x.shape
-    r = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
-    df = (k - 1) * (n - 1)
-    return float((r * r).sum() / df) if df else 0.0, df
+    w = query_weights(weights, n)
+    if w is None:
+        r = x - x.mean(axis=1, keepdims=True) - x.mean(axis=0, keepdims=True) + x.mean()
+        df = (k - 1) * (n - 1)
+        return float((r * r).sum() / df) if df else 0.0, df
+    means = weighted_means(x, w)
+    r = x - means[:, None] - x.mean(axis=0, keepdims=True) + means.mean()
+    n_eff = effective_n(w)
+    if k < 2 or n_eff <= 1:
+        return 0.0, 0.0
+    mse = float(w @ (r * r).sum(axis=0)) / float(w.sum()) * n_eff / (n_eff - 1) / (k - 1)
+    return mse, (k - 1) * (n_eff - 1)
 
 
-def tukey_hsd(scores: Any, names: Sequence[str], *, p_values: bool = True) -> tuple[float, int, list[Pair]]:
+def tukey_hsd(
+    scores: Any, names: Sequence[str], *, p_values: bool = True, weights: Any = None
+) -> tuple[float, float, list[Pair]]:
     """``mse``, ``df`` and per pair (in the order of ``combinations(names, 2)``) delta, q and p.
 
     A difference of 0 gives q 0 and p 1; with an mse of 0 (every query moves every system alike) a
     non-zero difference is certain: q None (infinite), p 0. Never nan. scipy's studentized range
     integrates numerically (about 0.1 s a value): ``p_values=False`` leaves p None, for the reports,
-    which need only the randomized test.
+    which need only the randomized test. ``weights``: the weighted means and mse of the module doc,
+    ``se = sqrt(mse / n_eff)``.
     """
     from scipy.stats import studentized_range
 
     x = _matrix(scores)
     k, n = x.shape
-    mse, df = two_way_mse(x)
-    means = x.mean(axis=1)
+    w = query_weights(weights, n)
+    mse, df = two_way_mse(x, w)
+    means = weighted_means(x, w)
     tol = _tol(x)
-    se = math.sqrt(mse / n)
+    se = math.sqrt(mse / (n if w is None else effective_n(w)))
     out = []
     for i, j in combinations(range(k), 2):
         delta = float(means[i] - means[j])
@@ -264,7 +324,7 @@ def tukey_hsd(scores: Any, names: Sequence[str], *, p_values: bool = True) -> tu
             q, p = abs(delta) / se, None
         out.append(Pair(names[i], names[j], delta, q, p))
     todo = [pair for pair in out if pair.p is None]
-    if p_values and todo:  # one vectorised call
+    if p_values and todo and df > 0:  # one vectorised call
         ps = np.atleast_1d(studentized_range.sf(np.array([pair.q for pair in todo]), k, df))
         for pair, p in zip(todo, ps):
             pair.p = 0.0 if math.isnan(p) else min(1.0, max(0.0, float(p)))
@@ -346,12 +406,16 @@ def too_few_draws(draws: int, alpha: float) -> str | None:
     )
 
 
-def randomized_tukey(scores: Any, draws: int, seed: int) -> list[float]:
+def randomized_tukey(scores: Any, draws: int, seed: int, weights: Any = None) -> list[float]:
     """Per pair (``combinations`` order), ``(reached + 1) / (draws + 1)``: ``reached`` the draws whose
     largest permuted mean difference reaches the pair's observed ``|delta|`` (Carterette 2012; the +1s
     of Phipson and Smyth 2010: a p is never 0). A difference of 0 gives 1. The exceedances are counted
-    chunk by chunk: memory does not grow with ``draws``."""
+    chunk by chunk: memory does not grow with ``draws``. ``weights``: the weighted means (the module
+    doc), as the plain means of the columns scaled by ``w_j n / W``."""
     x = _matrix(scores)
+    w = query_weights(weights, x.shape[1])
+    if w is not None:
+        x = x * (w * (x.shape[1] / float(w.sum())))[None, :]
     if draws < 1:
         raise ValueError(f"draws must be >= 1, got {draws}")
     means = x.mean(axis=1)
@@ -455,10 +519,14 @@ def swap_rates(
     draws: int,
     seed: int,
     edges: Sequence[float] = BIN_EDGES,
+    weights: Any = None,
 ) -> list[SwapPoint]:
-    """Voorhees-Buckley swap rates of every pair at each set size (see module doc)."""
+    """Voorhees-Buckley swap rates of every pair at each set size (see module doc); ``weights``: each
+    set's weighted means (a set of zero weights only: a tie)."""
     x = _matrix(scores)
     k, total = x.shape
+    w = query_weights(weights, total)
+    xw = None if w is None else x * w[None, :]
     pairs = list(combinations(range(k), 2))
     ia, ib = (np.array([p[i] for p in pairs], dtype=np.intp) for i in (0, 1))
     rng = np.random.default_rng(seed)
@@ -476,8 +544,11 @@ def swap_rates(
             # the n smallest of c x total uniform keys are set A, the next n set B: two disjoint
             # uniformly random sets (argpartition: linear, not a sort of every query)
             order = np.argpartition(rng.random((c, total)), sorted({n - 1, 2 * n - 1}), axis=1)
-            ma = x[:, order[:, :n]].mean(axis=2)  # (k, c)
-            mb = x[:, order[:, n : 2 * n]].mean(axis=2)
+            if xw is None:
+                ma = x[:, order[:, :n]].mean(axis=2)  # (k, c)
+                mb = x[:, order[:, n : 2 * n]].mean(axis=2)
+            else:
+                ma, mb = (_set_means(xw, w, order[:, part]) for part in (slice(0, n), slice(n, 2 * n)))
             da, db = ma[ia] - ma[ib], mb[ia] - mb[ib]  # (pairs, c)
             differs = np.abs(da) > tol
             first_ties += int((~differs).sum())
@@ -505,6 +576,15 @@ def swap_rates(
     return out
 
 
+def _set_means(xw: np.ndarray, w: Any, idx: np.ndarray) -> np.ndarray:
+    """Weighted means (k, c) of the query sets ``idx`` (c, n): ``sum(w x) / sum(w)`` per set; a set
+    whose weights are all 0 gets 0 for every system (its differences are ties)."""
+    total = w[idx].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = xw[:, idx].sum(axis=2) / total[None, :]
+    return np.nan_to_num(means, nan=0.0, posinf=0.0, neginf=0.0)
+
+
 # ---------------------------------------------------------------------- all of it
 def all_pairs(
     scores: Any,
@@ -517,23 +597,28 @@ def all_pairs(
     swap_draws: int = 0,
     groups_from: str = "randomized",
     parametric: bool = True,
+    weights: Any = None,
 ) -> AllPairs:
     """Tukey HSD, randomized Tukey HSD, groups and (with ``swap_draws``) swap rates of ``scores``
     (systems x queries, rows named by ``names``); ``parametric=False`` skips the Tukey HSD's p-values
-    (see :func:`tukey_hsd`)."""
+    (see :func:`tukey_hsd`). ``weights`` (one per query, traffic counts): every figure weighted as
+    the module doc says; equal weights are no weights."""
     x = _matrix(scores)
+    w = query_weights(weights, x.shape[1])
     if len(names) != x.shape[0] or len(set(names)) != len(names):
         raise ValueError("names must name every row of scores once")
     if groups_from not in ("randomized", "tukey") or (groups_from == "tukey" and not parametric):
         raise ValueError(f"groups_from must be 'randomized' or 'tukey' (with parametric), got {groups_from!r}")
-    mse, df, pairs = tukey_hsd(x, names, p_values=parametric)
-    for pair, p in zip(pairs, randomized_tukey(x, draws, seed)):
+    mse, df, pairs = tukey_hsd(x, names, p_values=parametric, weights=w)
+    for pair, p in zip(pairs, randomized_tukey(x, draws, seed, w)):
         pair.p_randomized = p
-    means = [float(v) for v in x.mean(axis=1)]
+    means = [float(v) for v in weighted_means(x, w)]
     out = AllPairs(list(names), means, x.shape[1], mse, df, pairs, draws, seed, alpha, [], groups_from)
+    out.effective_n = None if w is None else effective_n(w)
     out.groups = letter_groups(list(names), means, {frozenset((p.a, p.b)) for p in pairs if out.separates(p)})
     if swap_draws:
-        out.swap = swap_rates(x, default_sizes(x.shape[1]) if sizes is None else sizes, swap_draws, seed)
+        sizes = default_sizes(x.shape[1]) if sizes is None else sizes
+        out.swap = swap_rates(x, sizes, swap_draws, seed, weights=w)
     return out
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -155,6 +155,7 @@ def simulate(
     alpha: float = defaults.ALPHA,
     n: int | None = None,
     seed: int = defaults.SEED,
+    weights: np.ndarray | None = None,
 ) -> float:
     """Share of ``sets`` resampled query sets in which the paired t-test rejects at ``alpha``.
 
@@ -162,23 +163,40 @@ def simulate(
     ``diffs`` centred on 0 and shifted by ``shift``: the real shape of the differences (ties,
     swings) with a known true mean, so the share is the test's power at ``shift`` without the
     normal approximation. The test is the harness's own (:func:`harness.stats.tests.t_tests`).
+
+    ``weights`` (traffic weights, one per difference; unequal): each drawn query keeps its weight
+    (drawn uniformly, as the weighted bootstrap draws), the differences are centred on their
+    weighted mean, and each set is tested with the weighted paired t-test
+    (:func:`harness.stats.weighted.t_tests_w`, Kish's n).
     """
     d = np.asarray(diffs, dtype=np.float64)
-    d = d[~np.isnan(d)]
+    keep = ~np.isnan(d)
+    d = d[keep]
     size = d.size if n is None else int(n)
     if d.size < 2 or size < 2:
         raise ValueError("simulation needs at least 2 differences")
-    base = d - d.mean() + shift
+    if weights is not None:
+        from harness.stats.weighted import t_tests_w  # weighted.py builds on this module
+
+        w = np.asarray(weights, dtype=np.float64)[keep]
+        base = d - float(np.average(d, weights=w)) + shift
+        tests = (t_tests_w(base[idx], w[idx]) for idx in resampled_sets(d.size, size, sets, seed))
+    else:
+        base = d - d.mean() + shift
+        tests = (t_tests(base[idx]) for idx in resampled_sets(d.size, size, sets, seed))
+    return sum(int(np.count_nonzero(p < alpha)) for p in tests) / sets
+
+
+def resampled_sets(values: int, size: int, sets: int, seed: int) -> Iterator[np.ndarray]:
+    """The query sets of :func:`simulate`: ``sets`` sets of ``size`` indices into ``values`` drawn
+    uniformly with replacement, as (size, k) blocks of at most 4M indices (columns are sets)."""
     rng = np.random.default_rng(seed)
-    rejected = 0
     block = max(1, min(sets, 2**22 // size))
     done = 0
     while done < sets:
         k = min(block, sets - done)
-        drawn = base[rng.integers(0, d.size, size=(size, k))]
-        rejected += int(np.count_nonzero(t_tests(drawn) < alpha))
+        yield rng.integers(0, values, size=(size, k))
         done += k
-    return rejected / sets
 
 
 def sentence(
