@@ -220,6 +220,8 @@ def test_a_weighted_folders_planning_table_is_weighted_and_says_so(folders, caps
         assert row["sd_diff"] == pytest.approx(W.weighted_sd(d, w), rel=1e-12)
         assert row["n_eff"] == pytest.approx(W.effective_n(w)) and row["n"] == len(QIDS)
         assert row["mde"] == res.significance[row["retriever"]][row["metric"]].mde  # the run table's, exactly
+        # the queries a difference needs: real queries at this spread, in the run table and here alike
+        assert row["queries_needed"] == res.significance[row["retriever"]][row["metric"]].n_for_observed
     text = _power(capsys, folders["count"])
     lines = [ln for ln in text.splitlines() if ln.startswith("traffic-weighted:")]
     assert len(lines) == 1 and "'count'" in lines[0] and "Kish effective n" in lines[0]

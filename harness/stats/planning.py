@@ -18,9 +18,10 @@ not ``sum w``: the mde at the set is ``s_w x effect(n_eff)``. A *number of queri
 (``--queries N``, the queries a difference needs) is a number of real queries drawn with the same
 spread of weights: Kish's design effect ``deff = n / n_eff`` turns ``N`` real queries into
 ``N / deff`` effective ones, and the ``n_eff`` the t-test needs into ``ceil(n_eff x deff)`` real
-queries (``effective_needed`` keeps the effective figure, which is the run table's
-``n_for_observed``). Planning with ``n`` would overstate what a skewed set detects by up to
-``sqrt(deff)``. Equal weights are no weights: the rows are the unweighted ones, bit for bit.
+queries (``effective_needed`` keeps the effective figure; the run table's ``n_for_observed`` counts
+real queries too, :func:`harness.stats.weighted.power_figures_w`). Planning with ``n`` would overstate
+what a skewed set detects by up to ``sqrt(deff)``. Equal weights are no weights: the rows are the
+unweighted ones, bit for bit.
 """
 
 from __future__ import annotations

@@ -210,7 +210,10 @@ def power_figures_w(diffs: np.ndarray, w: np.ndarray | None, alpha: float = defa
         out["power_reason"] = "the observed difference is 0: no number of queries detects it"
         return out
     try:
-        out["n_for_observed"] = P.queries_needed(delta, sd, alpha)
+        # real queries at this spread of weights, as `harness power` counts them: the n_eff the
+        # t-test needs times Kish's design effect n / n_eff (harness.stats.planning)
+        need = P.n_exact(delta, sd, alpha)
+        out["n_for_observed"] = max(2, math.ceil(need * d.size / n_eff - 1e-9))
     except ValueError:
         out["power_reason"] = "the observed difference is too small for any set size to detect at power 0.8"
     return out
