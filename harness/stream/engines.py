@@ -29,7 +29,7 @@ from harness import retriever_types
 from harness.engine.schedule import TimeoutExceeded, call_with_deadline, describe
 from harness.errors import HarnessError, InputError, RetrieverError
 from harness.model import Document, Query
-from harness.protocol import Closeable, HasExactSpec, Mutable, Settles, Updatable
+from harness.protocol import Closeable, HasExactSpec, HasStreamProblem, Mutable, Settles, StreamsCopy, Updatable
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
 from harness.validate import validate_output
@@ -52,6 +52,9 @@ class StreamedRetriever:
     doc_ids: np.ndarray = field(default_factory=lambda: np.asarray([], dtype=object))
     timeout_s: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: what the row streams when not its own store (a connected vector database: a copy of the team's
+    #: collection, :class:`harness.protocol.StreamsCopy`); recorded in ``stream.json`` as ``team_copy``
+    copy: str | None = None
 
     def _call(self, what: str, fn: Any) -> Any:
         """``fn()`` (one call into the retriever, ``what``) under the lock and within ``timeout_s``;
@@ -166,11 +169,14 @@ def check_changeable(specs: Mapping[str, SpecBase]) -> None:
                 field=f"retrievers.{name}",
             )
         if getattr(spec, "mode", "build") == "connect":
-            raise InputError(
-                f"retriever {name!r} ({spec.type}) connects to a team's store, which the harness only reads: "
-                "harness stream writes (mode: build)",
-                field=f"retrievers.{name}.mode",
+            # a vector database streams a copy of the team's collection (StreamsCopy); anything else is refused
+            problem = (
+                spec.stream_problem()
+                if isinstance(spec, HasStreamProblem)
+                else "connects to a team's store, which the harness only reads: harness stream writes (mode: build)"
             )
+            if problem is not None:
+                raise InputError(f"retriever {name!r} ({spec.type}) {problem}", field=f"retrievers.{name}.mode")
         parts = spec.inputs()
         if parts:
             fixed = [p for p in parts if specs.get(p) is not None and _fixed(specs[p].type)]
@@ -201,6 +207,8 @@ def build_engines(
                     "delete(ids): harness stream writes to its retrievers (docs/streaming.md)",
                     field=f"retrievers.{name}",
                 )
+            if isinstance(obj, StreamsCopy):
+                built[name].copy = _prepare(name, spec, obj, doc_ids)
     except BaseException:
         for e in built.values():
             e.close()
@@ -220,15 +228,34 @@ def _build(name: str, spec: SpecBase, ctx: BuildContext) -> Any:
                          field=f"retrievers.{name}") from None  # fmt: skip
 
 
+def _prepare(name: str, spec: SpecBase, obj: StreamsCopy, doc_ids: Sequence[str]) -> str | None:
+    """``obj.prepare_stream(doc_ids)``, before any work: what it refuses is one line naming the retriever
+    and the field (exit 2), and so is anything else it raises."""
+    try:
+        return obj.prepare_stream(doc_ids)
+    except InputError as e:
+        where = f"retrievers.{name}.{e.field}" if e.field else f"retrievers.{name}"
+        raise InputError(f"retriever {name!r} ({spec.type}): {e.message}", field=where) from None
+    except (HarnessError, KeyboardInterrupt):
+        raise
+    except BaseException as e:
+        raise InputError(f"retriever {name!r} ({spec.type}): reading the team's store raised {describe(e)}",
+                         field=f"retrievers.{name}") from None  # fmt: skip
+
+
 def exact_reference(engine: StreamedRetriever, ctx: BuildContext, docs: Sequence[Document]) -> StreamedRetriever:
     """A fresh index over exactly ``docs`` to score the engine against: the spec's own exact search
     (``exact_spec()``: dense's flat index over the same embeddings, a brute-force inner product) or,
     without one, the same spec built anew (BM25: an index built fresh over the visible set). Its calls
-    are the row's too: a failure of them fails the row (:class:`RowFailed`)."""
+    are the row's too: a failure of them fails the row (:class:`RowFailed`). A row streaming a copy of a
+    team's collection (:class:`harness.protocol.StreamsCopy`) gives its own: exact search over the
+    vectors the copy was handed (the team's for documents untouched since the load, the model's after)."""
     spec = engine.spec
     ref_spec = (spec.exact_spec() if isinstance(spec, HasExactSpec) else None) or spec
     ref = StreamedRetriever(f"{engine.name}[exact]", ref_spec, None, engine.doc_ids, engine.timeout_s)
-    ref.obj = ref._call("building its exact reference", lambda: ref_spec.build(ctx))
+    held = engine.obj.exact_reference() if isinstance(engine.obj, StreamsCopy) else None
+    # a streamed copy: exact search over the vectors it was handed (the team's, then the model's)
+    ref.obj = held if held is not None else ref._call("building its exact reference", lambda: ref_spec.build(ctx))
     try:
         ref.index(docs)
     except BaseException:
