@@ -133,6 +133,9 @@ def test_a_connected_row_streams_a_copy_with_a_build_rows_figures_and_the_team_s
             for key in ("ghost_hits", "stale_hits", "short_results"):
                 assert c[key] == b[key] == ({"probes": c[key]["probes"], "hits": 0} if key != "short_results" else 0)
     assert text.count("streams a harness-owned copy of the team's collection") == 3
+    assert main(["report", str(out)]) == 0  # harness report DIR reads it back and says it again
+    assert capsys.readouterr().out.count("streams a harness-owned copy of the team's collection") == 3
+    assert (out / "report.html").read_text().count("streams a harness-owned copy of the team") == 3
     raw = "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file())
     assert team["dsn"] not in raw and "<set>" in raw  # the dsn is never written
     gc.collect()  # the retrievers are freed: their copies go with them
