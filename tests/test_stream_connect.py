@@ -225,3 +225,28 @@ def test_the_copy_and_its_reference_hold_the_teams_vectors_not_the_models(demo_d
         assert cps[-1]["exact"]["ndcg@10"] > cps[0]["exact"]["ndcg@10"]  # the model's vectors came with writes
     gc.collect()
     assert {e: fingerprint(tmp_path / e) for e in ("lance", "chroma")} == before
+
+
+def test_a_pgvector_role_that_cannot_create_the_copy_is_refused_before_any_work(team, tmp_path):
+    """A read-only role (SELECT on the team's table, no CREATE in the schema): one line naming the dsn
+    field and why, before anything is written; the team's table unchanged."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    with psycopg.connect(team["dsn"], autocommit=True) as c:
+        c.execute("DROP ROLE IF EXISTS team_reader")
+        c.execute("CREATE ROLE team_reader LOGIN")
+        c.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        c.execute("GRANT USAGE ON SCHEMA public TO team_reader")
+        c.execute("GRANT SELECT ON team_docs TO team_reader")
+    reader = make_conninfo(**{**conninfo_to_dict(team["dsn"]), "user": "team_reader"})
+    before = pg_state(team["dsn"])
+    row = f"  team: {{type: pgvector, mode: connect, dsn: '{reader}', collection: team_docs, id_field: doc_key, "
+    cfg = _config(tmp_path, row + "vector_field: emb}\n")
+    with pytest.raises(InputError) as e:
+        run_stream(StreamOptions(config=cfg, out=tmp_path / "out"))
+    print(e.value)
+    assert e.value.field == "retrievers.team.dsn" and "cannot create a table in schema 'public'" in str(e.value)
+    assert reader not in str(e.value)
+    assert not (tmp_path / "out").exists()
+    assert pg_state(team["dsn"]) == before

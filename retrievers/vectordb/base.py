@@ -166,6 +166,12 @@ class Driver:
         """Open the team's store read-only; return its row count."""
         raise NotImplementedError
 
+    def copy_problem(self) -> str | None:
+        """Connected (read-only) and about to be let go for ``harness stream``: why build mode's code could
+        not write the stream's copy where it goes (pgvector: the role cannot create a table), or None. Asked
+        before any work, so the refusal is one line, not a row failing at its initial load."""
+        return None
+
     def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
         """Every ``(ids, vectors)`` of a connected store, ``batch`` rows at a time (a row without a
         vector: NaN), for the audit and the exact reference of ``ann_recall``
@@ -494,6 +500,9 @@ class VectorDB:
             where = f"{self.spec.type} {self.spec.collection!r}"
             self._team = team_copy.read_team_vectors(self.driver.iter_vectors(), list(doc_ids), where)
             team_copy.check_dimension(self._team, self.spec.model, self.encoder.dim, where)
+            problem = self.driver.copy_problem()
+            if problem is not None:
+                raise InputError(f"{self.spec.type}: {problem}", field="dsn")
         finally:
             self.driver.close()
         if self._copy_from is not None and self.driver.path is not None:
