@@ -146,6 +146,28 @@ class HasExactSpec(Protocol):
     def exact_spec(self) -> object | None: ...
 
 
+@runtime_checkable
+class HasStreamProblem(Protocol):
+    """On a *spec*: ``stream_problem()``, why ``harness stream`` cannot write to this row (a vector
+    database connected to a team's server), or None; asked before anything is built."""
+
+    def stream_problem(self) -> str | None: ...
+
+
+@runtime_checkable
+class StreamsCopy(Protocol):
+    """A retriever over a store the harness may only read (a team's vector database, ``mode: connect``)
+    that ``harness stream`` writes to through a copy the harness owns. ``prepare_stream(doc_ids)``, once
+    before any work: read what the copy needs, refuse (``InputError``) what it cannot take, and say what
+    the row streams (recorded), or None when the store is the harness's own already.
+    ``exact_reference()``: an unindexed retriever searching exactly the vectors the copy was handed
+    (``index(docs)`` picks the visible ones), or None for the spec's ``exact_spec()``."""
+
+    def prepare_stream(self, doc_ids: Sequence[str]) -> str | None: ...
+
+    def exact_reference(self) -> object | None: ...
+
+
 # ---------------------------------------------------------------------------------------------
 # A judge's optional hooks (the judge itself: :class:`harness.judging.judge.Judge`).
 

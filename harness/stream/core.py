@@ -172,6 +172,8 @@ class Streamer:
         completed before it and says where it failed (``error``), which is returned."""
         # the whole config of the row (secrets scrubbed), not its type alone: an HNSW row is not a flat one
         record: dict[str, Any] = {"type": engine.spec.type, "config": engine.spec.redacted(), "checkpoints": []}
+        if engine.copy is not None:  # a connected store: the row streams a copy the harness owns
+            record["team_copy"] = engine.copy
         self.doc["retrievers"][engine.name] = record
         at: list[tuple[int, int]] = [(0, 0)]  # (runbook line, checkpoint) of the op in flight
         try:

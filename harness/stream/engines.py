@@ -33,7 +33,7 @@ from harness import retriever_types
 from harness.engine.schedule import TimeoutExceeded, call_with_deadline, describe
 from harness.errors import HarnessError, InputError, RetrieverError
 from harness.model import Document, Query
-from harness.protocol import Closeable, HasExactSpec, Settles
+from harness.protocol import Closeable, HasExactSpec, HasStreamProblem, Settles, StreamsCopy
 from harness.registry import BuildContext, SpecBase
 from harness.run import Run
 from harness.stream import answers, composed, writes
@@ -57,6 +57,9 @@ class StreamedRetriever:
     doc_ids: np.ndarray = field(default_factory=lambda: np.asarray([], dtype=object))
     timeout_s: float | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: what the row streams when not its own store (a connected vector database: a copy of the team's
+    #: collection, :class:`harness.protocol.StreamsCopy`); recorded in ``stream.json`` as ``team_copy``
+    copy: str | None = None
 
     def _call(self, what: str, fn: Any) -> Any:
         """``fn()`` (one call into the retriever, ``what``) under the lock and within ``timeout_s``;
@@ -148,19 +151,24 @@ def check_changeable(specs: Mapping[str, SpecBase]) -> None:
                 field=f"retrievers.{name}",
             )
         if getattr(spec, "mode", "build") == "connect":
-            raise InputError(
-                f"retriever {name!r} ({spec.type}) connects to a team's store, which the harness only reads: "
-                "harness stream writes (mode: build)",
-                field=f"retrievers.{name}.mode",
+            # a vector database streams a copy of the team's collection (StreamsCopy); anything else is refused
+            problem = (
+                spec.stream_problem()
+                if isinstance(spec, HasStreamProblem)
+                else "connects to a team's store, which the harness only reads: harness stream writes (mode: build)"
             )
+            if problem is not None:
+                raise InputError(f"retriever {name!r} ({spec.type}) {problem}", field=f"retrievers.{name}.mode")
         parts = spec.inputs()
         if parts:
             nodes = composed.nodes_of(name, specs)
             fixed = [p for p, s in nodes.items() if p != name and _unchangeable(s)]
             if fixed:
+                # a connected store streams only as a row of its own (over a copy the row prepares itself)
+                why = "" if _fixed(nodes[fixed[0]].type) else " inside a composed row (mode: connect streams alone)"
                 raise InputError(
                     f"retriever {name!r} ({spec.type}) builds on {', '.join(parts)}: its part {fixed[0]!r} cannot "
-                    "change; stream its parts",
+                    f"change{why}; stream its parts",
                     field=f"retrievers.{name}",
                 )
 
@@ -189,6 +197,8 @@ def build_engines(
                     "(docs/streaming.md)",
                     field=f"retrievers.{name}",
                 )
+            if isinstance(obj, StreamsCopy):
+                built[name].copy = _prepare(name, spec, obj, doc_ids)
     except BaseException:
         for e in built.values():
             e.close()
@@ -215,10 +225,27 @@ def reference_spec(spec: SpecBase) -> SpecBase:
     return (spec.exact_spec() if isinstance(spec, HasExactSpec) else None) or spec
 
 
+def _prepare(name: str, spec: SpecBase, obj: StreamsCopy, doc_ids: Sequence[str]) -> str | None:
+    """``obj.prepare_stream(doc_ids)``, before any work: what it refuses is one line naming the retriever
+    and the field (exit 2), and so is anything else it raises."""
+    try:
+        return obj.prepare_stream(doc_ids)
+    except InputError as e:
+        where = f"retrievers.{name}.{e.field}" if e.field else f"retrievers.{name}"
+        raise InputError(f"retriever {name!r} ({spec.type}): {e.message}", field=where) from None
+    except (HarnessError, KeyboardInterrupt):
+        raise
+    except BaseException as e:
+        raise InputError(f"retriever {name!r} ({spec.type}): reading the team's store raised {describe(e)}",
+                         field=f"retrievers.{name}") from None  # fmt: skip
+
+
 def exact_reference(engine: StreamedRetriever, ctx: BuildContext, docs: Sequence[Document]) -> StreamedRetriever:
     """A fresh index over exactly ``docs`` to score the engine against (:func:`reference_spec`); for a
     composed row, the same stages applied to its parts' exact references (each built fresh over ``docs``).
-    Its calls are the row's too: a failure of them fails the row (:class:`RowFailed`)."""
+    Its calls are the row's too: a failure of them fails the row (:class:`RowFailed`). A row streaming a
+    copy of a team's collection (:class:`harness.protocol.StreamsCopy`) gives its own: exact search over
+    the vectors the copy was handed (the team's for documents untouched since the load, the model's after)."""
     spec = engine.spec
     ref_spec = reference_spec(spec)
     ref = StreamedRetriever(f"{engine.name}[exact]", ref_spec, None, engine.doc_ids, engine.timeout_s)
@@ -230,7 +257,9 @@ def exact_reference(engine: StreamedRetriever, ctx: BuildContext, docs: Sequence
         nodes = {n: s if s.inputs() else reference_spec(s) for n, s in row.specs.items()}
         return composed.build(row.row, nodes, lambda _, s: s.build(ctx), row.doc_ids, row.depth)
 
-    ref.obj = ref._call("building its exact reference", make)
+    held = row.exact_reference() if isinstance(row, StreamsCopy) else None
+    # a streamed copy: exact search over the vectors it was handed (the team's, then the model's)
+    ref.obj = held if held is not None else ref._call("building its exact reference", make)
     try:
         ref.index(docs)
     except BaseException:

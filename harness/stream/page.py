@@ -133,6 +133,8 @@ def to_html(doc: StreamResults) -> str:
         p50 = [c.retrievable_s.p50 for c in cps]
         p99 = [c.retrievable_s.p99 for c in cps]
         parts.append(f"<h2>{html.escape(name)} ({html.escape(composed_type(rec))})</h2>")
+        if rec.team_copy:  # a connected vector database: the figures are its copy's, the team's store was only read
+            parts.append(f"<p>{html.escape(rec.team_copy)}</p>")
         if rec.error:
             parts.append(f"<p><b>Failed</b>: {html.escape(rec.error)}</p>")
         parts.append(_chart(metric, metric, [

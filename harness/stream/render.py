@@ -108,7 +108,8 @@ def to_text(doc: StreamResults) -> str:
         quality = _table([head, *(_quality(c, metric) for c in checkpoints)])
         timing = _table([list(TIME), *(_time(c) for c in checkpoints)])
         failed = f"failed: {rec.error}\n" if rec.error else ""
-        parts.append(f"{_title(name, rec)}\n{quality}{timing}{failed}")
+        copy = f"{textwrap.fill(rec.team_copy, WIDTH)}\n" if rec.team_copy else ""
+        parts.append(f"{_title(name, rec)}\n{copy}{quality}{timing}{failed}")
     note = "\n".join(legend(metric, any((r.config or {}).get("of") for r in doc.retrievers.values())))
     if not doc.complete:
         note += "\nincomplete: the stream was interrupted; the checkpoints above are the ones it completed"

@@ -76,13 +76,18 @@ class RetrieverStream(staged.Ordered):
     #: raised, exited, hung past ``timeout_s`` or answered what ``harness run`` refuses); None: it streamed to
     #: the end, or a file written before failed rows were recorded
     error: str | None = None
+    #: what the row streamed when not a store of its own: a connected vector database streams a harness-owned
+    #: copy of the team's collection (the team's store is only read); None: its own store
+    team_copy: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """As read: a row that did not fail is written without ``error`` (as the stream wrote it), so a
-        file gives back its bytes whether it was written before failed rows were recorded or after."""
+        """As read: a row that did not fail is written without ``error`` (as the stream wrote it), and one
+        streaming its own store without ``team_copy``, so a file gives back its bytes whether it was written
+        before these were recorded or after."""
         d = super().to_json()
-        if self.error is None and "error" not in self._order:
-            d.pop("error", None)
+        for key in ("error", "team_copy"):
+            if getattr(self, key) is None and key not in self._order:
+                d.pop(key, None)
         return d
 
 

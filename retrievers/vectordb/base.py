@@ -42,6 +42,7 @@ from retrievers.dense import ann_recall
 from retrievers.encoder import DEFAULT_MODEL, EncoderOptions
 from retrievers.exact import exact_search
 from retrievers.ties import cut_by_rule
+from retrievers.vectordb import team_copy
 from retrievers.vectordb.store_copy import copy_store, folder_bytes
 from retrievers.vectordb.store_scan import BATCH, Audit, audit_store, exact_from_store
 
@@ -127,6 +128,11 @@ class VectorDBSpec(EncoderOptions):
         shared = set(DenseSpec.model_fields) & set(type(self).model_fields) - {"type", "index", "threads"}
         return DenseSpec(**{f: getattr(self, f) for f in shared if f in self.model_fields_set or f == "model"})
 
+    def stream_problem(self) -> str | None:
+        """Why ``harness stream`` cannot write to this row, asked before anything is built; None when it
+        can (connect mode streams a harness-owned copy of the team's collection: :mod:`.team_copy`)."""
+        return team_copy.stream_problem(self.type, self.url) if self.mode == "connect" else None
+
     def store_path(self, config_dir: Path) -> Path:
         """``path`` as a folder (relative: to the config's folder, like every path in a config)."""
         p = Path(self.path or "").expanduser()
@@ -159,6 +165,12 @@ class Driver:
     def connect(self) -> int:
         """Open the team's store read-only; return its row count."""
         raise NotImplementedError
+
+    def copy_problem(self) -> str | None:
+        """Connected (read-only) and about to be let go for ``harness stream``: why build mode's code could
+        not write the stream's copy where it goes (pgvector: the role cannot create a table), or None. Asked
+        before any work, so the refusal is one line, not a row failing at its initial load."""
+        return None
 
     def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
         """Every ``(ids, vectors)`` of a connected store, ``batch`` rows at a time (a row without a
@@ -248,15 +260,14 @@ class VectorDB:
         self.encoder = spec.make_encoder(ctx.cache_dir, ctx.show_progress)
         self._folder: Path | None = None
         self._copy_from: Path | None = None
+        base = spec.work_dir or ctx.extra.get("work_dir")
+        self._work_parent = ctx.resolve_path(base) if base else None
+        self._driver_cls = driver_cls
         owned = False
         if spec.mode == "connect" and spec.path:
             self._copy_from = spec.store_path(ctx.config_dir) if spec.copy_on_connect else None
         if spec.mode == "build" or self._copy_from is not None:
-            base = spec.work_dir or ctx.extra.get("work_dir")
-            parent = ctx.resolve_path(base) if base else None
-            if parent is not None:
-                parent.mkdir(parents=True, exist_ok=True)
-            self._folder = Path(tempfile.mkdtemp(prefix=f"harness-{spec.type}-", dir=parent))
+            self._folder = self._new_folder()
             owned = True
         self.driver = driver_cls(spec, self._folder, ctx.depth)
         if spec.mode == "connect" and spec.path:
@@ -272,6 +283,16 @@ class VectorDB:
         self._cache_hit_rate: float | None = None
         self._rows: int | None = None
         self._audit: Audit | None = None
+        #: harness stream over a connected store (:mod:`retrievers.vectordb.team_copy`): the team's vector
+        #: of each dataset document until the initial load, then the vector of every row the copy holds
+        self._team: dict[str, np.ndarray] | None = None
+        self._held: dict[str, np.ndarray] | None = None
+
+    def _new_folder(self) -> Path:
+        """A fresh folder of the run for a store the harness owns (under ``work_dir`` when given)."""
+        if self._work_parent is not None:
+            self._work_parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"harness-{self.spec.type}-", dir=self._work_parent))
 
     # ------------------------------------------------------------------ Retriever
     def index(self, corpus: Sequence[Document]) -> None:
@@ -279,6 +300,13 @@ class VectorDB:
         self._doc_ids = cols.ids
         self._pos = {d: i for i, d in enumerate(cols.ids.tolist())}
         self._masks = MaskCache(cols)
+        if self._team is not None:  # harness stream over a connected store: its copy, from the team's vectors
+            team, self._team = self._team, None
+            dim = len(next(iter(team.values()))) if team else 0
+            rows = [team[d] for d in cols.ids.tolist()]
+            self._write_store(cols, np.stack(rows) if rows else np.empty((0, dim), dtype=np.float32))
+            self._held = dict(zip(cols.ids.tolist(), rows))
+            return
         if self.spec.mode == "connect":
             t0 = time.perf_counter()
             if self._copy_from is not None and self._folder is not None:
@@ -299,6 +327,11 @@ class VectorDB:
             looked = (cache.hits - hits0) + (cache.misses - misses0)
             self._cache_hit_rate = (cache.hits - hits0) / looked if looked else None
         self._encode_seconds = enc.encode_seconds - secs0
+        self._write_store(cols, emb)
+
+    def _write_store(self, cols: Corpus, emb: np.ndarray) -> None:
+        """Build mode's store (and a streamed copy's): ``emb`` and the documents' metadata written by the
+        driver, the index built, timed apart from the encoding."""
         kinds = {f: k for f, k in metadata_kinds(cols).items() if k != "mixed"}
         self.driver.columns = {f: (f"m{i}", k) for i, (f, k) in enumerate(sorted(kinds.items()))}
         meta: list[dict[str, Any]] = [{} for _ in range(len(cols))]
@@ -413,6 +446,9 @@ class VectorDB:
         self._writable()
         self.driver.remove([str(i) for i in ids])
         self._rows = (self._rows or 0) - len(ids)
+        if self._held is not None:
+            for i in ids:
+                self._held.pop(str(i), None)
 
     def update(self, docs: Sequence[Document]) -> None:
         ids, emb, meta = self._written_rows(docs)
@@ -423,7 +459,7 @@ class VectorDB:
         self.driver.settle()
 
     def _writable(self) -> None:
-        if self.spec.mode != "build":
+        if self.spec.mode != "build" and self._held is None:
             raise InputError(f"{self.spec.type} connect mode only reads the team's store: no writes", field="mode")
 
     def _written_rows(self, docs: Sequence[Document]) -> tuple[list[str], np.ndarray, list[dict[str, Any]]]:
@@ -441,7 +477,50 @@ class VectorDB:
         for i, m in cols.metadata_items():
             meta[i] = {self.driver.columns[f][0]: v for f, v in m.items() if f in self.driver.columns}
         self._emb = None  # ann_recall@k describes the store as built only
+        if self._held is not None:
+            self._held.update(zip(ids, emb))
         return ids, emb, meta
+
+    # ------------------------------------------------------------------ harness stream over a connected store
+    def prepare_stream(self, doc_ids: Sequence[str]) -> str | None:
+        """Before any work of ``harness stream``: a connected row reads the team's vector of every dataset
+        document (refused with one line when one is missing, held twice or without a vector), lets go
+        of the team's store, and from then on writes to a copy in a store of its own (build mode's code,
+        in a fresh folder; pgvector: a ``harness_<random>`` table). Returns what the row streams (recorded
+        in ``stream.json``); None in build mode, whose store is the harness's already."""
+        if self.spec.mode != "connect":
+            return None
+        problem = team_copy.stream_problem(self.spec.type, self.spec.url)
+        if problem is not None:
+            raise InputError(f"{self.spec.type} {problem}", field="url")
+        if self._copy_from is not None and self._folder is not None:
+            self.driver.path = copy_store(self.spec.type, self._copy_from, self._folder)
+        try:
+            self.driver.connect()
+            where = f"{self.spec.type} {self.spec.collection!r}"
+            self._team = team_copy.read_team_vectors(self.driver.iter_vectors(), list(doc_ids), where)
+            team_copy.check_dimension(self._team, self.spec.model, self.encoder.dim, where)
+            problem = self.driver.copy_problem()
+            if problem is not None:
+                raise InputError(f"{self.spec.type}: {problem}", field="dsn")
+        finally:
+            self.driver.close()
+        if self._copy_from is not None and self.driver.path is not None:
+            shutil.rmtree(self.driver.path, ignore_errors=True)  # the read copy is done with
+        folder = self._folder or self._new_folder()
+        self._finalizer.detach()  # the read-only driver is closed; the folder goes with the copy's
+        self._folder = folder
+        self.driver = self._driver_cls(self.spec.model_copy(update={"mode": "build"}), folder, self.depth)
+        self._finalizer = weakref.finalize(self, _cleanup, self.driver, folder, True)
+        self._audit = None
+        return team_copy.NOTE
+
+    def exact_reference(self) -> team_copy.HeldExact | None:
+        """A streamed copy's exact reference: exact search over the vectors it was handed
+        (:class:`team_copy.HeldExact`); None for a build-mode row (its spec's ``exact_spec()`` is)."""
+        if self._held is None:
+            return None
+        return team_copy.HeldExact(dict(self._held), self.encoder, self.spec.distance)
 
     def cancel(self) -> None:
         self._finalizer()

@@ -270,6 +270,20 @@ class PgvectorDriver(Driver):
         self._apply_search_settings(n, dict(s.index_params))
         return n
 
+    def copy_problem(self) -> str | None:
+        """The stream's copy is a ``harness_<random>`` table build mode creates in the dsn's database: the
+        role must be able to create one in its current schema (asked in the read-only session: a read)."""
+        schema, ok = self.conn.execute(
+            "SELECT current_schema(), coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)"
+        ).fetchone()
+        if ok:
+            return None
+        return (
+            f"the dsn's role cannot create a table in schema {schema!r}: harness stream writes to a copy of the "
+            "team's table it creates there (harness_<random>, dropped afterwards; the team's table is only read); "
+            "grant CREATE on that schema, or use a dsn whose role may create tables"
+        )
+
     def iter_vectors(self, batch: int = BATCH) -> Iterator[tuple[list[str], np.ndarray]]:
         """The table through a server-side cursor, ``batch`` rows at a time (in the session's read-only
         transaction): memory holds one batch, whatever the table's size."""
