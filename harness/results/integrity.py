@@ -6,7 +6,7 @@ recorded (edited after the run) would give a report, a check or a baseline that 
 with its own summary. Every command that reads a results folder (``report``, ``check``, ``baseline
 save``, ``power``; ``compare`` and ``evaluate`` for a run file stored in one) refuses it with exit 2
 naming the file, unless told ``--allow-incomplete``, in which case each problem is a warning. A
-suite folder (:func:`open_suite`) is read so too: ``suite.json`` and every dataset's folder.
+suite folder (:func:`harness.results.suite.open_suite`) is read so too: ``suite.json`` and every dataset's folder.
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.io.staged import sha256_file
-from harness.results import Results
+from harness.results.data import Results
 from harness.results.folder import run_file
 from harness.results.record import RunRecord
-from harness.results.suite import SUITE_FILE, SuiteResults
 
 log = logging.getLogger("harness")
 
@@ -68,35 +67,11 @@ def check_results(results: Results, *, allow_incomplete: bool = False, what: str
         found = problems(results)
     except InputError as e:
         raise InputError(e.message, path=f"{label}{e.path}", field=e.field) from None
-    _refuse_or_warn(found, allow_incomplete, label)
+    refuse_or_warn(found, allow_incomplete, label)
     return results
 
 
-def open_suite(
-    folder: str | Path, *, allow_incomplete: bool = False, what: str = ""
-) -> tuple[SuiteResults, dict[str, Results]]:
-    """A suite folder and each of its datasets' results, read only when whole: an interrupted suite
-    (``suite.json`` says ``complete: false``: a dataset may be missing or half run) and every
-    dataset's folder through :meth:`Results.open` (incomplete, a run file missing or changed). Exit 2
-    naming the file, or with ``allow_incomplete`` a warning each, as for one results folder: a
-    suite's figures are its datasets' figures, so a reader of a suite checks what a reader of each
-    of its folders checks."""
-    suite = SuiteResults.load(folder)
-    assert suite.folder is not None
-    label = f"{what} " if what else ""
-    if not suite.complete:
-        msg = (
-            "incomplete suite: the run that wrote it was interrupted (datasets may be missing or unfinished); "
-            "`harness run --config ... --out DIR --resume` completes it"
-        )
-        _refuse_or_warn([(str(suite.folder / SUITE_FILE), msg)], allow_incomplete, label)
-    if not suite.datasets:
-        raise InputError("this suite has not finished a dataset: nothing to read", path=f"{label}{suite.folder}")
-    members = {d: Results.open(suite.folder / d, allow_incomplete=allow_incomplete, what=what) for d in suite.datasets}
-    return suite, members
-
-
-def _refuse_or_warn(found: list[tuple[str, str]], allow_incomplete: bool, label: str) -> None:
+def refuse_or_warn(found: list[tuple[str, str]], allow_incomplete: bool, label: str) -> None:
     """The first problem as one error line (exit 2) naming its file, or with ``allow_incomplete`` a
     warning per problem."""
     if found and not allow_incomplete:

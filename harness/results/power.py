@@ -100,7 +100,7 @@ def power(o: PowerOptions) -> PowerReport:
     from harness.results.suite import is_suite
 
     if is_suite(o.folder):  # every dataset read as one results folder is: whole, or refused
-        from harness.results.integrity import open_suite
+        from harness.results.suite import open_suite
 
         _, members = open_suite(o.folder, allow_incomplete=o.allow_incomplete, what="results")
         sections: list[tuple[str | None, Any]] = list(members.items())

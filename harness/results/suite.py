@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harness.errors import InputError
 from harness.results.data import Results
+from harness.results.integrity import refuse_or_warn
 
 SUITE_SCHEMA = "retrieval-harness/suite"
 SUITE_FILE = "suite.json"
@@ -139,3 +140,27 @@ def is_suite(path: str | os.PathLike[str]) -> bool:  # a path: the folder holds 
     """``path`` is a suite folder (holds a ``suite.json``) or a ``suite.json``."""
     p = Path(path).expanduser()
     return (p.is_dir() and (p / SUITE_FILE).is_file()) or (p.is_file() and p.name == SUITE_FILE)
+
+
+def open_suite(
+    folder: str | Path, *, allow_incomplete: bool = False, what: str = ""
+) -> tuple[SuiteResults, dict[str, Results]]:
+    """A suite folder and each of its datasets' results, read only when whole: an interrupted suite
+    (``suite.json`` says ``complete: false``: a dataset may be missing or half run) and every
+    dataset's folder through :meth:`Results.open` (incomplete, a run file missing or changed). Exit 2
+    naming the file, or with ``allow_incomplete`` a warning each, as for one results folder: a
+    suite's figures are its datasets' figures, so a reader of a suite checks what a reader of each
+    of its folders checks."""
+    suite = SuiteResults.load(folder)
+    assert suite.folder is not None
+    label = f"{what} " if what else ""
+    if not suite.complete:
+        msg = (
+            "incomplete suite: the run that wrote it was interrupted (datasets may be missing or unfinished); "
+            "`harness run --config ... --out DIR --resume` completes it"
+        )
+        refuse_or_warn([(str(suite.folder / SUITE_FILE), msg)], allow_incomplete, label)
+    if not suite.datasets:
+        raise InputError("this suite has not finished a dataset: nothing to read", path=f"{label}{suite.folder}")
+    members = {d: Results.open(suite.folder / d, allow_incomplete=allow_incomplete, what=what) for d in suite.datasets}
+    return suite, members

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from harness import defaults
-from harness.stats.tests import t_tests
+from harness.stats.tests import t_tests, t_tests_w
 
 #: the power the figures are computed at unless told otherwise (the usual 80% of study design)
 POWER = 0.8
@@ -167,7 +167,7 @@ def simulate(
     ``weights`` (traffic weights, one per difference; unequal): each drawn query keeps its weight
     (drawn uniformly, as the weighted bootstrap draws), the differences are centred on their
     weighted mean, and each set is tested with the weighted paired t-test
-    (:func:`harness.stats.weighted.t_tests_w`, Kish's n).
+    (:func:`harness.stats.tests.t_tests_w`, Kish's n).
     """
     d = np.asarray(diffs, dtype=np.float64)
     keep = ~np.isnan(d)
@@ -176,8 +176,6 @@ def simulate(
     if d.size < 2 or size < 2:
         raise ValueError("simulation needs at least 2 differences")
     if weights is not None:
-        from harness.stats.weighted import t_tests_w  # weighted.py builds on this module
-
         w = np.asarray(weights, dtype=np.float64)[keep]
         base = d - float(np.average(d, weights=w)) + shift
         tests = (t_tests_w(base[idx], w[idx]) for idx in resampled_sets(d.size, size, sets, seed))

@@ -189,3 +189,20 @@ def win_tie_loss(a: np.ndarray, b: np.ndarray, *, eps: float = 1e-12) -> tuple[i
     """Queries where a beats b, ties it, loses to it."""
     d = _diffs(a, b)
     return int((d > eps).sum()), int((np.abs(d) <= eps).sum()), int((d < -eps).sum())
+
+
+def t_tests_w(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """:func:`harness.stats.weighted.t_test_w` of every column of ``x`` (differences) with the weights ``w`` of the same
+    shape, at once: the p-values of :func:`harness.stats.power.simulate`'s weighted sets. A column
+    with no spread or one effective query rejects exactly when its mean is not 0 (as ``t_test_w``);
+    one whose weights are all 0 has no mean and never rejects."""
+    from scipy import stats
+
+    total = w.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = (w * x).sum(axis=0) / total
+        n_eff = total**2 / np.square(w).sum(axis=0)
+        var = (w * (x - m) ** 2).sum(axis=0) / total * n_eff / (n_eff - 1)
+        p = 2 * stats.t.sf(np.abs(m / np.sqrt(var / n_eff)), n_eff - 1)
+    degenerate = ~(np.isfinite(p) & (var > 0) & (n_eff > 1))
+    return np.where(degenerate, np.where(np.nan_to_num(m) == 0, 1.0, 0.0), p)

@@ -25,7 +25,8 @@ Formulas (``w`` the weights, ``W = sum w``, ``x`` or ``d`` the per-query values)
   bootstrap of a ratio estimator, Efron and Tibshirani 1993, ch. 10), percentile interval;
 - power and mde: :func:`harness.stats.power.figures`'s formulas with ``s_w`` and ``n_eff``;
 - resampled power (``harness power --simulate``): sets of queries drawn uniformly with replacement,
-  each carrying its weight, tested with the weighted paired t-test above (:func:`t_tests_w`).
+  each carrying its weight, tested with the weighted paired t-test above (:func:`harness.stats.tests.t_tests_w`, beside
+  the unweighted ``t_tests``: :mod:`harness.stats.power` uses it, and this module builds on that one).
 
 Equal weights are no weights: every function here hands equal weights to the unweighted code,
 so a config with ``weights:`` on an all-ones field prints the unweighted figures bit for bit.
@@ -46,7 +47,13 @@ import numpy as np
 
 from harness import defaults
 from harness.stats import power as P
-from harness.stats.tests import bootstrap_cis, bootstrap_means, randomization_tests, t_lower_bound, t_test
+from harness.stats.tests import (
+    bootstrap_cis,
+    bootstrap_means,
+    randomization_tests,
+    t_lower_bound,
+    t_test,
+)
 
 
 def as_weights(weights: Sequence[float] | np.ndarray | None, size: int) -> np.ndarray | None:
@@ -219,18 +226,3 @@ def power_figures_w(diffs: np.ndarray, w: np.ndarray | None, alpha: float = defa
     return out
 
 
-def t_tests_w(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """:func:`t_test_w` of every column of ``x`` (differences) with the weights ``w`` of the same
-    shape, at once: the p-values of :func:`harness.stats.power.simulate`'s weighted sets. A column
-    with no spread or one effective query rejects exactly when its mean is not 0 (as :func:`t_test_w`);
-    one whose weights are all 0 has no mean and never rejects."""
-    from scipy import stats
-
-    total = w.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        m = (w * x).sum(axis=0) / total
-        n_eff = total**2 / np.square(w).sum(axis=0)
-        var = (w * (x - m) ** 2).sum(axis=0) / total * n_eff / (n_eff - 1)
-        p = 2 * stats.t.sf(np.abs(m / np.sqrt(var / n_eff)), n_eff - 1)
-    degenerate = ~(np.isfinite(p) & (var > 0) & (n_eff > 1))
-    return np.where(degenerate, np.where(np.nan_to_num(m) == 0, 1.0, 0.0), p)
