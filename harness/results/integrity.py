@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.errors import InputError
 from harness.io.staged import sha256_file
-from harness.results.data import Results
+from harness.results import Results
 from harness.results.folder import run_file
 from harness.results.record import RunRecord
 
