@@ -196,3 +196,25 @@ def test_a_config_with_load_and_cost_sections_still_runs(tmp_path) -> None:
     cfg.write_text("dataset: demo\nretrievers:\n  bm25: {type: bm25}\ncost: {usd_per_hour: -1}\n", encoding="utf-8")
     with pytest.raises(Exception, match=r"cost\.usd_per_hour"):
         load_load_config(cfg)
+
+
+def test_a_composed_retriever_is_refused_before_any_retriever_is_built(tmp_path, monkeypatch) -> None:
+    # docs/load.md's `harness load --config C --rate ...` on a config with a hybrid row measured every
+    # other retriever for minutes before refusing the hybrid; it is refused before anything is built
+    from harness.errors import InputError
+    from harness.load import core
+
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "dataset: demo\nretrievers:\n  bm25: {type: bm25}\n  okapi: {type: bm25, method: robertson}\n"
+        "  both: {type: hybrid, of: [bm25, okapi]}\n",
+        encoding="utf-8",
+    )
+    config, spec, cost = core.load_load_config(cfg)
+
+    def never(*a, **k):
+        raise AssertionError("a retriever was built before the config was refused")
+
+    monkeypatch.setattr(core, "build_target", never)
+    with pytest.raises(InputError, match=r"retriever 'both' builds on bm25, okapi: load drives retrievers"):
+        core.run_load(config, spec, cost, config_dir=tmp_path)

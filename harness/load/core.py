@@ -22,7 +22,7 @@ from harness.datasets import load_from_config
 from harness.errors import InputError
 from harness.load.drivers import closed_loop, open_loop
 from harness.load.spec import CostSpec, LoadSpec
-from harness.load.targets import build_target, gil_note, gil_probe, warm
+from harness.load.targets import build_target, gil_note, gil_probe, refuse_composed, warm
 from harness.paths import cache_dir_of
 from harness.registry import BuildContext
 from harness.validate import check_dataset_usable
@@ -74,6 +74,8 @@ def run_load(
     unknown = [n for n in names if n not in specs]
     if unknown:
         raise InputError(f"no retriever {unknown[0]!r} in the config (it has: {', '.join(specs)})", field="retrievers")
+    for name in names:  # before any retriever is built: a composed one is refused up front, not after the others ran
+        refuse_composed(name, specs[name])
     # search settings apply to the retrievers that declare those knobs; none declaring them is an error
     sweep = [n for n in names if spec.search_params and set(spec.search_params) <= set(frontier.knobs_of(specs[n]))]
     if spec.search_params and not sweep:

@@ -129,13 +129,20 @@ def in_process_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: Gol
     )
 
 
-def build_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: GoldenDataset, k: int, pool: int) -> Target:
+def refuse_composed(name: str, spec: SpecBase) -> None:
+    """Exit 2 for a retriever that builds on others (hybrid, rerank, mmr): load drives one that
+    answers a query on its own. :func:`harness.load.core.run_load` asks it of every retriever named
+    before it builds any, so a config is refused before minutes of measuring the others."""
     if spec.inputs():
         raise InputError(
             f"retriever {name!r} builds on {', '.join(spec.inputs())}: load drives retrievers that answer a "
-            "query on their own (serve the pipeline over HTTP and load that)",
+            "query on their own (serve the pipeline over HTTP and load that, or name the others with --retrievers)",
             field="retrievers",
         )
+
+
+def build_target(name: str, spec: SpecBase, ctx: BuildContext, dataset: GoldenDataset, k: int, pool: int) -> Target:
+    refuse_composed(name, spec)
     if spec.type == "http":
         return http_target(name, spec, k, pool, dataset.queries)
     return in_process_target(name, spec, ctx, dataset, k)
