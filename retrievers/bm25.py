@@ -118,8 +118,11 @@ class BM25:
             tokenized = self._tokenize(contents, ids=True)
             t1 = time.perf_counter()
             report.phase("indexing bm25")
-            engine = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-            engine.index(tokenized, show_progress=False)
+            if tokenized.vocab:
+                engine = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
+                engine.index(tokenized, show_progress=False)
+            else:  # no document keeps a word after analysis: bm25s builds no index, and nothing can match
+                engine = _Empty()
             del tokenized
         else:
             from rank_bm25 import BM25Okapi
@@ -261,12 +264,13 @@ class BM25:
 
 
 class _Empty:
-    """The index of no documents (every one deleted): bm25s cannot build one."""
+    """The index of no documents (every one deleted), or of documents that hold no word the analyzer
+    keeps (all stop words, empty texts): bm25s cannot build one, and every score is zero."""
 
     def retrieve(self, tokens: list[list[str]], k: int, **_: Any) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros((len(tokens), 0), dtype=np.int64), np.zeros((len(tokens), 0))
 
-    def get_scores(self, tokens: list[str]) -> np.ndarray:
+    def get_scores(self, tokens: list[str], weight_mask: np.ndarray | None = None) -> np.ndarray:
         return np.zeros(0)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.metrics.evaluate import evaluate_run
-from harness.model import Query
+from harness.model import Document, Query
 from retrievers.bm25 import BM25, BM25Spec
 from tests.conftest import shared
 
@@ -67,3 +67,15 @@ def test_default_bm25_reaches_reference_quality(name, floor):
     bm25.index(ds.corpus)
     ndcg = evaluate_run(ds.qrels, bm25.search(ds.queries, k=100), ["ndcg@10"]).means()["ndcg@10"]
     assert ndcg >= floor, ndcg
+
+
+def test_a_corpus_without_an_indexable_word_matches_nothing_and_does_not_fail():
+    """Every document empty or stop words only: bm25s builds no index (it raised a bare ValueError,
+    'max() arg is an empty sequence', and the row failed); nothing can match, so nothing is returned,
+    and a later write that brings a word makes a real index."""
+    bm = BM25(show_progress=False)
+    bm.index([Document(id="d1", text=""), Document(id="d2", text="the of and")])
+    run = bm.search([Query(id="q1", text="hello"), Query(id="q2", text="the")], 10)
+    assert all(not ranked for ranked in run.to_dict().values())
+    bm.add([Document(id="d3", text="hello world")])
+    assert list(bm.search([Query(id="q1", text="hello")], 10).to_dict()["q1"]) == ["d3"]
