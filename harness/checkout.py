@@ -5,7 +5,7 @@ root is on ``sys.path`` (``python -m harness`` from the root, ``PYTHONPATH=.``, 
 editable install that adds the root through a ``.pth``), Python makes that folder a *namespace package* named
 ``datasets`` on a machine where Hugging Face ``datasets`` is not installed. Libraries that probe for the real
 one (``find_spec("datasets")``) then import it, and the next ``from datasets import Dataset`` fails: LanceDB
-reported itself "not installed" that way (issue 57).
+reported itself "not installed" that way.
 
 :func:`install` adds a path hook that gives the checkout's root, as a ``sys.path`` entry, the usual finder
 less the namespace portions of the :data:`SHADOWED` folders: ``find_spec("datasets")`` is then ``None`` where

@@ -1,6 +1,6 @@
 """Tests for harness.checkout and the editable install (pyproject.toml, hatch_build.py): the checkout's
 ``datasets/`` folder (the demo data) never passes for the ``datasets`` package, whichever way the checkout's
-root reaches ``sys.path`` (issue 57: LanceDB rows failed as "not installed" wherever Hugging Face ``datasets``
+root reaches ``sys.path`` (LanceDB rows failed as "not installed" wherever Hugging Face ``datasets``
 was not, once the embedding model was loaded)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What a blind gate cannot see, said once (harness.gate.blind): one table of the blind checks, the prose
-wrapped to the terminal, and no detectable drop larger than the metric can move (issue 57: 24 near-identical
+wrapped to the terminal, and no detectable drop larger than the metric can move (before: 24 near-identical
 ``blind:`` lines on the demo; "drops under 3.147 are invisible" for nDCG on a 3-query set)."""
 
 from __future__ import annotations

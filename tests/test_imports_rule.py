@@ -1,7 +1,7 @@
 """The one rule for every ``module:Class`` a user names (:mod:`harness.imports`): the config's folder, then
 the working folder, then ``PYTHONPATH``; the same from the ``harness`` console script (which puts no folder of
 its own on the path) as from ``python -m harness``; the path restored after; an error naming every folder
-looked in (issue 57: ``--judge my_judges:KeywordJudge`` from the folder holding ``my_judges.py`` exited 2)."""
+looked in (before: ``--judge my_judges:KeywordJudge`` from the folder holding ``my_judges.py`` exited 2)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""``harness judge auto --judge module:Class`` against a team's class that fails (issue 56, faults
-round 7: D22, D23, D24), in a real ``harness`` process: every failure of the class (its import, its
+"""``harness judge auto --judge module:Class`` against a team's class that fails, in a
+real ``harness`` process: every failure of the class (its import, its
 constructor, ``grade`` raising, exiting or returning what is no grade, a ``batch_size`` or
 ``concurrency`` that is no whole number, a module given as a file path) is one line naming the judge
 and the call, exit 2, and the grades it gave before are kept; a team's judge cannot take a name the

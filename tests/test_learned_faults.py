@@ -1,5 +1,5 @@
-"""The ``splade`` and ``colbert`` rows against model folders that changed or are not what they claim
-(issue 56, faults round 7: D20, D21): the row cache key covers the whole model configuration, not the
+"""The ``splade`` and ``colbert`` rows against model folders that changed or are not what they claim:
+the row cache key covers the whole model configuration, not the
 weights alone (a changed pooling, prompt or skiplist reads no stale row; an unchanged copy of the same
 model shares the rows), and ``colbert`` refuses a folder that is not a saved multi-vector model (it
 would get a fresh random projection at every load) before any work."""

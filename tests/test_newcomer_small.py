@@ -1,4 +1,4 @@
-"""The smaller newcomer items of issue 57, one test each: suite titles count right, ``judge merge`` without
+"""Small things a newcomer trips on, one test each: suite titles count right, ``judge merge`` without
 old judgments says no "0 judgments from no judgments", a sweep prints one label for one setting and no
 ``-0.0000``, and ``harness evaluate``'s tables show run names and query ids as written."""
 

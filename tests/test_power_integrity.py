@@ -1,5 +1,5 @@
-"""``harness power`` reads a suite folder through the integrity check, as it reads a results folder
-(issue 57, point 8): an interrupted dataset (``complete: false``), an edited run file or an
+"""``harness power`` reads a suite folder through the integrity check, as it reads a results folder:
+an interrupted dataset (``complete: false``), an edited run file or an
 interrupted suite (``suite.json``'s ``complete: false``) is exit 2 naming the file, and
 ``--allow-incomplete`` makes each a warning, in the wording of ``report``, ``check`` and ``baseline``."""
 

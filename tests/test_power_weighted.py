@@ -1,4 +1,4 @@
-"""Traffic weights in ``harness power DIR`` (issue 57, point 8): its planning rows and ``--all-pairs``
+"""Traffic weights in ``harness power DIR``: its planning rows and ``--all-pairs``
 (Tukey HSD, randomized Tukey HSD, letter groups, swap rate) use the run table's weighted estimators
 (Kish's effective n), checked against statsmodels' ``DescrStatsW``, ``TTestPower`` and ``WLS`` and
 against direct enumerations; all-equal weights print today's unweighted tables byte for byte."""

@@ -203,7 +203,7 @@ def _all_figures(d: np.ndarray, w: np.ndarray) -> list[float]:
 )
 def test_every_weighted_figure_is_the_same_at_any_scale_of_the_weights(seed, n, exponent, spread):
     """w and c*w (c from 1e-250 to 1e250) give the same figures, Kish's n is >= 1 for positive weights,
-    and the mean is statsmodels' DescrStatsW mean of the unscaled weights (faults round 7, D19: squares
+    and the mean is statsmodels' DescrStatsW mean of the unscaled weights (squares
     of 1e-200 underflowed to n_eff 0; sums near 1e308 overflowed)."""
     from statsmodels.stats.weightstats import DescrStatsW
 

@@ -1,4 +1,4 @@
-"""harness stream against hostile input (issue 56, faults round 7): team retrievers that raise, exit,
+"""harness stream against hostile input: team retrievers that raise, exit,
 hang or answer what ``harness run`` refuses fail their own row only; runbooks that leave nothing
 visible, delete-and-reinsert, tiny rates, YAML exponents; bounded probes; and a property test that
 every runbook the checker accepts plays to the end or fails one row by name."""

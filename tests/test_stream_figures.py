@@ -1,4 +1,4 @@
-"""Stream figures that read right (issue 57): each checkpoint marked cold or warm with its encoding time apart
+"""Stream figures that read right: each checkpoint marked cold or warm with its encoding time apart
 from the write rate; tables within 80 columns with a legend naming every column; ``stream.json`` holding each
 retriever's whole config; ``--help`` and the last line naming report.html; LanceDB's own log lines kept off
 the terminal."""

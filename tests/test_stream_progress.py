@@ -1,4 +1,4 @@
-"""``harness stream`` shows progress (issue 57: 4 to 8 minutes of silence on SciFact): per retriever, per step
+"""``harness stream`` shows progress (it was silent for 4 to 8 minutes on SciFact): per retriever, per step
 and checkpoint, in a log as timestamped lines with a heartbeat; ``--no-progress`` shows none."""
 
 from __future__ import annotations

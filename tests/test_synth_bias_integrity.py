@@ -1,5 +1,5 @@
 """``harness synth bias --results`` reads the results folders through the integrity check, as every command
-does (issue 57, left from the round before): a run file changed since the run is exit 2 naming it, and
+does: a run file changed since the run is exit 2 naming it, and
 ``--allow-incomplete`` makes that a warning."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``harness traces import`` on the inputs of the round-7 fault pass (#56, row 5): each a counted skip,
+"""``harness traces import`` on hostile inputs: each a counted skip,
 a one-line error or the right folder, never a crash, a silent loss or unbounded growth.
 
 A lone surrogate in any written text skips its span (``lone_surrogate``); the ids a query lists are

@@ -1,5 +1,5 @@
 """``harness traces import --redact`` (harness.traces.redact) against the ways a recognisable email,
-phone number, card number or key is written (#56, row 6).
+phone number, card number or key is written.
 
 The property test generates personal data in every written position (query, document content,
 document id, conversation id, data source, service) and every way of writing it (non-ASCII letters,

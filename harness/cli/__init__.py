@@ -21,7 +21,7 @@ from harness.progress import quiet_third_party
 
 #: Subcommand -> the line ``harness --help`` shows for it. Its module (``harness.cli.<name>``, ``-`` as ``_``)
 #: defines ``register(subparsers)`` and is imported only when that command runs: building every command's
-#: parser imported pandas, the engine and chunking, and ``harness --version`` took 1.5 s (issue 57). The
+#: parser imported pandas, the engine and chunking, and ``harness --version`` took 1.5 s. The
 #: lines here are the ones each module registers (tests/test_cli_startup.py keeps the two the same).
 COMMANDS: dict[str, str] = {
     "run": "run the retrievers of a config and write a results folder",

@@ -4,7 +4,7 @@ docs/architecture.md.
 
 The names below but :func:`score` are imported when first used (PEP 562): ``harness evaluate`` scores
 with ``harness.engine.score`` alone, and importing the package must not bring the session's datasets, pandas
-and graph along (the command's start-up, issue 57)."""
+and graph along (they would slow the command's start-up)."""
 
 from __future__ import annotations
 

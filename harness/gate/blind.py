@@ -2,7 +2,7 @@
 detectable drop larger than the metric can move.
 
 ``harness check`` on the demo printed 24 near-identical 210-character ``blind:`` lines (six facts), and on a
-3-query set "drops under 3.147 are invisible" for nDCG, a metric between 0 and 1 (issue 57). The text and
+3-query set "drops under 3.147 are invisible" for nDCG, a metric between 0 and 1. The text and
 markdown renderers (:mod:`harness.gate.render`) print :func:`text_block` / :func:`markdown_block`: a
 sentence with what every row shares (power, alpha, what the columns mean), wrapped to the terminal, then
 the table. A drop beyond the metric's declared range (:func:`harness.metrics.names.bounds_of`) is never

@@ -3,7 +3,7 @@ read from the embedding cache (warm).
 
 A dense row written with a cold cache took 3 to 88 writes/s on SciFact and its HNSW twin, reusing the
 embeddings the first had just cached, 617 to 3,639: "HNSW writes 40x faster" measured the cache, not the
-index (issue 57). Each checkpoint's record now carries ``encode_s`` (seconds the segment's writes spent in
+index. Each checkpoint's record now carries ``encode_s`` (seconds the segment's writes spent in
 the encoder) and ``cache`` (``cold``/``warm`` as ``harness run``'s table marks them, :data:`WARM_ABOVE`), so
 the write rate reads apart from the encoding.
 

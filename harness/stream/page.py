@@ -3,7 +3,7 @@ metric) and time to retrievable, drawn as inline SVG (no script, no download), w
 then a table of every checkpoint's probes, writes and latency. The header names the dataset and the date.
 
 The charts have y ticks and a labelled x axis, and the engine (solid, filled dots) is told apart from the
-exact index (dashed, hollow squares, drawn under it) even where the two coincide (issue 57).
+exact index (dashed, hollow squares, drawn under it) even where the two coincide.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 legend that names every column.
 
 One table of 16 columns was 128 wide, and its legend skipped ``short``, ``blinks``, ``writes/s``, ``lat``
-and the hits/probes form (issue 57). The time table marks each checkpoint's writes ``cold`` or ``warm``
+and the hits/probes form. The time table marks each checkpoint's writes ``cold`` or ``warm``
 (embeddings computed, or read from the cache) and gives the seconds spent encoding apart from the write
 rate, which includes them: a write rate read from a warm cache is not the index's alone.
 """
