@@ -93,7 +93,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.stats.weighted import effective_n, is_uniform, rescaled
+from harness.stats.weighted import as_weights, effective_n, is_uniform, rescaled
 
 #: edges of the |difference| bins of the swap rate (the last bin is open above)
 BIN_EDGES = (0.0, 0.01, 0.02, 0.03, 0.05, 0.1, math.inf)
@@ -260,13 +260,8 @@ def _tol(x: np.ndarray) -> float:
 def query_weights(weights: Any, n: int) -> np.ndarray | None:
     """``weights`` (one per query) rescaled to a largest weight of 1, or None when there are none or
     all are equal (then every figure is the unweighted one, bit for bit)."""
-    if weights is None:
-        return None
-    w = np.asarray(weights, dtype=np.float64)
-    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
-        raise ValueError(f"weights must be {n} finite numbers >= 0, not all 0")
-    w = rescaled(w)
-    return None if is_uniform(w) else w
+    w = rescaled(as_weights(weights, n))
+    return None if w is None or is_uniform(w) else w
 
 
 def weighted_means(x: np.ndarray, w: np.ndarray | None) -> np.ndarray:

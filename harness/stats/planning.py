@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from harness.stats import power as pw
-from harness.stats.weighted import effective_n, is_uniform, rescaled, weighted_sd
+from harness.stats.weighted import effective_n, is_uniform, real_queries, rescaled, weighted_sd
 
 
 @dataclass
@@ -195,5 +195,5 @@ def _row(
         row.queries_needed = math.ceil(need)  # pw.queries_needed
         if n_eff is not None:  # the effective queries the test needs, as real ones at this spread
             row.effective_needed = need
-            row.queries_needed = max(2, math.ceil(need * deff - 1e-9))
+            row.queries_needed = real_queries(need, deff)
     return row

@@ -193,6 +193,13 @@ def bootstrap_cis_w(
     return [(float(a), float(b)) for a, b in zip(lo, hi)]
 
 
+def real_queries(effective: float, design_effect: float) -> int:
+    """The real queries, drawn with a set's spread of weights, that hold ``effective`` queries'
+    worth of information: ``ceil(effective x deff)`` with Kish's design effect ``deff = n / n_eff``
+    (at least 2, the fewest a t-test takes)."""
+    return max(2, math.ceil(effective * design_effect - 1e-9))
+
+
 def power_figures_w(diffs: np.ndarray, w: np.ndarray | None, alpha: float = defaults.ALPHA) -> dict[str, Any]:
     """:func:`harness.stats.power.figures` with the weighted sd ``s_w`` and ``n_eff`` queries."""
     w = rescaled(w)
@@ -219,8 +226,7 @@ def power_figures_w(diffs: np.ndarray, w: np.ndarray | None, alpha: float = defa
     try:
         # real queries at this spread of weights, as `harness power` counts them: the n_eff the
         # t-test needs times Kish's design effect n / n_eff (harness.stats.planning)
-        need = P.n_exact(delta, sd, alpha)
-        out["n_for_observed"] = max(2, math.ceil(need * d.size / n_eff - 1e-9))
+        out["n_for_observed"] = real_queries(P.n_exact(delta, sd, alpha), d.size / n_eff)
     except ValueError:
         out["power_reason"] = "the observed difference is too small for any set size to detect at power 0.8"
     return out
