@@ -1,5 +1,5 @@
 """harness.io.staged: the one staged writer and envelope reader every folder-writing command uses.
-A lock held by another real process refuses a second writer in one line (fault D5: two commands, one
+A lock held by another real process refuses a second writer in one line (two commands, one
 ``--out``), for every command that writes a folder; a staged folder is published whole or not at all;
 the envelope reader refuses what the harness did not write in one located line."""
 

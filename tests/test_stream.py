@@ -281,7 +281,7 @@ def test_ctrl_c_keeps_completed_checkpoints_and_marks_the_folder_incomplete(tmp_
 
 
 def test_a_second_stream_to_the_same_out_is_refused_and_the_first_loses_nothing(tmp_path: Path, capsys) -> None:
-    """Two commands, one ``--out`` (fault D5): the second is refused in one line while the first writes;
+    """Two commands, one ``--out``: the second is refused in one line while the first writes;
     the first's folder is whole (every file it lists there, as it wrote it)."""
     stop = tmp_path / "stopped"
     team = f"  slow: {{type: python, class: 'stream_team:Overlap', params: {{stop_file: '{stop}'}}}}"
