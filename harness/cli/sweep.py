@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
 from harness.cli.command import add_command
@@ -24,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "sweep", ABOUT)
     p.add_argument("--config", required=True, help="YAML run config with a `sweep:` block")
     p.add_argument("--out", help="folder for sweep.json, sweep.md and heatmaps (default: print only)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true", help="no progress display (in a log: timestamped lines)")
     p.add_argument(
         "--max-points",
         type=int,
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         config,
         sweep,
         config_dir=Path(args.config).expanduser().resolve().parent,
-        show_progress=not args.no_progress and sys.stderr.isatty(),
+        show_progress=not args.no_progress,
     )
     print_sweep(result, make_console())
     if args.out:

@@ -63,13 +63,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-dense", action="store_true", help="mine hard negatives with BM25 only")
     p.add_argument("--threads", type=int, help="torch threads")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true", help="no progress display (in a log: timestamped lines)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from harness import progress
     from harness.errors import InputError
     from harness.paths import cache_dir_of
     from harness.training.reranker import TrainConfig, train_reranker
@@ -99,9 +100,9 @@ def run(args: argparse.Namespace) -> int:
         err = e.errors()[0]
         raise InputError(err["msg"], field="--" + str(err["loc"][0]).replace("_", "-")) from None
     _require_extras(cfg)
-    report = train_reranker(
-        cfg, cache_dir=cache_dir_of(None), show_progress=not args.no_progress and sys.stderr.isatty()
-    )
+    # a terminal gets a live line, a log timestamped lines with a heartbeat: training takes minutes
+    with progress.session(sys.stderr, enabled=not args.no_progress):
+        report = train_reranker(cfg, cache_dir=cache_dir_of(None), show_progress=not args.no_progress)
     first = report["validation_first_stage"]
     best = next(e for e in report["epochs"] if e["epoch"] == report["best_epoch"])
     print(f"reranker saved to {report['out']} (training.json beside it)")

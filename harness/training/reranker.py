@@ -31,7 +31,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness import clock
+from harness import clock, progress
 from harness.errors import InputError
 from harness.executor.models import predict_pairs
 from harness.io import atomic, staged
@@ -200,7 +200,7 @@ def rerank_scores(first: Run, ce: np.ndarray, alpha: float) -> Run:
 class Validator:
     """nDCG@10 of reranking the first stage's top ``validation_depth`` on the held-out queries."""
 
-    def __init__(self, dataset: GoldenDataset, first: Run, cfg: TrainConfig, progress: bool) -> None:
+    def __init__(self, dataset: GoldenDataset, first: Run, cfg: TrainConfig) -> None:
         from harness.metrics.evaluate import CompiledQrels, evaluate_run
 
         self.first = first.cut(cfg.validation_depth)
@@ -212,14 +212,14 @@ class Validator:
         self.rows, self.cols = np.nonzero(valid)
         docs = self.first.doc_ids[self.first.indices[self.rows, self.cols]]
         self.pairs = [(qtext[self.first.query_ids[r]], text[d]) for r, d in zip(self.rows.tolist(), docs.tolist())]
-        self.cfg, self.progress = cfg, progress
+        self.cfg = cfg
         self.first_stage_ndcg = self.ndcg(self.first)
 
     def ndcg(self, run: Run) -> float:
         return float(self._evaluate(self.qrels, run, ["ndcg@10"]).values["ndcg@10"].mean())
 
     def __call__(self, model: Any) -> dict[str, Any]:
-        logits = predict_logits(model, self.pairs, max(32, self.cfg.batch_size), self.progress)
+        logits = predict_logits(model, self.pairs, max(32, self.cfg.batch_size), False)
         ce = np.full(self.first.indices.shape, -np.inf)
         ce[self.rows, self.cols] = logits
         by_alpha = {a: self.ndcg(rerank_scores(self.first, ce, a)) for a in ALPHAS}
@@ -232,8 +232,13 @@ class Validator:
         }
 
 
+def _wants_dense(cfg: TrainConfig) -> bool:
+    """Dense runs are mined from, or fused into the hybrid first stage."""
+    return cfg.dense or cfg.first_stage == "hybrid"
+
+
 def _first_stages(
-    dataset: GoldenDataset, queries: Sequence[Query], cfg: TrainConfig, cache_dir: Path, progress: bool
+    dataset: GoldenDataset, queries: Sequence[Query], cfg: TrainConfig, cache_dir: Path, show: bool
 ) -> dict[str, Run]:
     """BM25 (and dense, and their RRF) runs for ``queries``, deep enough to mine and to validate."""
     from harness.fusion import rrf
@@ -241,13 +246,13 @@ def _first_stages(
 
     # at least the run depth, so the held-out hybrid is the fusion the rerank stage will see
     depth = max(cfg.hard_depth, cfg.validation_depth, 100)
-    bm25 = BM25(show_progress=progress)
+    bm25 = BM25(show_progress=show)
     bm25.index(dataset.corpus)
     runs = {"bm25": bm25.search(queries, depth)}
-    if cfg.dense or cfg.first_stage == "hybrid":
+    if _wants_dense(cfg):
         from retrievers.dense import Dense
 
-        dense = Dense(cache_dir=cache_dir, show_progress=progress)
+        dense = Dense(cache_dir=cache_dir, show_progress=show)
         dense.index(dataset.corpus)
         runs["dense"] = dense.search(queries, depth)
         runs["hybrid"] = rrf([runs["bm25"], runs["dense"]], depth=depth)
@@ -255,9 +260,22 @@ def _first_stages(
 
 
 def train_reranker(cfg: TrainConfig, *, cache_dir: Path, show_progress: bool = True) -> dict[str, Any]:
-    """Train, validate each epoch, keep the best epoch; save the model folder and ``training.json``."""
+    """Train, validate each epoch, keep the best epoch; save the model folder and ``training.json``.
+
+    Progress goes to the harness's one display (:mod:`harness.progress`): the first stages' encode,
+    mining, each epoch's steps with the running loss, each validation. Training takes minutes to
+    half an hour, so a log (CI, ``nohup``) gets timestamped lines with a heartbeat when the caller
+    opened a plain display (``harness train-reranker`` does unless ``--no-progress``); a library
+    call with ``show_progress`` and no display of its own gets the terminal's live line only.
+    """
+    with contextlib.ExitStack() as stack:
+        if show_progress and not progress.current().active:
+            stack.enter_context(progress.session(None))
+        return _train(cfg, cache_dir, progress.current())
+
+
+def _train(cfg: TrainConfig, cache_dir: Path, display: progress.Progress) -> dict[str, Any]:
     import torch
-    from tqdm.auto import tqdm
     from transformers import get_linear_schedule_with_warmup
 
     from harness.datasets import load_dataset
@@ -276,8 +294,10 @@ def train_reranker(cfg: TrainConfig, *, cache_dir: Path, show_progress: bool = T
     log.info("training on %d queries of %s/%s, validating on %d", len(train_q), dataset.name, dataset.split, len(val_q))
 
     t = time.perf_counter()
-    runs = _first_stages(dataset, [*train_q, *val_q], cfg, cache_dir, show_progress)
+    display.phase(f"first stages over {len(dataset.corpus)} docs (bm25{', dense' if _wants_dense(cfg) else ''})")
+    runs = _first_stages(dataset, [*train_q, *val_q], cfg, cache_dir, display.active)
     candidates = [runs["bm25"]] + ([runs["dense"]] if cfg.dense else [])
+    display.phase(f"mining negatives for {len(train_q)} queries")
     groups = mine_examples(dataset, train_q, candidates, cfg)
     if not groups:
         raise InputError("no training examples: no training query has a relevant document in the corpus")
@@ -286,7 +306,7 @@ def train_reranker(cfg: TrainConfig, *, cache_dir: Path, show_progress: bool = T
     model = load_base(cfg.base, cfg.max_length, cfg.seed)
     validator = None
     if val_q:
-        validator = Validator(dataset, runs[cfg.first_stage].subset([q.id for q in val_q]), cfg, show_progress)
+        validator = Validator(dataset, runs[cfg.first_stage].subset([q.id for q in val_q]), cfg)
 
     rng = random.Random(cfg.seed + 2)
     steps_per_epoch = len(_batches(groups, cfg, random.Random(0)))
@@ -311,8 +331,8 @@ def train_reranker(cfg: TrainConfig, *, cache_dir: Path, show_progress: bool = T
         model.train()
         losses: list[float] = []
         batches = _batches(groups, cfg, rng)
-        bar = tqdm(batches, desc=f"epoch {epoch}/{cfg.epochs}", unit="step", disable=not show_progress)
-        for batch in bar:
+        display.phase(f"epoch {epoch}/{cfg.epochs}: training", total=len(batches))
+        for batch in batches:
             loss = _step_loss(model, batch, cfg)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -320,16 +340,18 @@ def train_reranker(cfg: TrainConfig, *, cache_dir: Path, show_progress: bool = T
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(loss.detach()))
+            display.advance(1)
             if len(losses) % 10 == 0:
-                bar.set_postfix(loss=f"{np.mean(losses[-50:]):.4f}")
-            if not show_progress and len(losses) % max(1, len(batches) // 10) == 0:
+                display.detail(f"loss {np.mean(losses[-50:]):.4f}")
+            if not display.active and len(losses) % max(1, len(batches) // 10) == 0:
                 log.info("epoch %d: step %d/%d, loss %.4f", epoch, len(losses), len(batches), np.mean(losses[-50:]))
-        bar.close()
+        display.detail("")
         epoch_train = time.perf_counter() - t
         train_seconds += epoch_train
         record: dict[str, Any] = {"epoch": epoch, "train_seconds": epoch_train, "mean_loss": float(np.mean(losses))}
         if validator is not None:
             t = time.perf_counter()
+            display.phase(f"epoch {epoch}/{cfg.epochs}: validating ({len(validator.pairs)} pairs)")
             record["validation"] = validator(model)
             record["validation_seconds"] = time.perf_counter() - t
             validation_seconds += record["validation_seconds"]
@@ -355,6 +377,7 @@ def train_reranker(cfg: TrainConfig, *, cache_dir: Path, show_progress: bool = T
     timings.update(train_seconds=train_seconds, validation_seconds=validation_seconds)
 
     t = time.perf_counter()
+    display.phase(f"saving the model to {out}")
     _save_model(model, out)
     timings["save_seconds"] = time.perf_counter() - t
     timings["total_seconds"] = time.perf_counter() - t_start
