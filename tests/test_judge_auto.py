@@ -317,3 +317,17 @@ def test_ctrl_c_keeps_every_grade_received(tmp_path, monkeypatch):
     # the cache holds the same grades: the next run asks only for the rest
     assert sum(1 for _ in (tmp_path / "cache" / "judge" / "replies.jsonl").open()) == len(graded)
     assert "grades are in" in err and KEY not in err
+
+
+def test_a_log_shows_the_grading_progress_unless_asked_not_to(tmp_path, served, capsys, monkeypatch, cache_dir):
+    """Grading a pool takes minutes against a real model: a log (not a terminal) gets timestamped
+    lines, ``--no-progress`` none."""
+    _, url = served
+    monkeypatch.setenv("R35_TEST_KEY", KEY)
+    pool = _pool(tmp_path)
+    args = ["judge", "auto", str(pool), "--judge", "http", "--url", url, "--model", "m", "--api-key-env",
+            "R35_TEST_KEY", "--concurrency", "4", "--timeout", "1", "--retries", "2"]  # fmt: skip
+    main([*args, "--out", str(tmp_path / "a.csv")])
+    assert re.search(r"^\d\d:\d\d:\d\d harness: grading \d+ pairs", capsys.readouterr().err, re.M)
+    main([*args, "--out", str(tmp_path / "b.csv"), "--no-progress"])
+    assert not re.search(r"harness: grading \d+ pairs", capsys.readouterr().err)

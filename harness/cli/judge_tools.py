@@ -185,7 +185,7 @@ def auto(args: argparse.Namespace) -> int:
     report = fill_pool(AutoOptions(
         pool=args.pool, out=args.out, judge=args.judge, model=args.model, endpoint=endpoint_settings(args),
         price_in=args.price_in, price_out=args.price_out, thresholds=args.thresholds, calibrate=args.calibrate,
-        judge_options=parse_options(args.judge_option), show_progress=False if args.no_progress else None,
+        judge_options=parse_options(args.judge_option), show_progress=not args.no_progress,
         probabilities=args.probabilities, votes=args.votes, export_lara=args.export_lara,
     ))  # fmt: skip
     for line in report.lines():

@@ -59,7 +59,7 @@ def assign(args: argparse.Namespace) -> int:
         model=args.model, endpoint=endpoint_settings(args), price_in=args.price_in, price_out=args.price_out,
         judge_options=parse_options(args.judge_option), allow_incomplete=args.allow_incomplete,
     )  # fmt: skip
-    with progress_mod.session(sys.stderr, enabled=False if args.no_progress else None) as bar:
+    with progress_mod.session(sys.stderr, enabled=not args.no_progress) as bar:
         report = run_assign(opts, progress=bar)
     for line in report.lines():
         log.info("%s", line)

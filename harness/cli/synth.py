@@ -98,7 +98,7 @@ def generate(args: argparse.Namespace) -> int:
         cache = G.reply_cache(client)
     try:
         prov = make(args.dataset, args.out, s, client=client, cache=cache, stream=sys.stderr,
-                    show_progress=False if args.no_progress else None)  # fmt: skip
+                    show_progress=not args.no_progress)  # fmt: skip
     except EndpointStopped as e:
         raise InputError(f"stopped: {e}; replies received are kept in the reply cache", field="--url") from None
     finally:
