@@ -174,3 +174,28 @@ def test_sample_refuses_an_existing_file(tmp_path, capsys):
     (tmp_path / "pool.csv").write_text("query_id,doc_id,grade\nq1,d1,\n", encoding="utf-8")
     assert main(["judge", "sample", str(tmp_path / "pool.csv"), "--queries", "1", "--out", str(p)]) == 2
     assert p.read_text(encoding="utf-8") == "x\n"
+
+
+def test_the_table_keeps_its_columns_apart_for_negative_intervals_and_long_names():
+    """A difference whose interval is negative at both ends is 26 characters wide, as wide as the
+    column it once had: the PPI and people-only cells ran together. Every row must read back as five
+    cells separated by at least two spaces."""
+    import re
+
+    from harness.judging.ppi import render
+
+    def iv(mean, low, high):
+        return {"ppi": {"mean": mean, "low": low, "high": high}, "classical": {"mean": mean, "low": low - 0.01,
+                                                                              "high": high + 0.01}}  # fmt: skip
+
+    report = {
+        "alpha": 0.05, "n_labelled": 100, "n_unlabelled": 200,
+        "runs": {"bm25": {"ndcg@10": iv(0.7676, 0.7508, 0.7844)},
+                 "a_retriever_with_a_rather_long_name": {"nugget_strict_vital@10": iv(0.5, 0.4, 0.6)}},
+        "differences": {"bm25_nostem - bm25": {"recall@100": iv(-0.0185, -0.0272, -0.0099)}},
+    }  # fmt: skip
+    rows = render(report).splitlines()[2:-1]
+    assert len(rows) == 3
+    for row in rows:
+        assert len(re.split(r"\s{2,}", row.strip())) == 5, row
+    assert "-0.0185 [-0.0272, -0.0099]  -0.0185 [-0.0372, 0.0001]" in rows[2]

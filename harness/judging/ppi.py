@@ -204,17 +204,22 @@ def ppi_from_nugget_files(
 def render(report: Mapping[str, Any]) -> str:
     """A plain table: the PPI interval beside the classical one on the labelled queries."""
     conf = round(100 * (1 - report["alpha"]))
-    lines = [
-        f"{report['n_labelled']} queries graded by people (labelled), {report['n_unlabelled']} by the judge alone; "
-        f"{conf}% intervals",
-        f"{'':<28}{'metric':<14}{'PPI':>26}{'people only':>26}{'width':>8}",
-    ]
+    rows = []
     for group in ("runs", "differences"):
         for name, per in report[group].items():
             for m, iv in per.items():
                 p, c = iv["ppi"], iv["classical"]
                 ratio = f"{(p['high'] - p['low']) / (c['high'] - c['low']):.2f}" if c["high"] > c["low"] else "–"
-                lines.append(f"{name:<28}{m:<14}{_iv(p):>26}{_iv(c):>26}{ratio:>8}")
+                rows.append((name, m, _iv(p), _iv(c), ratio))
+    # each column as wide as its widest cell and two spaces: a negative interval ("-0.0185 [-0.0272,
+    # -0.0099]", 26 characters), a long retriever name or a nugget metric must not run into the next
+    w = [max([floor, *(len(r[i]) + 2 for r in rows)]) for i, floor in enumerate((28, 14, 26, 26, 8))]
+    lines = [
+        f"{report['n_labelled']} queries graded by people (labelled), {report['n_unlabelled']} by the judge alone; "
+        f"{conf}% intervals",
+        f"{'':<{w[0]}}{'metric':<{w[1]}}{'PPI':>{w[2]}}{'people only':>{w[3]}}{'width':>{w[4]}}",
+    ]
+    lines += [f"{a:<{w[0]}}{b:<{w[1]}}{c:>{w[2]}}{d:>{w[3]}}{e:>{w[4]}}" for a, b, c, d, e in rows]
     lines.append(
         "width: the PPI interval's width over the people-only interval's (below 1: the judge helps; –: the "
         "people-only interval has no width)"
