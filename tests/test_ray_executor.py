@@ -274,3 +274,51 @@ def test_a_missing_model_folder_fails_before_torch_is_imported():
         "InputError model: cannot load reranker '/no/such/model-folder': no such folder",
         "False False",
     ], out.stderr
+
+
+PRIVATE_RAY_FROM_A_THREAD = """
+import threading
+from harness.executor import EncoderSettings
+from harness.executor.ray import RayExecutor
+from retrievers.encoder import resolve_model
+
+enc = EncoderSettings(location=resolve_model(None))
+with RayExecutor(address=None, num_workers=1) as ex:
+    first = []
+    worker = threading.Thread(target=lambda: first.append(ex.encode(["a b", "c"], enc, 4)))
+    worker.start()
+    worker.join()
+    second = ex.encode(["d e"], enc, 4)
+    print("encoded", first[0].shape, second.shape, flush=True)
+print("closed", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_a_private_ray_started_from_a_thread_outlives_that_thread(tmp_path):
+    """``address: null`` starts Ray on this machine from whichever thread encodes first: in a run that
+    is a retriever's thread, which ends long before the run does. Ray ties the processes it starts to
+    the thread that started them (Linux's parent-death signal follows the thread), so the cluster must
+    not be started from a thread that can end; here a second call after that thread is gone, and the
+    close, must both work (they ended the process with exit 1 before)."""
+    pytest.importorskip("ray.data")
+    reason = _namespace_available()
+    if reason:
+        pytest.skip(reason)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    # HOME: Ray 2.60 writes a token to ~/.ray/auth_token when it starts a cluster itself
+    env.update({"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HOME": str(tmp_path)})
+    script = tmp_path / "private.py"
+    script.write_text(PRIVATE_RAY_FROM_A_THREAD, encoding="utf-8")
+    inner = f"ip link set lo up && exec {sys.executable} {script}"
+    proc = subprocess.run(
+        ["unshare", "-n", "-p", "-f", "--mount-proc", "--kill-child", "sh", "-c", inner],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=850,
+    )
+    assert proc.returncode == 0, f"rc {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert proc.stdout.splitlines() == ["encoded (2, 384) (1, 384)", "closed"]

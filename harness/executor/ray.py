@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -172,6 +173,7 @@ class RayExecutor:
         self.start_timeout_s = start_timeout_s
         self.last_stats: dict[str, Any] = {}
         self._connected_here = False
+        self._owner_done: threading.Event | None = None  # set by close(): the private Ray's thread may end
 
     def __repr__(self) -> str:
         return (
@@ -194,7 +196,10 @@ class RayExecutor:
             if self.address is None:
                 kwargs["include_dashboard"] = False
             try:
-                ray.init(**kwargs)
+                if self.address is None:
+                    self._start_private(ray, kwargs)
+                else:
+                    ray.init(**kwargs)
             except ConnectionError as e:
                 raise InputError(
                     f"cannot reach a Ray cluster at {self.address!r} ({e}); start one with `ray start --head` "
@@ -211,13 +216,42 @@ class RayExecutor:
         ctx.wait_for_min_actors_s = max(1, int(self.start_timeout_s))
         logging.getLogger("ray.data").setLevel(logging.WARNING)
 
+    def _start_private(self, ray: Any, kwargs: dict[str, Any]) -> None:
+        """``ray.init`` that starts Ray on this machine, called from a thread of this executor's own that
+        lives until :meth:`close`. Ray gives the processes it starts Linux's parent-death signal, which
+        fires when the *thread* that started them ends, and the first encode of a run is made on a
+        retriever's thread, which ends long before the run: the cluster died with it, and the next
+        call, or the close, ended the whole process with exit 1."""
+        started, failed = threading.Event(), []
+        self._owner_done = threading.Event()
+
+        def own() -> None:
+            try:
+                ray.init(**kwargs)
+            except BaseException as e:  # handed to the caller below
+                failed.append(e)
+            finally:
+                started.set()
+            if not failed:
+                self._owner_done.wait()
+
+        self._owner = threading.Thread(target=own, name="harness-ray-owner", daemon=True)
+        self._owner.start()
+        started.wait()
+        if failed:
+            raise failed[0]
+
     def close(self) -> None:
-        """Leave the cluster if this executor joined it (the cluster keeps running)."""
+        """Leave the cluster if this executor joined it (the cluster keeps running), or stop the one it
+        started (``address: None``); only then may the thread that started it end."""
         if self._connected_here:
             import ray
 
             ray.shutdown()
             self._connected_here = False
+        if self._owner_done is not None:
+            self._owner_done.set()
+            self._owner_done = None
 
     def __enter__(self) -> RayExecutor:
         return self
