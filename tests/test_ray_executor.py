@@ -196,6 +196,17 @@ def _namespace_available() -> str | None:
     return None
 
 
+def _in_loopback_namespace(script: str, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
+    """``python SCRIPT`` in new network and pid namespaces with only loopback up (Ray otherwise binds
+    the non-loopback address). ``--kill-child``: if the test is killed, the namespace's first process
+    dies, and with it every process of the cluster (the kernel ends a pid namespace with its init)."""
+    inner = f"ip link set lo up && exec {sys.executable} {script}"
+    return subprocess.run(
+        ["unshare", "-n", "-p", "-f", "--mount-proc", "--kill-child", "sh", "-c", inner],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_ray_cluster_on_loopback_matches_the_local_executor(tmp_path):
@@ -205,17 +216,7 @@ def test_ray_cluster_on_loopback_matches_the_local_executor(tmp_path):
         pytest.skip(reason)
     out = tmp_path / "verdict.json"
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    inner = f"ip link set lo up && exec {sys.executable} tests/ray_cluster_check.py --out {out}"
-    # --kill-child: if this test is killed, the namespace's first process dies, and with it every
-    # process of the cluster (the kernel ends a pid namespace with its init)
-    proc = subprocess.run(
-        ["unshare", "-n", "-p", "-f", "--mount-proc", "--kill-child", "sh", "-c", inner],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1700,
-    )
+    proc = _in_loopback_namespace(f"tests/ray_cluster_check.py --out {out}", env, timeout=1700)
     assert out.exists(), f"no verdict (rc {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     v = json.loads(out.read_text(encoding="utf-8"))
     assert v["ok"], f"{v.get('error')}\n{v.get('traceback', '')}\n{v.get('ray_start_output', '')}"
@@ -311,14 +312,6 @@ def test_a_private_ray_started_from_a_thread_outlives_that_thread(tmp_path):
     env.update({"PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HOME": str(tmp_path)})
     script = tmp_path / "private.py"
     script.write_text(PRIVATE_RAY_FROM_A_THREAD, encoding="utf-8")
-    inner = f"ip link set lo up && exec {sys.executable} {script}"
-    proc = subprocess.run(
-        ["unshare", "-n", "-p", "-f", "--mount-proc", "--kill-child", "sh", "-c", inner],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=850,
-    )
+    proc = _in_loopback_namespace(str(script), env, timeout=850)
     assert proc.returncode == 0, f"rc {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
     assert proc.stdout.splitlines() == ["encoded (2, 384) (1, 384)", "closed"]
