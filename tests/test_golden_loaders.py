@@ -342,6 +342,24 @@ def test_irds_id_reads_files_on_disk_and_refuses_to_download(tmp_path):
     assert "source.zip" in refused["error"]
 
 
+@pytest.mark.slow
+def test_irds_convert_prints_no_raw_library_lines(tmp_path):
+    """``harness convert irds:ID``: ir_datasets' own ``[INFO] [starting] opening zip file`` lines
+    (its logger writes to stderr itself) never reach the terminal; the harness's line does."""
+    import os
+    import subprocess
+    import sys
+
+    _fake_irds_home(tmp_path / "home")
+    env = dict(os.environ, IR_DATASETS_HOME=str(tmp_path / "home"), PYTHONPATH=str(Path(__file__).parent.parent))
+    out = subprocess.run(
+        [sys.executable, "-m", "harness", "convert", "irds:beir/scifact/test", "--out", str(tmp_path / "out")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "[INFO]" not in out.stderr and "wrote" in out.stderr + out.stdout, out.stderr
+
+
 def test_unknown_irds_id():
     with pytest.raises(InputError, match="unknown ir_datasets id"):
         load_dataset("irds:no/such/dataset")

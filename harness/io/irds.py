@@ -9,6 +9,7 @@ on a machine with network, then copy ``~/.ir_datasets`` or set ``IR_DATASETS_HOM
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,6 +68,21 @@ def _no_downloads() -> Iterator[None]:
         download.Download.path, download.Download.stream = orig_path, orig_stream
 
 
+@contextlib.contextmanager
+def _library_warnings_only() -> Iterator[None]:
+    """ir_datasets' own INFO lines (``[INFO] [starting] opening zip file``, its tqdm bars) would reach
+    the terminal raw, beside the harness's display: only its warnings and errors do while it reads."""
+    # a filter, not a level: ir_datasets sets its logger's level to INFO when it first logs
+    logger = logging.getLogger("ir_datasets")
+    below_warning = logging.Filter()
+    below_warning.filter = lambda record: record.levelno >= logging.WARNING  # type: ignore[method-assign]
+    logger.addFilter(below_warning)
+    try:
+        yield
+    finally:
+        logger.removeFilter(below_warning)
+
+
 def load_irds(value: str, *, name: str | None = None) -> GoldenDataset:
     """A :class:`GoldenDataset` from an ``ir_datasets`` id with docs, queries and qrels on disk."""
     ident = irds_id(value)
@@ -84,7 +100,7 @@ def load_irds(value: str, *, name: str | None = None) -> GoldenDataset:
             raise InputError(f"ir_datasets {ident!r} has no {part}; name a subset that has (e.g. .../test)", path=value)
     home = Path(os.environ.get("IR_DATASETS_HOME", Path.home() / ".ir_datasets"))
     try:
-        with _no_downloads():
+        with _no_downloads(), _library_warnings_only():
             corpus = [_document(d) for d in ds.docs_iter()]
             queries = [_query(q) for q in ds.queries_iter()]
             qrels: dict[str, dict[str, int]] = {}
