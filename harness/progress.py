@@ -71,6 +71,11 @@ class Progress:
     def advance(self, n: int = 1) -> None:
         """``n`` more units of the current stage are done."""
 
+    def current_phase(self) -> str | None:
+        """The name of the stage open now, if any: a caller whose work may open stages of its own (a
+        rerank stage scoring pairs inside "searching") counts into its stage only while it is open."""
+        return None
+
     def note(self, msg: str) -> None:
         """A message for the reader, shown without disturbing the display."""
 
@@ -113,6 +118,9 @@ class Numbered(Progress):
 
     def advance(self, n: int = 1) -> None:
         self.inner.advance(n)
+
+    def current_phase(self) -> str | None:
+        return self.inner.current_phase()
 
     def note(self, msg: str) -> None:
         self.inner.note(msg)
@@ -252,6 +260,10 @@ class _State(Progress):
     def advance(self, n: int = 1) -> None:
         with self._lock:
             self.done += n
+
+    def current_phase(self) -> str | None:
+        with self._lock:
+            return self.stage
 
     # rendering helpers --------------------------------------------------
     def where(self) -> str:

@@ -56,3 +56,21 @@ def test_sweep_reports_progress_in_a_log_unless_asked_not_to(tmp_path, capsys, f
     err = capsys.readouterr().err
     shown = re.search(STAMP + r"\[\d+/\d+\] bm25\[k1=", err, re.M)
     assert bool(shown) == (not flags), err[-3000:]
+
+
+@pytest.mark.slow
+def test_a_rerank_stage_never_counts_past_its_total(tmp_path, capsys):
+    """A rerank stage opens its own "scoring pairs" stage inside "searching": the queries the search
+    then reports done are not added to the pairs (a log read "30,300/30,000 (100%)")."""
+    ce = build_tiny_bert(tmp_path / "ce", head=True)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "dataset: demo\nmetrics: [ndcg@10]\nretrievers:\n  bm25: {type: bm25}\n"
+        f"  rr: {{type: rerank, of: bm25, model: '{ce}', top_n: 5, max_length: 32}}\n",
+        encoding="utf-8",
+    )
+    assert main(["run", "--config", str(cfg), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "rr: scoring pairs" in err, err[-3000:]
+    counts = [(int(a.replace(",", "")), int(b.replace(",", ""))) for a, b in re.findall(r"([\d,]+)/([\d,]+) \(", err)]
+    assert counts and all(done <= total for done, total in counts), [c for c in counts if c[0] > c[1]]

@@ -198,7 +198,8 @@ def _execute(
         reporter.phase("searching", total=len(queries))
         with gc_paused(), measure() as m_search:
             run = call(queries)
-        reporter.advance(len(queries))
+        if reporter.current_phase() == "searching":  # a stage may have opened its own ("scoring pairs")
+            reporter.advance(len(queries))
         if not is_stage:
             # a fast retriever's batch takes milliseconds, where one scheduler hiccup halves its
             # qps: repeat it (timeit's way) within a small budget and keep the best time
