@@ -53,6 +53,8 @@ HEADER = (
 
 def from_folder(folder: str, metrics: list[str], sets: int) -> None:
     res = Results.load(folder)
+    if res.baseline is None or not res.significance:
+        raise SystemExit(f"{folder}: no baseline, so no comparison to plan from; set `baseline:` in its config")
     alpha = ((res.manifest.get("config") or {}).get("stats") or {}).get("alpha", 0.05)
     print(HEADER)
     for r, per in res.significance.items():
