@@ -25,7 +25,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))  # the DevTools client the page's tests use
+# the DevTools client the page's tests use (tests/page_browser.py, which imports `tests.…`: the
+# checkout root too, since an editable install no longer puts it on the path)
+sys.path[:0] = [str(REPO / "tests"), str(REPO)]
 
 WORDS = [f"w{i}" for i in range(3000)]
 
