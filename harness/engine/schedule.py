@@ -195,10 +195,11 @@ def _execute(
             obj.prepare_queries(queries)
         for q in queries[: settings.warmup_queries]:
             call([q])
-        reporter.phase("searching", total=len(queries))
+        searching = "searching"
+        reporter.phase(searching, total=len(queries))
         with gc_paused(), measure() as m_search:
             run = call(queries)
-        if reporter.current_phase() == "searching":  # a stage may have opened its own ("scoring pairs")
+        if reporter.current_phase() == searching:  # a stage may have opened its own ("scoring pairs")
             reporter.advance(len(queries))
         if not is_stage:
             # a fast retriever's batch takes milliseconds, where one scheduler hiccup halves its

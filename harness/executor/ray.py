@@ -235,8 +235,7 @@ class RayExecutor:
             if not failed:
                 self._owner_done.wait()
 
-        self._owner = threading.Thread(target=own, name="harness-ray-owner", daemon=True)
-        self._owner.start()
+        threading.Thread(target=own, name="harness-ray-owner", daemon=True).start()
         started.wait()
         if failed:
             raise failed[0]

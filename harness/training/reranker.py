@@ -177,10 +177,10 @@ def load_base(base: str | None, max_length: int, seed: int) -> Any:
     return model
 
 
-def predict_logits(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int, progress: bool) -> np.ndarray:
+def predict_logits(model: Any, pairs: Sequence[tuple[str, str]], batch_size: int) -> np.ndarray:
     if not pairs:
         return np.zeros(0)
-    return predict_pairs(model, pairs, batch_size=batch_size, progress=progress).astype(np.float64)
+    return predict_pairs(model, pairs, batch_size=batch_size).astype(np.float64)
 
 
 def rerank_scores(first: Run, ce: np.ndarray, alpha: float) -> Run:
@@ -219,7 +219,7 @@ class Validator:
         return float(self._evaluate(self.qrels, run, ["ndcg@10"]).values["ndcg@10"].mean())
 
     def __call__(self, model: Any) -> dict[str, Any]:
-        logits = predict_logits(model, self.pairs, max(32, self.cfg.batch_size), False)
+        logits = predict_logits(model, self.pairs, max(32, self.cfg.batch_size))
         ce = np.full(self.first.indices.shape, -np.inf)
         ce[self.rows, self.cols] = logits
         by_alpha = {a: self.ndcg(rerank_scores(self.first, ce, a)) for a in ALPHAS}
