@@ -187,6 +187,13 @@ def main(argv: list[str] | None = None) -> int:
     ds = load_dataset(args.dataset, args.split)
     speed = encode_round_robin(ds, configs, cache_dir, args.threads, args.block, args.speed_docs)
     quality_cache = args.quality_cache_dir or cache_dir
+    # the quality step encodes the whole corpus once per configuration the cache lacks: minutes each,
+    # and its progress bars show only on a terminal, so a log gets this line
+    print(
+        f"quality: nDCG@10 over all {len(ds.corpus):,} documents for {', '.join(retrievers)} "
+        f"(cache {quality_cache}: a configuration it lacks is encoded in full)",
+        flush=True,
+    )
     res = benchmark(
         ds,
         retrievers,

@@ -76,6 +76,11 @@ def synthetic_docs(n: int, words: int, seed: int) -> list[str]:
     return docs
 
 
+def step(what: str) -> None:
+    """A phase as it starts, on stderr: the default run is silent for up to an hour otherwise."""
+    print(f"[{time.strftime('%H:%M:%S')}] {what}", file=sys.stderr, flush=True)
+
+
 def reexec_in_namespace() -> int:
     if shutil.which("unshare") is None:
         sys.exit("needs unshare (util-linux) and root, to keep Ray on a loopback-only network namespace")
@@ -107,7 +112,11 @@ def main() -> int:
     docs = synthetic_docs(args.n, args.words, args.seed)
     settings = EncoderSettings(location=resolve_model(None))
     threads = os.cpu_count()
-    print(f"{len(docs)} documents, ~{args.words} words each, batch size {args.batch_size}, {threads} cores here")
+    print(
+        f"{len(docs)} documents, ~{args.words} words each, batch size {args.batch_size}, {threads} cores here",
+        flush=True,
+    )
+    step(f"local: loading the model, then encoding {len(docs):,} documents")
 
     t0 = time.perf_counter()
     sentence_transformer(settings)
@@ -119,6 +128,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="rhbench-", dir="/tmp"))
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
     ray_bin = str(Path(sys.executable).with_name("ray"))
+    step(f"local: done in {local_s:.1f} s; ray: starting a cluster on 127.0.0.1")
     t0 = time.perf_counter()
     subprocess.run(
         [ray_bin, "start", "--head", "--node-ip-address", "127.0.0.1", "--num-cpus", str(args.num_cpus),
@@ -129,6 +139,7 @@ def main() -> int:
     try:
         os.environ.update({"RAY_AUTH_MODE": "disabled", "RAY_ADDRESS": "127.0.0.1:6379"})
         with RayExecutor(address="auto", num_workers=args.workers) as ex:
+            step(f"ray: encoding {len(docs):,} documents on {args.workers} workers (each loads the model first)")
             t0 = time.perf_counter()
             remote = ex.encode(docs, settings, args.batch_size)
             ray_s = time.perf_counter() - t0

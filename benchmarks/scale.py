@@ -371,18 +371,15 @@ def ann_sweep(docs: np.ndarray, queries: np.ndarray, k: int = 100, seed: int = 0
 
 
 # ---------------------------------------------------------------------- Ray
-def ray_encode_throughput(n_docs: int = 10_000) -> str:
+def ray_encode_throughput(n_docs: int = 10_000, script: Path | None = None) -> int:
     """Local vs Ray encoding throughput on the same ``n_docs`` seeded documents: runs
     ``benchmarks/ray_encode.py`` (which makes its own loopback-only network namespace for the cluster)
-    and returns what it printed. A separate process, so this one's peak RSS figures stay its own."""
-    import subprocess
-    import sys
-
-    script = Path(__file__).with_name("ray_encode.py")
-    done = subprocess.run(
-        [sys.executable, str(script), "--n", str(n_docs)], capture_output=True, text=True, check=False
-    )
-    return (done.stdout + (done.stderr[-2000:] if done.returncode else "")).strip()
+    with its output going straight to this terminal, so the hour it takes shows each phase as it
+    starts; returns its exit code (a failure there is this script's failure, not a line in a table).
+    A separate process, so this one's peak RSS figures stay its own."""
+    script = script or Path(__file__).with_name("ray_encode.py")
+    sys.stdout.flush()
+    return subprocess.run([sys.executable, str(script), "--n", str(n_docs)], check=False).returncode
 
 
 # ---------------------------------------------------------------------- report
@@ -460,7 +457,10 @@ def main(argv: list[str] | None = None) -> int:
         print(table(f"dense flat, {n:,} x 384 cached embeddings, {args.queries} queries", raw, ours), flush=True)
     if args.ray_encode:
         print(f"\n### local vs Ray encoding, {args.ray_encode:,} docs\n", flush=True)
-        print(ray_encode_throughput(args.ray_encode), flush=True)
+        code = ray_encode_throughput(args.ray_encode)
+        if code:
+            print(f"scale.py: benchmarks/ray_encode.py exited {code}", file=sys.stderr)
+            return code
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
     return 0

@@ -1,6 +1,6 @@
 """Which pip extra each heavy part needs, and the one line that says how to install it.
 
-The core install (``pip install retrieval-harness``) carries no torch, transformers,
+The core install (``pip install .`` in a checkout) carries no torch, transformers,
 sentence-transformers, FAISS, Ray, ONNX or vector-database client: metrics, statistics, reports, the
 gate, suites, judging over HTTP, inspect, power, load and the BM25 / run-file / HTTP / Python
 retrievers need none of them. Everything else is an extra of ``pyproject.toml``, and this module is

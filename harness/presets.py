@@ -23,7 +23,7 @@ def default_config() -> RunConfig:
 
     On the core install (no ``dense`` extra) it runs what the core can, BM25 alone on the demo, and
     says in one line which extra adds the other rows: a newcomer who typed ``harness run`` after
-    ``pip install retrieval-harness`` gets a table and the next step, not an error."""
+    ``pip install .`` in a checkout gets a table and the next step, not an error."""
     if not extras.installed("dense"):  # the line saying so ends the output: core_install_note()
         return _preset(list(defaults.METRICS), {"bm25": {"type": "bm25"}})
     metrics = [*defaults.METRICS, "ild@10"]

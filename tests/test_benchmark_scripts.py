@@ -26,3 +26,17 @@ def test_report_page_runs_as_written(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "explorer ready" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_scale_ray_encode_fails_loudly(tmp_path, capfd):
+    """scale.py --ray-encode passes the encode script's output through as it comes and returns its
+    exit code: before, it held an hour's output until the end and a failed run still exited 0."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import scale
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    script = tmp_path / "fake_ray_encode.py"
+    script.write_text("import sys\nprint('phase one', flush=True)\nsys.exit(3)\n")
+    assert scale.ray_encode_throughput(10, script=script) == 3
+    assert "phase one" in capfd.readouterr().out

@@ -12,7 +12,7 @@ Configured as ``executor: {type: local}`` (default) or
 ``executor: {type: ray, address: auto, num_workers: 2, num_gpus: 0}``; :func:`from_config` turns
 either (or the bare strings ``"local"`` / ``"ray"``) into an :class:`Executor`.
 
-Ray is optional (``pip install retrieval-harness[ray]``): importing this package never imports ray.
+Ray is optional (``pip install '.[ray]'`` in a checkout): importing this package never imports ray.
 """
 
 from __future__ import annotations
