@@ -126,7 +126,10 @@ def main() -> int:
     local_s = time.perf_counter() - t0
 
     tmp = Path(tempfile.mkdtemp(prefix="rhbench-", dir="/tmp"))
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    # Ray starts its workers at niceness 15 (RAY_worker_niceness): on a machine with other work, they
+    # would yield to it while the local half ran at 0, and the ratio would measure that; here both
+    # halves run at the same priority
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "RAY_worker_niceness": "0"}
     ray_bin = str(Path(sys.executable).with_name("ray"))
     step(f"local: done in {local_s:.1f} s; ray: starting a cluster on 127.0.0.1")
     t0 = time.perf_counter()
