@@ -105,3 +105,28 @@ def test_warm_run_reads_the_cache_without_loading_the_model(tmp_path):
     assert cold["torch"] and cold["encoded"] == 80 and cold["extra"]["cache_hit_rate"] == 0.0
     assert not warm["torch"] and warm["encoded"] == 0 and warm["extra"]["cache_hit_rate"] == 1.0
     assert warm["top"] == cold["top"] and warm["extra"]["encode_seconds"] == 0.0
+
+
+def test_flat_index_holds_one_block_of_embeddings_at_a_time(tiny_dataset, cache_dir):
+    """The flat index copies each block into its own storage, then lets it go before the next is read:
+    at 100k documents a held block (16,384 x 384 float32, 25 MB) put the run's peak RSS over 1.5x raw
+    FAISS's."""
+    import weakref
+
+    d = Dense(cache_dir=cache_dir, show_progress=False)
+    enc = d.encoder
+    original = enc.iter_document_blocks
+    still_held: list[int] = []
+
+    def blocks(corpus, **kw):
+        refs: list[weakref.ref] = []
+        for start, block in original(corpus, block=2, **kw):
+            still_held.append(sum(r() is not None for r in refs))
+            refs.append(weakref.ref(block))
+            yield start, block
+            del block
+
+    enc.iter_document_blocks = blocks
+    d.index(tiny_dataset.corpus)
+    assert len(still_held) > 1 and max(still_held) == 0
+    assert d.search(tiny_dataset.queries, k=3).ranking("q2")[0][0] == "d3"
