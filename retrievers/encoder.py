@@ -497,6 +497,7 @@ class Encoder:
             out = np.empty((len(docs), self.dim), dtype=np.float32)
             for start, block in self.iter_document_blocks(docs, progress=kw.get("progress", True)):
                 out[start : start + len(block)] = block
+                del block  # copied: not held beside the next block while it is read
             return out
         return self.encode([self.doc_prefix + d.content for d in docs], **kw)
 
